@@ -1,0 +1,154 @@
+"""The data model shared by every stage: benchmark items and preference examples.
+
+data_prep writes them, the trainer and the evaluator read them, so they are plain dataclasses with a
+flat row form (``to_row`` / ``from_row``) that HF ``datasets`` stores as Arrow/Parquet columns. Media are
+kept as canonical MediaSpec JSON strings: a row never holds decoded frames.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from cavpref.media.spec import MediaSpec, from_json, to_json
+
+TASKS = ("MCIT", "ICIT", "MVIT", "MAIT", "COT-Stitch", "COT-Swap", "CAT", "MVT", "MAT")
+DIMENSIONS = {
+    "Adversarial attack": ("MCIT", "ICIT", "MVIT", "MAIT"),
+    "Compositional reasoning": ("COT-Stitch", "COT-Swap", "CAT"),
+    "Modality-specific dependency": ("MVT", "MAT"),
+}
+CATEGORIES = ("Existential", "Localization", "Count", "Temporal", "Comparative", "World knowledge")
+SETTINGS = ("base", "instruction")
+# Tasks whose correct response is to abstain ("None of the above" / "the audio is missing" / ...).
+ABSTAIN_TASKS = ("MCIT", "ICIT", "MVIT", "MAIT", "COT-Swap", "MVT", "MAT")
+NONE_OF_THE_ABOVE = "None of the above"
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _spec_json(spec: MediaSpec | str | None) -> str | None:
+    if spec is None or isinstance(spec, str):
+        return spec
+    return to_json(spec)
+
+
+@dataclass
+class BenchmarkItem:
+    """One multiple-choice question exactly as a model is tested on it.
+
+    ``answer`` is the correct letter; ``None`` means the correct response is an abstention with no
+    option to pick (the ``base`` setting of the abstention tasks). ``abstain_letter`` is the letter of the
+    "None of the above" option when the item has one.
+    """
+
+    id: str
+    task: str
+    source: str
+    category: str
+    question: str
+    options: dict[str, str]
+    answer: str | None
+    setting: str
+    template_id: int
+    media: str  # canonical MediaSpec JSON
+    abstain_letter: str | None = None
+    source_ids: list[str] = field(default_factory=list)
+    instruction: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.media = _spec_json(self.media)
+        if self.task not in TASKS:
+            raise ValueError(f"item {self.id}: unknown task {self.task!r} (expected one of {TASKS})")
+        if self.setting not in SETTINGS:
+            raise ValueError(f"item {self.id}: unknown setting {self.setting!r}")
+        if self.answer is not None and self.answer not in self.options:
+            raise ValueError(f"item {self.id}: answer {self.answer!r} is not among options {list(self.options)}")
+
+    @property
+    def spec(self) -> MediaSpec:
+        return from_json(self.media)
+
+    def to_row(self) -> dict[str, Any]:
+        row = asdict(self)
+        # Arrow needs a fixed schema: options as parallel lists, meta as JSON.
+        row["option_letters"] = list(self.options)
+        row["option_texts"] = list(self.options.values())
+        del row["options"]
+        import json
+
+        row["meta"] = json.dumps(self.meta, sort_keys=True)
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "BenchmarkItem":
+        import json
+
+        row = dict(row)
+        row["options"] = dict(zip(row.pop("option_letters"), row.pop("option_texts")))
+        meta = row.get("meta") or "{}"
+        row["meta"] = json.loads(meta) if isinstance(meta, str) else meta
+        return cls(**row)
+
+
+@dataclass
+class AnchorPair:
+    """One response under clean vs perturbed media (the visual or audio term of CAVPref)."""
+
+    response: str
+    clean: str  # MediaSpec JSON: (V_w, A_w)
+    perturbed: str  # (V_l, A_w) for the visual term, (V_w, A_l) for the audio term
+
+    def __post_init__(self):
+        self.clean = _spec_json(self.clean)
+        self.perturbed = _spec_json(self.perturbed)
+
+
+@dataclass
+class PreferenceExample:
+    """One CAVPref training row (paper Eq. 1-3): the ``y`` pair under the presented media, and the
+    visual / audio anchors where the task perturbs that stream. Which anchors the loss uses is decided by
+    the trainer's switch table, not here, so the same data serves the paper's and the released code's
+    variants."""
+
+    id: str
+    task: str
+    source: str
+    category: str
+    prompt: str
+    media: str  # presented (perturbed) media, MediaSpec JSON
+    chosen: str
+    rejected: str
+    visual: AnchorPair | None = None
+    audio: AnchorPair | None = None
+    clap_delta: float | None = None
+    avsm_delta_v: float | None = None
+    avsm_delta_a: float | None = None
+    source_ids: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.media = _spec_json(self.media)
+        if self.task not in TASKS:
+            raise ValueError(f"preference {self.id}: unknown task {self.task!r}")
+        if isinstance(self.visual, dict):
+            self.visual = AnchorPair(**self.visual)
+        if isinstance(self.audio, dict):
+            self.audio = AnchorPair(**self.audio)
+
+    def to_row(self) -> dict[str, Any]:
+        row = {k: v for k, v in asdict(self).items() if k not in ("visual", "audio")}
+        for name in ("visual", "audio"):
+            pair = getattr(self, name)
+            row[f"{name}_response"] = pair.response if pair else None
+            row[f"{name}_clean"] = pair.clean if pair else None
+            row[f"{name}_perturbed"] = pair.perturbed if pair else None
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "PreferenceExample":
+        row = dict(row)
+        anchors = {}
+        for name in ("visual", "audio"):
+            resp, clean, pert = (row.pop(f"{name}_{k}", None) for k in ("response", "clean", "perturbed"))
+            anchors[name] = AnchorPair(resp, clean, pert) if resp is not None else None
+        return cls(**row, **anchors)

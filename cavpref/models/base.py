@@ -1,0 +1,72 @@
+"""The adapter protocol: the only way the trainer and the evaluator talk to an audio-visual LLM.
+
+Fine-tuning "your own AVLLM" means writing one ``AVAdapter`` subclass. The split between ``collate``
+(CPU, in data-loader workers: tokenisation, processor, feature extraction) and ``logps`` / ``generate``
+(device, with a model passed in explicitly) lets the trainer call the same adapter with the policy, the
+reference, or a PEFT model with its adapter disabled.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from cavpref.media.decode import DecodedMedia
+
+
+class AdapterError(ValueError):
+    """A row the adapter cannot turn into model inputs. The message names the row."""
+
+
+@dataclass
+class Row:
+    """One (prompt, response, media) triple.
+
+    ``media_key`` identifies the presented media (canonical MediaSpec JSON, or any stable id): rows with
+    the same key share encoder outputs within a batch. ``media=None`` means a text-only row; a
+    DecodedMedia with ``frames=None`` / ``audio=None`` marks a missing stream, fed as the adapter's
+    ``missing_modality`` policy says.
+    """
+
+    prompt: str
+    response: str = ""
+    media: DecodedMedia | None = None
+    media_key: str | None = None
+    row_id: str = ""
+
+
+class AVAdapter(ABC):
+    """Turns rows into model inputs and returns per-row summed response log-probs; also generates."""
+
+    #: how a missing stream is fed: "drop" (no placeholder tokens, no encoder call) or "zero_dummy"
+    #: (a dummy input goes through the encoder and is multiplied by zero: every rank runs the same
+    #: encoder calls, which ZeRO-3 requires).
+    missing_modality: str = "drop"
+
+    @abstractmethod
+    def collate(self, rows: Sequence[Row]) -> dict[str, Any]:
+        """Tokenise and featurise a batch (CPU). Response tokens are labelled; prompt, padding and media
+        placeholders are -100. Raises AdapterError naming the row for an empty response / bad media."""
+
+    @abstractmethod
+    def logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool = True) -> torch.Tensor:
+        """(B,) fp32 sums of response-token log-probs. Differentiable w.r.t. ``model``. Padding-invariant."""
+
+    @abstractmethod
+    def generate(self, model: torch.nn.Module, rows: Sequence[Row], **generation_kwargs) -> list[str]:
+        """Greedy (by default) responses for the rows' prompts; ``Row.response`` is ignored."""
+
+    def option_logps(self, model: torch.nn.Module, rows: Sequence[Row], options: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+        """Log-likelihood of each candidate response: for row i, a tensor (len(options[i]),)."""
+        flat = [Row(r.prompt, o, r.media, r.media_key, f"{r.row_id}/opt{j}") for r, opts in zip(rows, options)
+                for j, o in enumerate(opts)]
+        with torch.no_grad():
+            scores = self.logps(model, self.collate(flat))
+        out, i = [], 0
+        for opts in options:
+            out.append(scores[i : i + len(opts)])
+            i += len(opts)
+        return out

@@ -1,0 +1,1 @@
+"""eval: benchmark runners, choice extraction, CircularEval, judges, metrics and reports."""
