@@ -1,0 +1,230 @@
+"""The CAVPref loss (AVTrustBench paper, Eq. 1-6 and Algorithm 1) as pure functions of log-probs.
+
+No model lives here: the trainer computes per-sample summed response log-probs and hands them over, so
+every formula can be checked against hand-computed numbers.
+
+Components i in {y, v, a}:
+    margin_i = (log pi(w) - log ref(w)) - (log pi(l) - log ref(l))
+    L^i      = log sigmoid(beta_i * margin_i)                     (per sample, <= 0)
+    ell^i    = -L^i                                               (per-sample loss, >= 0)
+  y: (y_w | presented media) vs (y_l | presented media)
+  v: (y_w | V_w, A_w) vs (y_w | V_l, A_w)   -- only samples with eta = 1
+  a: (y_w | V_w, A_w) vs (y_w | V_w, A_l)   -- only samples with gamma = 1
+
+Robust aggregation over the n samples having component i (``robust=``):
+  "paper"      L_R = -lambda * log mean exp(L / lambda)   (Eq. 5 as printed; Dr. DPO). A soft-MIN of ell:
+               each sample's gradient weight is softmax(-ell / lambda), so high-loss (possibly mislabelled)
+               pairs are DOWN-weighted; lambda -> inf gives the plain mean.
+  "worst_case" L_R = +lambda * log mean exp(ell / lambda)  (the reading of Eq. 4's prose, "worst-case risk").
+               A soft-MAX of ell: weights softmax(+ell / lambda), high-loss pairs UP-weighted; lambda -> inf
+               gives the mean.
+  "none"       L_R = mean(ell)   ("CAVPref w/o Robustness").
+Total = L_R^y + [any eta] L_R^v + [any gamma] L_R^a  (Eq. 6; a term is present when any sample has it).
+
+Distributed exactness: with ``gather`` (e.g. ``accelerator.gather``) the normaliser of the log-mean-exp and
+beta's min-max use the global batch. The returned ``loss`` then has the *global* value, and its gradient
+equals ``world_size`` x this rank's share, so that DDP's gradient averaging reproduces exactly the
+one-process gradient on the concatenated batch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import torch
+import torch.nn.functional as F
+
+from cavpref.data import TASKS
+
+Gather = Callable[[torch.Tensor], torch.Tensor]
+COMPONENTS = ("y", "v", "a")
+ROBUST_MODES = ("paper", "worst_case", "none")
+PAPER_LAMBDAS = {"y": 1.0, "v": 1.0, "a": 0.8}
+
+# Eq. 6 switches (eta: visual term, gamma: audio term). The released reference code also sets gamma on
+# COT-Swap (both streams are perturbed there); ``variant="released"`` reproduces that.
+_ETA_TASKS = {"MVIT", "MVT", "COT-Swap"}
+_GAMMA_TASKS = {"paper": {"MAIT", "MAT"}, "released": {"MAIT", "MAT", "COT-Swap"}}
+DEFAULT_SWITCHES = {t: (int(t in _ETA_TASKS), int(t in _GAMMA_TASKS["paper"])) for t in TASKS}
+
+
+def switches_for(task: str, variant: str = "paper", table: Mapping[str, tuple[int, int]] | None = None) -> tuple[int, int]:
+    """(eta, gamma) for a task. ``table`` (a recipe's override) wins over the built-in variants."""
+    if table is not None and task in table:
+        eta, gamma = table[task]
+        return int(eta), int(gamma)
+    if task not in DEFAULT_SWITCHES:
+        raise KeyError(f"unknown task {task!r}; expected one of {TASKS}")
+    if variant not in _GAMMA_TASKS:
+        raise ValueError(f"unknown switch variant {variant!r}; expected 'paper' or 'released'")
+    return int(task in _ETA_TASKS), int(task in _GAMMA_TASKS[variant])
+
+
+def calibrate_beta(
+    delta_s: torch.Tensor,
+    *,
+    scale: float = 0.9,
+    offset: float = 0.1,
+    mask: torch.Tensor | None = None,
+    gather: Gather | None = None,
+) -> torch.Tensor:
+    """beta = scale * dS_norm + offset, dS min-max normalised over the (global) batch.
+
+    Only entries with ``mask`` true (default: all finite entries) take part in the min-max and get a
+    calibrated value; the others get ``offset + scale / 2`` and should be ignored by the caller.
+    Degenerate batch (one element, or all equal): dS_norm = 0.5 for every element, i.e. the midpoint
+    beta = offset + scale / 2 (0.55 with the paper's constants) — no information on relative similarity,
+    so neither extreme is picked.
+    """
+    d = delta_s.detach().to(torch.float32)
+    m = torch.isfinite(d) if mask is None else (mask.to(torch.bool) & torch.isfinite(d))
+    d_all, m_all = (gather(d), gather(m.float()) > 0.5) if gather is not None else (d, m)
+    mid = torch.full_like(d, offset + scale / 2)
+    if not bool(m_all.any()):
+        return mid
+    lo, hi = d_all[m_all].min(), d_all[m_all].max()
+    if not bool(hi > lo):
+        return mid
+    norm = ((d - lo) / (hi - lo)).clamp(0.0, 1.0)
+    return torch.where(m, scale * norm + offset, mid)
+
+
+@dataclass
+class ComponentOutput:
+    loss: torch.Tensor  # scalar (global value)
+    per_sample: torch.Tensor  # ell = -log sigmoid(beta * margin), (B,), NaN where the sample lacks the component
+    margins: torch.Tensor  # (B,) beta-free margins, NaN where absent
+    rewards_acc: torch.Tensor  # scalar: fraction of present samples with margin > 0
+    weights: torch.Tensor  # (B,) aggregation weights (sum to 1 over the global present set), 0 where absent
+    n: int  # global number of samples with the component
+
+
+@dataclass
+class CAVPrefLossOutput:
+    loss: torch.Tensor
+    components: dict[str, ComponentOutput] = field(default_factory=dict)
+
+    def metrics(self) -> dict[str, float]:
+        """Flat floats for logging: loss, margin, reward accuracy, and the effective sample size
+        (1 / sum w^2) of the aggregation weights, per component."""
+        out = {"loss": float(self.loss.detach())}
+        for name, c in self.components.items():
+            present = torch.isfinite(c.margins)
+            out[f"{name}/loss"] = float(c.loss.detach())
+            out[f"{name}/margin"] = float(c.margins[present].mean()) if bool(present.any()) else float("nan")
+            out[f"{name}/reward_acc"] = float(c.rewards_acc)
+            w = c.weights[present]
+            out[f"{name}/ess"] = float(1.0 / (w.pow(2).sum())) if w.numel() and bool(w.sum() > 0) else float("nan")
+            out[f"{name}/n"] = c.n
+        return out
+
+
+def _component(
+    pol_w: torch.Tensor,
+    pol_l: torch.Tensor,
+    ref_w: torch.Tensor,
+    ref_l: torch.Tensor,
+    beta: torch.Tensor | float,
+    lam: float,
+    present: torch.Tensor,
+    robust: str,
+    gather: Gather | None,
+    world_size: int,
+) -> ComponentOutput:
+    # Select before any arithmetic: absent samples may hold NaN, and NaN * 0 would poison the gradient.
+    zero = torch.zeros((), dtype=torch.float32, device=pol_w.device)
+    fill = lambda x: torch.where(present, x.to(torch.float32), zero)  # noqa: E731
+    margin = (fill(pol_w) - fill(ref_w)) - (fill(pol_l) - fill(ref_l))
+    beta_t = torch.as_tensor(beta, dtype=torch.float32, device=margin.device).expand_as(margin)
+    beta_t = torch.where(present, beta_t, torch.ones_like(beta_t))
+    ell = -F.logsigmoid(beta_t * margin)  # (B,), finite everywhere
+
+    ell_d = ell.detach()
+    ell_all = gather(ell_d) if gather is not None else ell_d
+    present_all = gather(present.float()) > 0.5 if gather is not None else present
+    n = int(present_all.sum())
+    nan = torch.full_like(ell_d, float("nan"))
+    if n == 0:
+        return ComponentOutput(zero, nan, nan, zero, torch.zeros_like(ell_d), 0)
+
+    if robust == "none":
+        value = ell_all[present_all].mean()
+        weights = present.to(torch.float32) / n
+    else:
+        # The scalar reduction runs in fp64: lambda * (logsumexp - log n) cancels catastrophically in fp32
+        # for large lambda (the lambda -> inf limit must recover the mean).
+        sign = -1.0 if robust == "paper" else 1.0  # paper: softmin of ell; worst_case: softmax of ell
+        e_all, e = ell_all.double(), ell_d.double()
+        z_all = torch.where(present_all, sign * e_all / lam, torch.full_like(e_all, -math.inf))
+        lse = torch.logsumexp(z_all, dim=0)
+        value = (sign * lam * (lse - math.log(n))).float()
+        z = torch.where(present, sign * e / lam, torch.full_like(e, -math.inf))
+        weights = torch.exp(z - lse).float()  # 0 for absent samples
+    # Surrogate: value (global) + (d/d ell of the aggregate) . (ell - ell.detach()), scaled for DDP averaging.
+    surrogate = value + world_size * (weights * (ell - ell_d)).sum()
+    acc = (margin[present] > 0).float().sum()
+    acc_all = acc if gather is None else gather(acc.reshape(1)).sum()
+    return ComponentOutput(
+        loss=surrogate,
+        per_sample=torch.where(present, ell_d, nan),
+        margins=torch.where(present, margin.detach(), nan),
+        rewards_acc=acc_all / n,
+        weights=weights,
+        n=n,
+    )
+
+
+def cavpref_loss(
+    policy_logps: Mapping[str, torch.Tensor],
+    ref_logps: Mapping[str, torch.Tensor],
+    *,
+    beta: Mapping[str, torch.Tensor | float],
+    lambdas: Mapping[str, float] = PAPER_LAMBDAS,
+    eta: torch.Tensor | None = None,
+    gamma: torch.Tensor | None = None,
+    robust: str = "paper",
+    gather: Gather | None = None,
+    world_size: int = 1,
+) -> CAVPrefLossOutput:
+    """CAVPref (Eq. 6) from per-sample summed response log-probs.
+
+    ``policy_logps`` / ``ref_logps``: dicts with ``y_w, y_l`` and, when any sample has the switch on,
+    ``v_w, v_l`` / ``a_w, a_l`` (entries of samples whose switch is 0 are ignored — they may hold anything,
+    NaN included). ``beta``: keys ``y, v, a``, a float or a per-sample tensor. ``eta`` / ``gamma``:
+    per-sample 0/1. All maths in fp32. See the module docstring for ``robust`` and ``gather``.
+    """
+    if robust not in ROBUST_MODES:
+        raise ValueError(f"robust must be one of {ROBUST_MODES}, got {robust!r}")
+    y_w = policy_logps["y_w"]
+    bsz = y_w.shape[0]
+    ones = torch.ones(bsz, dtype=torch.bool, device=y_w.device)
+    switches = {
+        "y": ones,
+        "v": torch.zeros_like(ones) if eta is None else eta.to(device=y_w.device).bool(),
+        "a": torch.zeros_like(ones) if gamma is None else gamma.to(device=y_w.device).bool(),
+    }
+    out = CAVPrefLossOutput(loss=torch.zeros((), dtype=torch.float32, device=y_w.device))
+    for name in COMPONENTS:
+        present = switches[name]
+        any_present = bool(present.any()) if gather is None else bool(gather(present.float()).sum() > 0)
+        if not any_present:
+            continue
+        keys = (f"{name}_w", f"{name}_l")
+        missing = [k for k in keys if k not in policy_logps or k not in ref_logps]
+        if missing:
+            raise KeyError(f"component {name!r} is switched on for some samples but log-probs {missing} are missing")
+        for k in keys:
+            for which, d in (("policy", policy_logps), ("ref", ref_logps)):
+                bad = present & ~torch.isfinite(d[k].detach())
+                if bool(bad.any()):
+                    idx = bad.nonzero().flatten().tolist()
+                    raise FloatingPointError(f"non-finite {which} log-probs in {k!r} for samples {idx}")
+        comp = _component(
+            policy_logps[keys[0]], policy_logps[keys[1]], ref_logps[keys[0]], ref_logps[keys[1]],
+            beta[name], float(lambdas[name]), present, robust, gather, world_size,
+        )
+        out.components[name] = comp
+        out.loss = out.loss + comp.loss
+    return out
