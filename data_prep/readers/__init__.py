@@ -1,0 +1,52 @@
+"""Source dataset readers: MUSIC-AVQA (v1, v2.0), AVQA and AudioSet, read exactly as released.
+
+One public entry, ``read_source(source, files, ...) -> ReadResult``; the single-modality exclusion is a
+separate step (``filter_single_modality``) so that ``cavpref prep read`` can show every record.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from data_prep.readers.audioset import Ontology, label_names, read_class_labels, read_ontology, read_segments
+from data_prep.readers.avqa import read_avqa
+from data_prep.readers.categories import exclusion_reason, filter_single_modality
+from data_prep.readers.common import ReaderConfig, ReaderError, ReadResult
+from data_prep.readers.music_avqa import read_music_avqa
+
+__all__ = [
+    "Ontology",
+    "ReadResult",
+    "ReaderConfig",
+    "ReaderError",
+    "exclusion_reason",
+    "filter_single_modality",
+    "read_avqa",
+    "read_class_labels",
+    "read_music_avqa",
+    "read_ontology",
+    "read_segments",
+    "read_source",
+]
+
+
+def read_source(source: str, files: Iterable[str | os.PathLike], config: ReaderConfig | None = None, *,
+                labels: str | None = None, ontology: str | Ontology | None = None) -> ReadResult:
+    """Read annotation files of one source into QARecords (no filtering), in file order.
+
+    ``labels`` / ``ontology`` name the AudioSet label files (the csv is preferred for display names).
+    """
+    config = config or ReaderConfig()
+    result = ReadResult()
+    if source == "audioset":
+        names = label_names(labels, ontology)
+        for f in files:
+            result.extend(read_segments(str(f), names, config))
+        return result
+    readers = {"music_avqa": read_music_avqa, "avqa": read_avqa}
+    if source not in readers:
+        raise ValueError(f"unknown source {source!r} (expected music_avqa, avqa or audioset)")
+    for f in files:
+        result.extend(readers[source](str(f), config))
+    return result
