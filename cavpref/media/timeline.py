@@ -1,0 +1,166 @@
+"""Flatten a MediaSpec tree into timeline pieces: which file range plays where, with which gain.
+
+Decoding is then trivial and cheap: a frame time is looked up in the video pieces and read from one
+file at one local time; the audio is the sum of the audio pieces, each placed at its offset. The
+planner probes files (cached) but decodes nothing.
+
+Semantics (one rule per node)
+-----------------------------
+* ``Source``: ``end - start`` (``end=None`` → the file's duration). A file without audio (video) gives
+  no audio (video) pieces — the stream is *absent*, not silent.
+* ``Combine(video=V, audio=A)``: duration of V if given, else of A; A's audio is truncated to that
+  duration (shorter audio leaves silence). A Combine slot that is given but yields no stream (a file
+  without audio in the audio slot) is an error: the spec asked for a stream the file does not have.
+* ``Concat``: parts one after another; duration is the sum.
+* ``Overlay``: all parts start at the same time; duration is the max; audio pieces carry
+  ``gain * gain_i`` and are summed; video pieces come from ``parts[video]`` only.
+
+A stream is present in the result if at least one piece provides it; gaps in a present stream
+(a muted part of a Concat, the tail of an Overlay's shorter video part) are silence / black frames.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from cavpref.media.probe import MediaInfo
+from cavpref.media.spec import Combine, Concat, MediaError, MediaSpec, Overlay, Source, sources, to_json
+
+# A Source ``end`` up to this far past the file's end is clamped (container durations are rounded;
+# AudioSet segments say 10.000 s for 9.98 s files). Further out is an error.
+RANGE_TOLERANCE = 0.1
+
+
+@dataclass(frozen=True)
+class Piece:
+    """``length`` seconds of ``file`` from local time ``src_start``, placed at ``at`` on the timeline."""
+
+    file: Path
+    info: MediaInfo
+    src_start: float
+    at: float
+    length: float
+    gain: float = 1.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    duration: float
+    video: tuple[Piece, ...] | None  # None: no part provides video
+    audio: tuple[Piece, ...] | None  # None: no part provides audio
+
+
+Lookup = Callable[[str], tuple[Path, MediaInfo]]
+
+
+def build_plan(spec: MediaSpec, lookup: Lookup) -> Plan:
+    """Plan ``spec``; ``lookup(relative_path) -> (resolved path, MediaInfo)`` (resolve + probe)."""
+    duration, video, audio = _plan(spec, lookup, at=0.0, gain=1.0, window_end=math.inf)
+    return Plan(duration, None if video is None else tuple(video), None if audio is None else tuple(audio))
+
+
+def _join(lists):
+    present = [x for x in lists if x is not None]
+    return None if not present else [p for x in present for p in x]
+
+
+def _clip(pieces, window_end):
+    if pieces is None:
+        return None
+    out = []
+    for p in pieces:
+        length = min(p.length, window_end - p.at)
+        if length > 1e-9:
+            out.append(p if length == p.length else Piece(p.file, p.info, p.src_start, p.at, length, p.gain))
+    return out
+
+
+def _source_range(src: Source, info: MediaInfo) -> tuple[float, float]:
+    if info.duration <= 0:
+        raise MediaError(f"{src.path}: zero-length clip ({info.path} has duration {info.duration})")
+    end = info.duration if src.end is None else src.end
+    if src.start >= info.duration or end > info.duration + RANGE_TOLERANCE:
+        raise MediaError(
+            f"{src.path}: time range [{src.start}, {src.end}] is outside the clip "
+            f"(duration {info.duration:.3f} s)")
+    end = min(end, info.duration)
+    if end - src.start <= 0:
+        raise MediaError(f"{src.path}: zero-length clip range [{src.start}, {end}]")
+    return src.start, end
+
+
+def _plan(spec, lookup, at, gain, window_end):
+    if isinstance(spec, Source):
+        path, info = lookup(spec.path)
+        start, end = _source_range(spec, info)
+        d = end - start
+        piece = Piece(path, info, start, at, d, gain)
+        video = [piece] if info.has_video else None
+        audio = [piece] if info.has_audio else None
+        return d, _clip(video, window_end), _clip(audio, window_end)
+    if isinstance(spec, Combine):
+        video, d = None, None
+        if spec.video is not None:
+            d, video, _ = _plan(spec.video, lookup, at, gain, window_end)
+            if video is None:
+                raise MediaError(f"{_files(spec.video)}: Combine video part has no video stream "
+                                 f"(part {to_json(spec.video)})")
+        audio = None
+        if spec.audio is not None:
+            da, _, audio = _plan(spec.audio, lookup, at, gain, window_end if d is None else min(window_end, at + d))
+            if audio is None:
+                raise MediaError(f"{_files(spec.audio)}: Combine audio part has no audio stream "
+                                 f"(part {to_json(spec.audio)})")
+            d = da if d is None else d
+        return d, video, audio
+    if isinstance(spec, Concat):
+        cur, videos, audios = at, [], []
+        for part in spec.parts:
+            d, v, a = _plan(part, lookup, cur, gain, window_end)
+            videos.append(v)
+            audios.append(a)
+            cur += d
+        return cur - at, _join(videos), _join(audios)
+    if isinstance(spec, Overlay):
+        results = [_plan(p, lookup, at, gain * g, window_end) for p, g in zip(spec.parts, spec.gains)]
+        duration = max(r[0] for r in results)
+        video = None if spec.video is None else results[spec.video][1]
+        return duration, video, _join([r[2] for r in results])
+    raise MediaError(f"not a MediaSpec node: {spec!r}")
+
+
+def _files(spec: MediaSpec) -> str:
+    return ", ".join(sorted({s.path for s in sources(spec)}))
+
+
+def frame_times(duration: float, num_frames: int | None, fps: float | None, max_frames: int) -> np.ndarray:
+    """Sample times on ``[0, duration)``: the centre of each of ``n`` equal slots.
+
+    Centres (not slot starts) keep a sample away from cuts between parts and from the last frame's end,
+    and for ``fps`` equal to the source rate they hit each source frame exactly once. With ``fps`` set,
+    ``n = round(duration * fps)`` (at least 1) capped at ``max_frames``; else ``n = num_frames``.
+    """
+    if duration <= 0:
+        raise MediaError(f"cannot sample frames from a timeline of duration {duration}")
+    if fps is not None:
+        if fps <= 0 or max_frames < 1:
+            raise MediaError(f"FramePolicy needs fps > 0 and max_frames >= 1 (got fps={fps}, max={max_frames})")
+        n = min(max(1, math.floor(duration * fps + 0.5)), max_frames)
+    else:
+        if num_frames is None or num_frames < 1:
+            raise MediaError(f"FramePolicy needs num_frames >= 1 or an fps (got num_frames={num_frames})")
+        n = num_frames
+    return (np.arange(n) + 0.5) * (duration / n)
+
+
+def locate(pieces: tuple[Piece, ...], t: float) -> tuple[Piece, float] | None:
+    """The piece showing timeline time ``t`` and the local time in its file (None: a gap)."""
+    for p in pieces:
+        if p.at <= t < p.at + p.length:
+            return p, p.src_start + (t - p.at)
+    return None
