@@ -1,0 +1,78 @@
+"""The world's knobs: one small dataclass, parsed by ``HfArgumentParser`` (flag = field name)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .catalogue import INSTRUMENTS
+
+WORLD_VERSION = 1
+SOURCES = ("music_avqa", "avqa", "audioset")
+
+
+def _h(text: str, **kw) -> Any:
+    return field(metadata={"help": text}, **kw)
+
+
+@dataclass
+class WorldConfig:
+    """Everything that changes the generated files. Same config (``out`` aside) -> same bytes."""
+
+    out: str = _h("output directory (created; a previous world in it is replaced)", default="world")
+    seed: int = _h("master seed: every clip, question and id derives from it", default=0)
+    num_clips: int = _h("clips per source (MUSIC-AVQA videos, AVQA videos, AudioSet segments)", default=96)
+    music_clips: int | None = _h("override num_clips for MUSIC-AVQA", default=None)
+    avqa_clips: int | None = _h("override num_clips for AVQA", default=None)
+    audioset_clips: int | None = _h("override num_clips for AudioSet", default=None)
+    duration: float = _h("seconds per clip", default=4.0)
+    width: int = _h("frame width in pixels (even, >= 42)", default=112)
+    height: int = _h("frame height in pixels (even, >= 28)", default=112)
+    fps: float = _h("video frames per second", default=8.0)
+    sample_rate: int = _h("audio sample rate in Hz", default=16000)
+    num_instruments: int = _h(f"MUSIC-AVQA instruments in the world (3..{len(INSTRUMENTS)})", default=8)
+    questions_per_clip: int = _h("questions asked per MUSIC-AVQA / AVQA clip (at most)", default=8)
+    highlight: bool = _h("outline + bob a shape while it sounds (the visual cue of sounding)", default=True)
+    workers: int = _h("processes rendering clips (0: min(4, CPUs)); never changes the output", default=0)
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self) -> None:
+        def bad(name: str, why: str):
+            raise ValueError(f"WorldConfig.{name}={getattr(self, name)!r}: {why}")
+
+        for name in ("num_clips", "music_clips", "avqa_clips", "audioset_clips"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                bad(name, "must be >= 1")
+        if self.width % 2 or self.height % 2 or self.width < 42 or self.height < 28:
+            bad(
+                "width" if self.width % 2 or self.width < 42 else "height",
+                "frames must have even sides, at least 42x28 (three slots of a visible shape)",
+            )
+        if self.duration < 1.0:
+            bad("duration", "must be >= 1.0 s (eight time steps of >= 0.125 s)")
+        if self.fps <= 0 or self.fps * self.duration < 1:
+            bad("fps", "must be > 0 and give at least one frame per clip")
+        if not 8000 <= self.sample_rate <= 48000:
+            bad("sample_rate", "must be within 8000..48000 Hz")
+        if not 3 <= self.num_instruments <= len(INSTRUMENTS):
+            bad("num_instruments", f"must be within 3..{len(INSTRUMENTS)}")
+        if self.questions_per_clip < 1:
+            bad("questions_per_clip", "must be >= 1")
+        if self.workers < 0:
+            bad("workers", "must be >= 0")
+
+    def clips(self, source: str) -> int:
+        override = {"music_avqa": self.music_clips, "avqa": self.avqa_clips, "audioset": self.audioset_clips}
+        if source not in override:
+            raise KeyError(f"unknown source {source!r} (expected one of {SOURCES})")
+        return override[source] if override[source] is not None else self.num_clips
+
+    def knobs(self) -> dict[str, Any]:
+        """The config as stored in world.json: without ``out`` and ``workers``, which do not change the
+        world, so the manifest does not depend on where or how fast it was written."""
+        d = asdict(self)
+        del d["out"], d["workers"]
+        return d
