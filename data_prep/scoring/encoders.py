@@ -1,0 +1,226 @@
+"""Embedding backends behind three small protocols, and the registry that picks one by name.
+
+``AudioTextEncoder`` (CLAP), ``ImageTextEncoder`` (CLIP) and ``AudioVideoEncoder`` (a direct joint
+audio-video space: Perception Encoder AV ships, ImageBind-style models fit) return unit-norm float32
+embeddings, one row per input. Batching, windowing, frame pooling and caching live in the scorers, so a
+new backend only has to embed. Default backends load with ``from_pretrained(path_or_id)``; the optional
+``laion_clap`` / ``open_clip`` packages are imported only when chosen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+from .cache import fingerprint
+from .config import ScoringConfig
+
+
+@runtime_checkable
+class AudioTextEncoder(Protocol):
+    fingerprint: str
+    sample_rate: int
+    window_samples: int | None  # longest input the model takes at once (None = any)
+    logit_scale: float  # audio -> text softmax temperature the model was trained with
+
+    def embed_audio(self, waves: list[np.ndarray]) -> np.ndarray: ...
+    def embed_text(self, texts: list[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class ImageTextEncoder(Protocol):
+    fingerprint: str
+    logit_scale: float
+
+    def embed_images(self, images: list[np.ndarray]) -> np.ndarray: ...  # (H, W, 3) uint8 each
+    def embed_text(self, texts: list[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class AudioVideoEncoder(Protocol):
+    fingerprint: str
+    sample_rate: int
+
+    def embed_audio(self, waves: list[np.ndarray]) -> np.ndarray: ...
+    def embed_video(self, clips: list[np.ndarray]) -> np.ndarray: ...  # (T, H, W, 3) uint8 each
+
+
+def as_unit_numpy(x) -> np.ndarray:
+    """Model output (tensor, or a ModelOutput whose pooler_output is the embedding) -> unit rows."""
+    if not isinstance(x, torch.Tensor):
+        x = x.pooler_output
+    x = torch.nn.functional.normalize(x.detach().float(), dim=-1)
+    return x.cpu().numpy().astype(np.float32)
+
+
+class HFClap:
+    """transformers ``ClapModel`` + ``ClapProcessor`` (loads the LAION CLAP checkpoints)."""
+
+    def __init__(self, model: str, device: str = "cpu"):
+        from transformers import AutoModel, AutoProcessor
+
+        self.processor = AutoProcessor.from_pretrained(model)
+        self.model = AutoModel.from_pretrained(model).to(device).eval()
+        self.device = device
+        fe = self.processor.feature_extractor
+        self.sample_rate = int(fe.sampling_rate)
+        self.window_samples = int(fe.nb_max_samples)
+        self.logit_scale = float(self.model.logit_scale_a.detach().exp())
+        self.fingerprint = fingerprint(
+            backend="transformers-clap",
+            model=model,
+            sr=self.sample_rate,
+            window=self.window_samples,
+            truncation=fe.truncation,
+            padding=fe.padding,
+        )
+
+    @torch.inference_mode()
+    def embed_audio(self, waves: list[np.ndarray]) -> np.ndarray:
+        inputs = self.processor.feature_extractor(waves, sampling_rate=self.sample_rate, return_tensors="pt")
+        return as_unit_numpy(self.model.get_audio_features(**inputs.to(self.device)))
+
+    @torch.inference_mode()
+    def embed_text(self, texts: list[str]) -> np.ndarray:
+        inputs = self.processor.tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
+        return as_unit_numpy(self.model.get_text_features(**inputs.to(self.device)))
+
+
+class HFClip:
+    """transformers ``CLIPModel`` + ``CLIPProcessor`` (any AutoModel with get_image/text_features)."""
+
+    def __init__(self, model: str, device: str = "cpu"):
+        from transformers import AutoModel, AutoProcessor
+
+        self.processor = AutoProcessor.from_pretrained(model)
+        self.model = AutoModel.from_pretrained(model).to(device).eval()
+        self.device = device
+        self.logit_scale = float(self.model.logit_scale.detach().exp())
+        self.fingerprint = fingerprint(backend="transformers-clip", model=model)
+
+    @torch.inference_mode()
+    def embed_images(self, images: list[np.ndarray]) -> np.ndarray:
+        inputs = self.processor.image_processor(images=list(images), return_tensors="pt")
+        return as_unit_numpy(
+            self.model.get_image_features(pixel_values=inputs["pixel_values"].to(self.device))
+        )
+
+    @torch.inference_mode()
+    def embed_text(self, texts: list[str]) -> np.ndarray:
+        inputs = self.processor.tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
+        return as_unit_numpy(self.model.get_text_features(**inputs.to(self.device)))
+
+
+def _optional(module: str, extra: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(
+            f"the {module!r} scoring backend needs the optional package: "
+            f"pip install 'cavpref[{extra}]' ({err})"
+        ) from err
+
+
+class LaionClap:
+    """The original ``laion_clap`` package (optional extra: it pins numpy<2, keep it in its own env)."""
+
+    sample_rate = 48_000
+    window_samples = 480_000
+
+    def __init__(
+        self, checkpoint: str, device: str = "cpu", amodel: str = "HTSAT-tiny", fusion: bool = False
+    ):
+        import os
+
+        laion_clap = _optional("laion_clap", "laion_clap")
+        if not os.path.isfile(checkpoint):
+            raise FileNotFoundError(
+                f"laion_clap backend: clap_model must be a checkpoint file (.pt), got {checkpoint!r}"
+            )
+        self.model = laion_clap.CLAP_Module(enable_fusion=fusion, amodel=amodel, device=device)
+        self.model.load_ckpt(checkpoint)
+        self.logit_scale = float(self.model.model.logit_scale_a.detach().exp())
+        self.fingerprint = fingerprint(backend="laion_clap", model=checkpoint, amodel=amodel, fusion=fusion)
+
+    def embed_audio(self, waves: list[np.ndarray]) -> np.ndarray:
+        # Repeat-pad short windows as the package's own preprocessing does; int16 round trip as in its README.
+        x = np.stack(
+            [np.resize(w, self.window_samples) if len(w) < self.window_samples else w for w in waves]
+        )
+        x = (np.clip(x, -1, 1) * 32767).astype(np.int16).astype(np.float32) / 32767
+        return as_unit_numpy(torch.as_tensor(self.model.get_audio_embedding_from_data(x=x, use_tensor=False)))
+
+    def embed_text(self, texts: list[str]) -> np.ndarray:
+        return as_unit_numpy(torch.as_tensor(self.model.get_text_embedding(list(texts), use_tensor=False)))
+
+
+class OpenClip:
+    """``open_clip`` models (optional extra), e.g. model "ViT-B-32" with pretrained "laion2b_s34b_b79k"."""
+
+    def __init__(self, model: str, pretrained: str | None = None, device: str = "cpu"):
+        open_clip = _optional("open_clip", "open_clip")
+        self.model, _, self.preprocess = open_clip.create_model_and_transforms(
+            model, pretrained=pretrained, device=device
+        )
+        self.model.eval()
+        self.tokenizer = open_clip.get_tokenizer(model)
+        self.device = device
+        self.logit_scale = float(self.model.logit_scale.detach().exp())
+        self.fingerprint = fingerprint(backend="open_clip", model=model, pretrained=pretrained)
+
+    @torch.inference_mode()
+    def embed_images(self, images: list[np.ndarray]) -> np.ndarray:
+        from PIL import Image
+
+        x = torch.stack([self.preprocess(Image.fromarray(np.asarray(im))) for im in images]).to(self.device)
+        return as_unit_numpy(self.model.encode_image(x))
+
+    @torch.inference_mode()
+    def embed_text(self, texts: list[str]) -> np.ndarray:
+        return as_unit_numpy(self.model.encode_text(self.tokenizer(list(texts)).to(self.device)))
+
+
+def _pe_audio_video(config: ScoringConfig):
+    from .encoders_pe import PeAudioVideo
+
+    return PeAudioVideo(config.av_model, config.device)
+
+
+BACKENDS: dict[str, dict[str, Callable[[ScoringConfig], object]]] = {
+    "clap": {
+        "transformers": lambda c: HFClap(c.clap_model, c.device),
+        "laion_clap": lambda c: LaionClap(c.clap_model, c.device, c.laion_clap_amodel, c.laion_clap_fusion),
+    },
+    "clip": {
+        "transformers": lambda c: HFClip(c.clip_model, c.device),
+        "open_clip": lambda c: OpenClip(c.clip_model, c.clip_pretrained, c.device),
+    },
+    "av": {"pe_audio_video": _pe_audio_video},
+}
+_PROTOCOLS = {"clap": AudioTextEncoder, "clip": ImageTextEncoder, "av": AudioVideoEncoder}
+
+
+def register_backend(kind: str, name: str, factory: Callable[[ScoringConfig], object]) -> None:
+    """Add a backend (e.g. an ImageBind wrapper as ``register_backend("av", "imagebind", make)``)."""
+    if kind not in BACKENDS:
+        raise ValueError(f"unknown backend kind {kind!r} (expected one of {sorted(BACKENDS)})")
+    BACKENDS[kind][name] = factory
+
+
+def load_encoder(kind: str, name: str, config: ScoringConfig):
+    if name not in BACKENDS.get(kind, {}):
+        raise ValueError(
+            f"ScoringConfig: unknown {kind} backend {name!r} (known: {sorted(BACKENDS.get(kind, {}))})"
+        )
+    encoder = BACKENDS[kind][name](config)
+    if not isinstance(encoder, _PROTOCOLS[kind]):
+        raise TypeError(
+            f"{kind} backend {name!r} returned {type(encoder).__name__}, which does not implement "
+            f"{_PROTOCOLS[kind].__name__}"
+        )
+    return encoder
