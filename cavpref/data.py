@@ -13,6 +13,11 @@ from typing import Any
 from cavpref.media.spec import MediaSpec, from_json, to_json
 
 TASKS = ("MCIT", "ICIT", "MVIT", "MAIT", "COT-Stitch", "COT-Swap", "CAT", "MVT", "MAT")
+# The unperturbed questions, with the correct answer among the options: not an AVTrustBench task, but the
+# reference every perturbation is measured against (the quickstart's SFT data and its "clean accuracy",
+# which shows whether a trained model still answers or has collapsed to abstaining everywhere).
+CLEAN_TASK = "CLEAN"
+ALL_TASKS = TASKS + (CLEAN_TASK,)
 DIMENSIONS = {
     "Adversarial attack": ("MCIT", "ICIT", "MVIT", "MAIT"),
     "Compositional reasoning": ("COT-Stitch", "COT-Swap", "CAT"),
@@ -58,12 +63,26 @@ class BenchmarkItem:
 
     def __post_init__(self):
         self.media = _spec_json(self.media)
-        if self.task not in TASKS:
-            raise ValueError(f"item {self.id}: unknown task {self.task!r} (expected one of {TASKS})")
+        if self.benchmark == "avtrustbench" and self.task not in ALL_TASKS:
+            raise ValueError(f"item {self.id}: unknown task {self.task!r} (expected one of {ALL_TASKS})")
         if self.setting not in SETTINGS:
             raise ValueError(f"item {self.id}: unknown setting {self.setting!r}")
-        if self.answer is not None and self.answer not in self.options:
+        if self.answer is not None and any(x not in self.options for x in self.answer_letters):
             raise ValueError(f"item {self.id}: answer {self.answer!r} is not among options {list(self.options)}")
+
+    @property
+    def benchmark(self) -> str:
+        """Which benchmark the item belongs to: ``meta["benchmark"]``, default "avtrustbench". Items of the
+        other benchmarks (AURA, MMAR, TraceAV-Bench) keep their own task names, so only AVTrustBench items
+        are checked against ``TASKS``. Kept in ``meta`` so the Arrow schema does not change."""
+        return str(self.meta.get("benchmark", "avtrustbench")) if isinstance(self.meta, dict) else "avtrustbench"
+
+    @property
+    def answer_letters(self) -> tuple[str, ...]:
+        """The correct letter(s): ``"B"`` -> ("B",); a multi-choice answer is stored as ``"A,C"``."""
+        if self.answer is None:
+            return ()
+        return tuple(x.strip() for x in self.answer.split(",")) if "," in self.answer else (self.answer,)
 
     @property
     def spec(self) -> MediaSpec:
@@ -128,8 +147,8 @@ class PreferenceExample:
 
     def __post_init__(self):
         self.media = _spec_json(self.media)
-        if self.task not in TASKS:
-            raise ValueError(f"preference {self.id}: unknown task {self.task!r}")
+        if self.task not in ALL_TASKS:
+            raise ValueError(f"preference {self.id}: unknown task {self.task!r} (expected one of {ALL_TASKS})")
         if isinstance(self.visual, dict):
             self.visual = AnchorPair(**self.visual)
         if isinstance(self.audio, dict):

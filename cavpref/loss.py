@@ -36,7 +36,7 @@ from typing import Callable, Mapping
 import torch
 import torch.nn.functional as F
 
-from cavpref.data import TASKS
+from cavpref.data import ALL_TASKS
 
 Gather = Callable[[torch.Tensor], torch.Tensor]
 COMPONENTS = ("y", "v", "a")
@@ -47,7 +47,7 @@ PAPER_LAMBDAS = {"y": 1.0, "v": 1.0, "a": 0.8}
 # COT-Swap (both streams are perturbed there); ``variant="released"`` reproduces that.
 _ETA_TASKS = {"MVIT", "MVT", "COT-Swap"}
 _GAMMA_TASKS = {"paper": {"MAIT", "MAT"}, "released": {"MAIT", "MAT", "COT-Swap"}}
-DEFAULT_SWITCHES = {t: (int(t in _ETA_TASKS), int(t in _GAMMA_TASKS["paper"])) for t in TASKS}
+DEFAULT_SWITCHES = {t: (int(t in _ETA_TASKS), int(t in _GAMMA_TASKS["paper"])) for t in ALL_TASKS}
 
 
 def switches_for(task: str, variant: str = "paper", table: Mapping[str, tuple[int, int]] | None = None) -> tuple[int, int]:
@@ -56,7 +56,7 @@ def switches_for(task: str, variant: str = "paper", table: Mapping[str, tuple[in
         eta, gamma = table[task]
         return int(eta), int(gamma)
     if task not in DEFAULT_SWITCHES:
-        raise KeyError(f"unknown task {task!r}; expected one of {TASKS}")
+        raise KeyError(f"unknown task {task!r}; expected one of {ALL_TASKS}")
     if variant not in _GAMMA_TASKS:
         raise ValueError(f"unknown switch variant {variant!r}; expected 'paper' or 'released'")
     return int(task in _ETA_TASKS), int(task in _GAMMA_TASKS[variant])

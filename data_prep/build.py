@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cavpref.data import CATEGORIES, SETTINGS, TASKS, BenchmarkItem, PreferenceExample
+from cavpref.data import ALL_TASKS, CATEGORIES, SETTINGS, TASKS, BenchmarkItem, PreferenceExample
 from cavpref.media.spec import MediaError, from_json, resolve_path, sources
 from data_prep.records import SOURCES, QARecord
 from data_prep.tasks import generate_all, make_context
@@ -112,7 +112,7 @@ class PrepConfig:
                 x
                 for x in getattr(self, name)
                 if x
-                not in {"tasks": TASKS, "settings": SETTINGS, "formats": ("arrow", "parquet", "jsonl")}[name]
+                not in {"tasks": ALL_TASKS, "settings": SETTINGS, "formats": ("arrow", "parquet", "jsonl")}[name]
             ]
             if bad:
                 raise ValueError(f"PrepConfig.{name}: unknown value(s) {bad}")

@@ -370,3 +370,22 @@ def test_options_validated():
         TaskOptions(num_options=2)
     with pytest.raises(ValueError, match="settings"):
         GENERATORS["MCIT"]([M0], make_tables(), seed=0, settings=("zero-shot",))
+
+
+def test_clean_keeps_media_and_answer():
+    recs = [
+        music(0, "00000001", "Where is the violin?", "left", "Localization"),
+        avqa(1, "abcdefghijk_000010", "What is making the sound?", "dog", ["dog", "car", "piano", "train"]),
+    ]
+    items, prefs, _ = run("CLEAN", recs)
+    assert len(items) == 4 and {i.setting for i in items.values()} == {"base", "instruction"}
+    for item in items.values():
+        rec = recs[0] if item.source == "music_avqa" else recs[1]
+        assert item.spec == spec(rec)  # unperturbed media
+        assert norm(text(item, item.answer)) == norm(rec.answer)  # the real answer is among the options
+        last = list(item.options)[-1]
+        assert item.task == "CLEAN" and item.abstain_letter == (last if item.setting == "instruction" else None)
+        assert item.answer != item.abstain_letter
+    for pref in prefs.values():
+        assert pref.visual is None and pref.audio is None and pref.chosen != pref.rejected
+        assert pref.chosen.split(".")[0] in "ABCD"

@@ -14,16 +14,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from cavpref.data import SETTINGS, TASKS, BenchmarkItem, PreferenceExample
-from data_prep.tasks import cat, cot_stitch, cot_swap, icit, mait, mat, mcit, mvit, mvt
+from cavpref.data import ALL_TASKS, SETTINGS, TASKS, BenchmarkItem, PreferenceExample
+from data_prep.tasks import cat, clean, cot_stitch, cot_swap, icit, mait, mat, mcit, mvit, mvt
 from data_prep.tasks.common import Draft, LLMConfig, TaskError, TaskOptions, item_prompt, render_prompt
 from data_prep.tasks.context import Context, TableView, make_context
 from data_prep.tasks.templates import ABSTENTIONS, TEMPLATES
 
 GENERATORS: dict[str, Callable] = {
-    m.TASK: m.generate for m in (mcit, icit, mvit, mait, cot_stitch, cot_swap, cat, mvt, mat)
+    m.TASK: m.generate for m in (mcit, icit, mvit, mait, cot_stitch, cot_swap, cat, mvt, mat, clean)
 }
-assert tuple(GENERATORS) == TASKS
+assert tuple(GENERATORS) == ALL_TASKS
 
 __all__ = [
     "ABSTENTIONS",
@@ -55,7 +55,7 @@ def generate_all(
     """Run ``tasks`` over one shared context: (items, preference examples, skip counters per task)."""
     unknown = [t for t in tasks if t not in GENERATORS]
     if unknown:
-        raise ValueError(f"unknown task(s) {unknown} (expected some of {TASKS})")
+        raise ValueError(f"unknown task(s) {unknown} (expected some of {ALL_TASKS})")
     context_kw = {k: kw.pop(k) for k in ("options", "partner_key", "ontology") if k in kw}
     ctx = context or make_context(records, tables, seed=seed, **context_kw)
     items, prefs, skips = [], [], {}

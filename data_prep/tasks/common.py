@@ -31,6 +31,7 @@ from cavpref.data import (
     LETTERS,
     NONE_OF_THE_ABOVE,
     SETTINGS,
+    ALL_TASKS,
     TASKS,
     AnchorPair,
     BenchmarkItem,
@@ -56,6 +57,7 @@ TASK_SOURCES: dict[str, tuple[str, ...]] = {
     "CAT": ("audioset",),
     "MVT": ("music_avqa",),
     "MAT": ("music_avqa",),
+    "CLEAN": ("avqa", "music_avqa"),
 }
 # Modality labels meaning "answerable from one modality" (MUSIC-AVQA type[0], AVQA question_relation).
 SINGLE_MODALITY_LABELS = frozenset({"Audio", "Visual", "View", "Sound"})
@@ -304,7 +306,7 @@ def run(
     """The loop every ``generate`` shares: eligible records (the task's sources, ``select``) in key order,
     one draft each, emitted for every setting. A record that cannot make an item is counted in ``skips``
     under its reason, so eligible = made + skipped; ``skips['eligible']`` holds the eligible count."""
-    if task not in TASKS:
+    if task not in ALL_TASKS:
         raise ValueError(f"unknown task {task!r}")
     bad = [s for s in settings if s not in SETTINGS]
     if bad or not settings:

@@ -92,6 +92,13 @@ TEMPLATES: dict[str, tuple[PromptTemplate, ...]] = {
         "The audio stream may be missing; if so, answer None of the above.",
         "Only pick an option if both the video and the audio support it; otherwise answer None of the above.",
     ),
+    "CLEAN": _qa(
+        "If the correct answer is not present, respond with None of the above.",
+        "If all the options are incorrect, answer None of the above.",
+        "If none of the options is correct, choose None of the above.",
+        "The correct answer may be missing from the options; if it is, answer None of the above.",
+        "Only pick an option if it is correct; otherwise answer None of the above.",
+    ),
     "COT-Stitch": tuple(
         PromptTemplate(q, i)
         for q, i in zip(
