@@ -9,8 +9,9 @@ reference, or a PEFT model with its adapter disabled.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -45,6 +46,9 @@ class AVAdapter(ABC):
     #: (a dummy input goes through the encoder and is multiplied by zero: every rank runs the same
     #: encoder calls, which ZeRO-3 requires).
     missing_modality: str = "drop"
+
+    #: audio sample rate (Hz) the adapter feeds its model; decode at this rate to avoid resampling. None: no audio.
+    sample_rate: int | None = None
 
     @abstractmethod
     def collate(self, rows: Sequence[Row]) -> dict[str, Any]:

@@ -1,0 +1,277 @@
+"""Shared machinery of chat-template adapters: row checks, media de-duplication, prompt/response token layout,
+padding, and the response log-prob sum.
+
+``ChatAdapter`` implements the whole ``AVAdapter`` protocol except four model-specific hooks, so bringing a new
+AVLLM means one small subclass (see docs/models.md):
+
+- ``encode_media(media)``: featurise one media item on CPU and say which token ids replace each placeholder;
+- ``stack_media(videos, audios)``: stack the per-item tensors of the *unique* media of a batch;
+- ``forward_logits(model, batch, reuse_encoders)``: logits for the batch (encoders once per unique media when
+  ``reuse_encoders``);
+- ``generate_ids(model, batch, **kw)``: new token ids for a left-padded prompt batch.
+
+Token layout of a row: chat-template prompt (system + user turn with one placeholder per present stream + the
+question) with each placeholder replaced by its expansion, then the response followed by the template's
+end-of-turn marker. Only the response and end-of-turn tokens are labelled. Prompt and response are tokenised
+separately (as TRL does), so the boundary never merges into one BPE token and the labels are exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from cavpref.media.decode import DecodedMedia
+from cavpref.models.base import AdapterError, AVAdapter, Row
+from cavpref.models.common import (
+    IGNORE_INDEX,
+    EncodedMedia,
+    check_media,
+    describe_row,
+    model_load_kwargs,
+    pad,
+    response_logps,
+    unwrap,
+)
+
+
+class ChatAdapter(AVAdapter):
+    """Chat-template adapter skeleton: ``collate`` / ``logps`` / ``generate`` on top of four hooks.
+
+    Batch (``collate``): ``input_ids`` / ``attention_mask`` / ``labels`` (B, L) right-padded, ``row_ids``,
+    ``media`` (the stacked tensors of the batch's *distinct* media), ``row_video`` / ``row_audio`` (B,) indices
+    into them (-1: the row has no such stream). Rows share media when their ``media_key`` is equal or they
+    hold the same DecodedMedia object.
+
+    Missing streams. ``drop``: no placeholder for the stream, no encoder call for it. ``zero_dummy``: the same
+    prompt layout as ``drop`` (so a row's log-prob is bit-identical to ``drop``), and in addition every encoder
+    runs exactly once per forward on every rank — on the batch's real streams, or, when no row of the batch has
+    that stream, on a fixed all-zero dummy input whose output is multiplied by 0 and added to the input
+    embeddings. The dummy adds exactly nothing to logits and gradients; it puts every encoder parameter in the
+    graph with an exact-zero gradient, which ZeRO-3 (same collective calls on all ranks) and DDP without
+    ``find_unused_parameters`` need. ``generate`` never feeds dummies.
+    """
+
+    #: where things live inside the model, for ``prepare_model`` (LoRA targets, freezing)
+    language_model_prefix: str = ""
+    vision_modules: tuple[str, ...] = ()
+    audio_modules: tuple[str, ...] = ()
+    projector_modules: tuple[str, ...] = ()
+    default_system_prompt: str | None = None
+    #: what ``from_pretrained`` loads the model with (override ``load_model`` for anything fancier)
+    auto_model_class: str = "AutoModelForCausalLM"
+
+    def __init__(self, processor: Any, *, model: torch.nn.Module | None = None, missing_modality: str = "drop",
+                 system_prompt: str | None = None, max_length: int | None = None):
+        if missing_modality not in ("drop", "zero_dummy"):
+            raise ValueError(f"missing_modality must be 'drop' or 'zero_dummy', got {missing_modality!r}")
+        self.processor = processor
+        self.tokenizer = getattr(processor, "tokenizer", processor)
+        self.model = model
+        self.missing_modality = missing_modality
+        self.system_prompt = self.default_system_prompt if system_prompt is None else system_prompt
+        self.max_length = max_length
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        self.end_of_turn_id = self._probe_end_of_turn()
+
+    # ----- loading -------------------------------------------------------------------------------------------
+    @classmethod
+    def from_pretrained(cls, path_or_id: str, **kwargs: Any) -> ChatAdapter:
+        """Processor (``AutoProcessor``) + model from a hub id or folder, exactly as a released checkpoint loads;
+        ``kwargs`` are ModelConfig fields (or ``config=ModelConfig(...)``). The model is ``adapter.model``."""
+        from transformers import AutoProcessor
+
+        from cavpref.models.config import ModelConfig
+
+        cfg = kwargs.pop("config", None) or ModelConfig.from_kwargs(path_or_id, **kwargs)
+        processor = AutoProcessor.from_pretrained(path_or_id, trust_remote_code=cfg.trust_remote_code)
+        return cls(processor, model=cls.load_model(path_or_id, cfg), **cls.adapter_kwargs(cfg))
+
+    @classmethod
+    def load_model(cls, path_or_id: str, cfg: Any) -> torch.nn.Module:
+        import transformers
+
+        return getattr(transformers, cls.auto_model_class).from_pretrained(path_or_id, **model_load_kwargs(cfg))
+
+    @classmethod
+    def adapter_kwargs(cls, cfg: Any) -> dict[str, Any]:
+        """Constructor options taken from a ModelConfig."""
+        return {"missing_modality": cfg.missing_modality, "system_prompt": cfg.system_prompt,
+                "max_length": cfg.max_length}
+
+    # ----- hooks ---------------------------------------------------------------------------------------------
+    @property
+    def placeholder_ids(self) -> tuple[int, ...]:
+        """Token ids that only the adapter may place in a prompt (media placeholders)."""
+        raise NotImplementedError(f"{type(self).__name__}.placeholder_ids")
+
+    def content_items(self, has_video: bool, has_audio: bool) -> list[dict]:
+        items = [{"type": "video"}] if has_video else []
+        return items + ([{"type": "audio"}] if has_audio else [])
+
+    def encode_media(self, media: DecodedMedia) -> EncodedMedia:
+        """Featurise one media item (CPU): placeholder expansions + per-stream tensors."""
+        raise NotImplementedError(f"{type(self).__name__}.encode_media")
+
+    def stack_media(self, videos: list[dict], audios: list[dict]) -> dict[str, torch.Tensor]:
+        """Stack the per-item tensors of the batch's distinct videos / audios."""
+        raise NotImplementedError(f"{type(self).__name__}.stack_media")
+
+    def forward_logits(self, model: torch.nn.Module, batch: dict, *, reuse_encoders: bool) -> torch.Tensor:
+        """(B, L, V) logits; encoders once per distinct media when ``reuse_encoders``."""
+        raise NotImplementedError(f"{type(self).__name__}.forward_logits")
+
+    def generate_ids(self, model: torch.nn.Module, batch: dict, **generation_kwargs) -> torch.Tensor:
+        """New token ids per row (a list or (B, N) tensor) for a left-padded prompt batch."""
+        raise NotImplementedError(f"{type(self).__name__}.generate_ids")
+
+    # ----- text layout ---------------------------------------------------------------------------------------
+    def messages(self, prompt: str, has_video: bool, has_audio: bool) -> list[dict]:
+        msgs = [{"role": "system", "content": [{"type": "text", "text": self.system_prompt}]}] if self.system_prompt else []
+        content = self.content_items(has_video, has_audio) + [{"type": "text", "text": prompt}]
+        return msgs + [{"role": "user", "content": content}]
+
+    def _render(self, msgs: list[dict], **kw) -> str:
+        renderer = self.processor if hasattr(self.processor, "apply_chat_template") else self.tokenizer
+        return renderer.apply_chat_template(msgs, tokenize=False, **kw)
+
+    def completion_text(self, msgs: list[dict], prompt_text: str, response: str, where: str) -> str:
+        full = self._render(msgs + [{"role": "assistant", "content": [{"type": "text", "text": response}]}])
+        if not full.startswith(prompt_text):
+            raise AdapterError(f"{where}: the chat template does not render the prompt as a prefix of prompt + "
+                               "response; cannot label response tokens")
+        return full[len(prompt_text):].rstrip()  # trailing newline after end-of-turn is template formatting
+
+    def _probe_end_of_turn(self) -> int | None:
+        msgs = self.messages("probe", False, False)
+        prompt = self._render(msgs, add_generation_prompt=True)
+        comp = self.completion_text(msgs, prompt, "A", "end-of-turn probe")
+        ids = self.tokenizer(comp, add_special_tokens=False)["input_ids"]
+        n = len(self.tokenizer("A", add_special_tokens=False)["input_ids"])
+        return ids[n] if len(ids) > n else self.tokenizer.eos_token_id
+
+    # ----- collate -------------------------------------------------------------------------------------------
+    def _encode_unique(self, rows: Sequence[Row]) -> tuple[list[EncodedMedia], list[int | None]]:
+        """Featurise each distinct media once. Rows share when their ``media_key`` matches or when they hold the
+        same DecodedMedia object; rows claiming one key must agree on which streams are present."""
+        keys: dict[Any, int] = {}
+        first: dict[Any, int] = {}
+        encoded, row_media = [], []
+        for i, row in enumerate(rows):
+            where = describe_row(i, row)
+            if row.media is not None:
+                check_media(row.media, where)
+            if row.media is None or (row.media.frames is None and row.media.audio is None):
+                row_media.append(None)
+                continue
+            key = ("key", row.media_key) if row.media_key is not None else ("obj", id(row.media))
+            if key in keys:
+                other = rows[first[key]].media
+                if (other.has_video, other.has_audio) != (row.media.has_video, row.media.has_audio):
+                    raise AdapterError(f"{where}: media_key {row.media_key!r} is shared with "
+                                       f"{describe_row(first[key], rows[first[key]])} but the present streams differ")
+            else:
+                keys[key], first[key] = len(encoded), i
+                try:
+                    encoded.append(self.encode_media(row.media))
+                except AdapterError:
+                    raise
+                except Exception as err:  # processor failures: name the row
+                    raise AdapterError(f"{where}: media could not be featurised: {err}") from err
+            row_media.append(keys[key])
+        return encoded, row_media
+
+    def _prompt_ids(self, row: Row, enc: EncodedMedia | None, where: str) -> tuple[list[int], list[dict], str]:
+        has_v = enc is not None and enc.video is not None
+        has_a = enc is not None and enc.audio is not None and bool(enc.meta.get("audio_placeholder", True))
+        msgs = self.messages(row.prompt, has_v, has_a)
+        text = self._render(msgs, add_generation_prompt=True)
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        expansions = enc.expansions if enc is not None else {}
+        for pid in self.placeholder_ids:
+            n, expected = ids.count(pid), int(pid in expansions)
+            if n != expected:
+                raise AdapterError(f"{where}: prompt has {n} {self.tokenizer.convert_ids_to_tokens(pid)!r} "
+                                   f"placeholder(s) where {expected} is expected (media tokens in the prompt text?)")
+        out: list[int] = []
+        for t in ids:
+            out.extend(expansions.get(t, (t,)))
+        return out, msgs, text
+
+    def _media_batch(self, encoded: list[EncodedMedia], row_media: list[int | None]) -> dict[str, Any]:
+        vid_index, aud_index, videos, audios = {}, {}, [], []
+        for k, enc in enumerate(encoded):
+            if enc.video is not None:
+                vid_index[k] = len(videos)
+                videos.append(enc.video)
+            if enc.audio is not None:
+                aud_index[k] = len(audios)
+                audios.append(enc.audio)
+        row_video = [vid_index.get(k, -1) if k is not None else -1 for k in row_media]
+        row_audio = [aud_index.get(k, -1) if k is not None else -1 for k in row_media]
+        return {"row_video": torch.tensor(row_video, dtype=torch.long),
+                "row_audio": torch.tensor(row_audio, dtype=torch.long),
+                "media": self.stack_media(videos, audios)}
+
+    def collate(self, rows: Sequence[Row]) -> dict[str, Any]:
+        if not rows:
+            raise AdapterError("collate: empty batch")
+        encoded, row_media = self._encode_unique(rows)
+        seqs, labels = [], []
+        for i, row in enumerate(rows):
+            where = describe_row(i, row)
+            if not isinstance(row.response, str) or not row.response.strip():
+                raise AdapterError(f"{where}: empty response; there is nothing to score")
+            enc = encoded[row_media[i]] if row_media[i] is not None else None
+            prompt_ids, msgs, prompt_text = self._prompt_ids(row, enc, where)
+            completion = self.completion_text(msgs, prompt_text, row.response, where)
+            resp = self.tokenizer(completion, add_special_tokens=False)["input_ids"]
+            if self.max_length is not None and len(prompt_ids) + len(resp) > self.max_length:
+                raise AdapterError(f"{where}: {len(prompt_ids) + len(resp)} tokens exceed max_length={self.max_length}")
+            seqs.append(prompt_ids + resp)
+            labels.append([IGNORE_INDEX] * len(prompt_ids) + resp)
+        input_ids, attention_mask = pad(seqs, self.pad_id, "right")
+        label_t, _ = pad(labels, IGNORE_INDEX, "right")
+        batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": label_t,
+                 "row_ids": [r.row_id for r in rows]}
+        batch.update(self._media_batch(encoded, row_media))
+        return batch
+
+    def collate_prompts(self, rows: Sequence[Row]) -> dict[str, Any]:
+        """Left-padded prompts (generation prompt appended), for ``generate``."""
+        if not rows:
+            raise AdapterError("generate: empty batch")
+        encoded, row_media = self._encode_unique(rows)
+        seqs = [self._prompt_ids(r, encoded[m] if m is not None else None, describe_row(i, r))[0]
+                for i, (r, m) in enumerate(zip(rows, row_media))]
+        input_ids, attention_mask = pad(seqs, self.pad_id, "left")
+        batch = {"input_ids": input_ids, "attention_mask": attention_mask, "row_ids": [r.row_id for r in rows]}
+        batch.update(self._media_batch(encoded, row_media))
+        return batch
+
+    # ----- device side ---------------------------------------------------------------------------------------
+    def logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool = True) -> torch.Tensor:
+        logits = self.forward_logits(model, batch, reuse_encoders=reuse_encoders)
+        return response_logps(logits, batch["labels"].to(logits.device))
+
+    def generate(self, model: torch.nn.Module, rows: Sequence[Row], **generation_kwargs) -> list[str]:
+        kw = {"max_new_tokens": 32, "do_sample": False}
+        kw.update(generation_kwargs)
+        core = unwrap(model)  # LoRA stays active (injected in place); disable_adapter() is honoured too
+        was_training = core.training
+        core.eval()  # no dropout while generating; the caller's mode is restored
+        try:
+            new_ids = self.generate_ids(model, self.collate_prompts(rows), **kw)
+        finally:
+            core.train(was_training)
+        return [self.tokenizer.decode(seq, skip_special_tokens=True).strip() for seq in new_ids]
+
+    def eos_ids(self, model: torch.nn.Module) -> list[int]:
+        """End-of-turn from the template plus the model's own eos ids."""
+        eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        eos = [] if eos is None else ([eos] if isinstance(eos, int) else list(eos))
+        if self.end_of_turn_id is not None and self.end_of_turn_id not in eos:
+            eos.insert(0, self.end_of_turn_id)
+        return eos

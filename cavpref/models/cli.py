@@ -1,0 +1,57 @@
+"""``cavpref model``: build tiny offline models.
+
+    cavpref model tiny-qwen --out DIR [--hidden_size 64 --num_hidden_layers 2 ... --corpus_file words.txt]
+    cavpref model tiny-composed --out DIR [--text_model_type llama ...]
+
+Flags are the builder's keyword arguments (parsed by HfArgumentParser from a dataclass generated from the
+builder's signature, so the two never drift), plus ``--out`` and ``--corpus_file`` (extra tokenizer corpus lines).
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, field, make_dataclass
+from pathlib import Path
+
+from cavpref.models import tiny
+
+BUILDERS: dict[str, Callable] = {"tiny-qwen": tiny.build_tiny_qwen_omni, "tiny-composed": tiny.build_tiny_composed}
+
+
+def _args_class(name: str, builder: Callable) -> type:
+    specs = [("out", str, field(metadata={"help": "output folder (an HF model folder)"}))]
+    for p in inspect.signature(builder).parameters.values():
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "extra_corpus":
+            specs.append((p.name, type(p.default), field(default=p.default)))
+    specs.append(("corpus_file", str, field(default="", metadata={"help": "extra tokenizer corpus, one line each"})))
+    return make_dataclass(name.replace("-", "_").title().replace("_", "") + "Args", specs)
+
+
+def _usage() -> str:
+    return "usage: cavpref model {" + ",".join(BUILDERS) + "} --out DIR [options]   (--help after the name)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from transformers import HfArgumentParser
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in BUILDERS:
+        print(_usage(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    name, rest = argv[0], argv[1:]
+    parser = HfArgumentParser(_args_class(name, BUILDERS[name]), prog=f"cavpref model {name}")
+    (args,) = parser.parse_args_into_dataclasses(rest)
+    kwargs = asdict(args)
+    out, corpus_file = kwargs.pop("out"), kwargs.pop("corpus_file")
+    extra = []
+    if corpus_file:
+        path = Path(corpus_file)
+        if not path.is_file():
+            print(f"cavpref model {name}: --corpus_file {corpus_file} does not exist", file=sys.stderr)
+            return 2
+        extra = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    folder = BUILDERS[name](out, extra_corpus=extra, **kwargs)
+    print(f"wrote {name} model to {folder}")
+    return 0

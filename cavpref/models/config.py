@@ -1,0 +1,87 @@
+"""`ModelConfig`: everything about the model that a recipe sets — where it comes from, how it is fed, what trains.
+
+One flat dataclass (HfArgumentParser-friendly: a recipe key and a command-line flag are the same thing). It is
+read by three places: ``load_adapter`` (checkpoint, dtype, attention, how media become tokens), ``prepare_model``
+(LoRA / freezing) and the collator (``frame_policy()``: which frames the decoder reads).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import torch
+
+from cavpref.media.decode import FramePolicy
+
+MISSING_MODALITY_POLICIES = ("drop", "zero_dummy")
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+          "float16": torch.float16, "fp16": torch.float16}
+DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+@dataclass
+class ModelConfig:
+    """How to load, feed and fine-tune one audio-visual LLM."""
+
+    model_name_or_path: str = field(default="", metadata={"help": "HF hub id or local folder"})
+    adapter: str | None = field(default=None, metadata={"help": "registered adapter name; None: from config.json"})
+    dtype: str = field(default="auto", metadata={"help": "auto (bf16 on a bf16 GPU, else fp32) | float32 | bfloat16 | float16"})
+    attn_implementation: str | None = field(default=None, metadata={"help": "eager | sdpa | flash_attention_2"})
+    trust_remote_code: bool = False
+
+    # how rows become model inputs
+    missing_modality: str = field(default="drop", metadata={"help": "drop | zero_dummy (ZeRO-3 / DDP safe)"})
+    use_audio_in_video: bool = field(default=False, metadata={"help": "Qwen-Omni: interleave audio with video tokens"})
+    system_prompt: str | None = field(default=None, metadata={"help": "None: the adapter's default system prompt"})
+    video_fps: float = field(default=2.0, metadata={"help": "fps assumed when frames carry no timestamps"})
+    video_min_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel floor (None: adapter default)"})
+    video_max_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel cap (None: adapter default)"})
+    max_length: int | None = field(default=None, metadata={"help": "rows longer than this (tokens) are an error"})
+
+    # which frames the collator decodes (cavpref.media.decode.FramePolicy)
+    num_frames: int | None = 8
+    frames_fps: float | None = None
+    max_frames: int = 32
+    frame_height: int | None = None
+    frame_width: int | None = None
+
+    # what trains
+    lora_r: int = field(default=16, metadata={"help": "0 disables LoRA (full fine-tuning of the language model)"})
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    lora_target_modules: list[str] = field(default_factory=lambda: list(DEFAULT_LORA_TARGETS),
+                                           metadata={"help": "linear-layer names inside the language model"})
+    train_projectors: bool = field(default=False, metadata={"help": "train the modality projectors fully"})
+    freeze_vision: bool = True
+    freeze_audio: bool = True
+    gradient_checkpointing: bool = False
+
+    def __post_init__(self):
+        if self.missing_modality not in MISSING_MODALITY_POLICIES:
+            raise ValueError(f"ModelConfig.missing_modality: {self.missing_modality!r} is not one of "
+                             f"{MISSING_MODALITY_POLICIES}")
+        if self.dtype != "auto" and self.dtype not in DTYPES:
+            raise ValueError(f"ModelConfig.dtype: {self.dtype!r} is not 'auto' or one of {sorted(DTYPES)}")
+        if (self.frame_height is None) != (self.frame_width is None):
+            raise ValueError("ModelConfig.frame_height / frame_width: set both or neither")
+
+    def torch_dtype(self) -> torch.dtype:
+        """``auto`` means bf16 where the GPU supports it (training numerics stay fp32 in the loss), else fp32."""
+        if self.dtype == "auto":
+            if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+                return torch.bfloat16
+            return torch.float32
+        return DTYPES[self.dtype]
+
+    def frame_policy(self) -> FramePolicy:
+        size = (self.frame_height, self.frame_width) if self.frame_height is not None else None
+        return FramePolicy(num_frames=self.num_frames, fps=self.frames_fps, max_frames=self.max_frames, size=size)
+
+    @classmethod
+    def from_kwargs(cls, model_name_or_path: str, **kwargs) -> ModelConfig:
+        """Build from keyword overrides, naming any key that is not a field (typos fail loudly)."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(kwargs) - names)
+        if unknown:
+            raise TypeError(f"ModelConfig: unknown option(s) {unknown}; valid: {sorted(names)}")
+        return cls(model_name_or_path=model_name_or_path, **kwargs)
