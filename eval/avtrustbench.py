@@ -1,0 +1,158 @@
+"""AVTrustBench as a benchmark of the shared runner: prompt builder, scorer, outcome (paper section 4, App. B).
+
+Prompt of a pass (the paper fixes no wording beyond the B.1 instruction, which data_prep stores per item)::
+
+    <question>
+    A. <option>
+    B. <option>
+    ...
+    <item.instruction>     (instruction setting; "{abstain_letter}" in it becomes the current letter)
+    <post_prompt>          (optional, e.g. "Answer with the option's letter.")
+
+Two answer modes. *generate* (the paper's protocol): free-form answer -> heuristics (step 1) -> optional
+judge (step 2) -> letter / abstention / unparsed. *likelihood*: the option strings ``"A. <text>"`` are
+scored by the model's log-likelihood and the best one is the answer — no parsing, much faster; in the
+base setting of an abstention task (no "None of the above" option) the task's short abstention
+response is scored as one more candidate, so abstaining stays possible. Results say which mode ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cavpref.data import ABSTAIN_TASKS, BenchmarkItem
+from eval import circular as circ
+from eval.choice_judge import JUDGE_ERROR, ChoiceJudge, build_query
+from eval.extract import ABSTAIN, ABSTENTION_RESPONSES, Extraction, is_correct, match_choice
+from eval.metrics import ItemOutcome
+from eval.runner import Job, PassRequest
+
+
+@dataclass
+class AVTrustBenchOptions:
+    circular: bool = True
+    pin_abstain: bool = False  # keep "None of the above" in place while the other options rotate
+    post_prompt: str = ""
+    mode: str = "generate"
+    extra_abstentions: dict[str, list[str]] = field(default_factory=dict)
+
+
+def format_prompt(item: BenchmarkItem, options: dict[str, str], abstain_letter: str | None, post_prompt: str = "") -> str:
+    lines = [item.question.strip(), *(f"{k}. {v}" for k, v in options.items())]
+    if item.instruction:
+        lines.append(item.instruction.replace("{abstain_letter}", abstain_letter or ""))
+    if post_prompt:
+        lines.append(post_prompt)
+    return "\n".join(lines)
+
+
+class AVTrustBench:
+    name = "avtrustbench"
+
+    def __init__(self, options: AVTrustBenchOptions | None = None, judge: ChoiceJudge | None = None):
+        self.opt = options or AVTrustBenchOptions()
+        self.judge = judge
+
+    # ----- passes ------------------------------------------------------------------------------------------
+    def n_passes(self, item: BenchmarkItem) -> int:
+        return circ.n_passes(item.options, circular=self.opt.circular, pin=self._pin(item))
+
+    def _pin(self, item: BenchmarkItem) -> str | None:
+        return item.abstain_letter if self.opt.pin_abstain else None
+
+    def next_pass(self, item: BenchmarkItem, records: list[dict]) -> int | None:
+        return circ.next_pass([r["correct"] for r in records], self.n_passes(item))
+
+    def view(self, item: BenchmarkItem, k: int) -> tuple[dict[str, str], str | None, str | None]:
+        """(options, answer, abstain letter) as pass ``k`` shows them."""
+        options, new_of = circ.rotate(item.options, k, pin=self._pin(item))
+        answer = None if item.answer is None else new_of[item.answer]
+        abstain = None if item.abstain_letter is None else new_of[item.abstain_letter]
+        return options, answer, abstain
+
+    def request(self, item: BenchmarkItem, k: int) -> PassRequest:
+        options, answer, abstain = self.view(item, k)
+        candidates = None
+        if self.opt.mode == "likelihood":
+            candidates = [f"{x}. {t}" for x, t in options.items()]
+            if self._abstain_candidate(item, abstain):
+                candidates.append(ABSTENTION_RESPONSES[item.task])
+        return PassRequest(format_prompt(item, options, abstain, self.opt.post_prompt), candidates,
+                           {"options": options, "answer": answer, "abstain_letter": abstain})
+
+    @staticmethod
+    def _abstain_candidate(item: BenchmarkItem, abstain_letter: str | None) -> bool:
+        return abstain_letter is None and item.task in ABSTAIN_TASKS
+
+    # ----- scoring -----------------------------------------------------------------------------------------
+    def score(self, jobs: list[Job]) -> list[dict]:
+        if self.opt.mode == "likelihood":
+            found = [self._argmax(j) for j in jobs]
+        else:
+            found = [match_choice(j.output or "", j.request.info["options"], task=j.item.task,
+                                  abstain_letter=j.request.info["abstain_letter"],
+                                  extra_abstentions=self.opt.extra_abstentions) for j in jobs]
+            self._judge(jobs, found)
+        records = []
+        for job, ext in zip(jobs, found):
+            info = job.request.info
+            rec = {"task": job.item.task, "setting": job.item.setting, "template_id": job.item.template_id,
+                   "prompt_id": f"{job.item.template_id}:{job.key[:12]}", "rotation": job.k,
+                   "answer": info["answer"], "choice": ext.choice, "method": ext.method, "rule": ext.rule,
+                   "correct": is_correct(ext.choice, info["answer"])}
+            if ext.rule.startswith("judge"):
+                rec["judge"] = self.judge.describe()
+            records.append(rec)
+        return records
+
+    def _argmax(self, job: Job) -> Extraction:
+        scores = job.output
+        best = max(range(len(scores)), key=lambda i: scores[i])
+        letters = list(job.request.info["options"])
+        return Extraction(letters[best] if best < len(letters) else ABSTAIN, "likelihood", "argmax")
+
+    def _judge(self, jobs: Sequence[Job], found: list[Extraction]) -> None:
+        """Step 2 for what step 1 left unparsed (an empty response has nothing to judge)."""
+        if self.judge is None:
+            return
+        todo = [i for i, e in enumerate(found) if e.choice is None and e.rule != "empty response"]
+        queries = [build_query(jobs[i].item.question, jobs[i].request.info["options"], jobs[i].output,
+                               task=jobs[i].item.task, masked_answer=_masked_answer(jobs[i].item))
+                   for i in todo]
+        judged = self.judge.judge(queries, [jobs[i].request.info["abstain_letter"] for i in todo])
+        for i, ext in zip(todo, judged):
+            found[i] = ext
+
+    def needs_rescore(self, record: dict) -> bool:
+        return self.judge is not None and record.get("rule", "").startswith(JUDGE_ERROR)
+
+    # ----- outcome -----------------------------------------------------------------------------------------
+    def outcome(self, item: BenchmarkItem, records: list[dict]) -> ItemOutcome:
+        res = circ.circular_outcome([r["correct"] for r in records], self.n_passes(item))
+        unparsed = [r for r in records if r["choice"] is None]
+        out = ItemOutcome(item.id, item.task, item.setting, item.source, item.category, vanilla=res.vanilla,
+                          circular=res.solved, passes_run=res.passes_run, passes_total=res.passes_total,
+                          unparsed_passes=len(unparsed), judged_passes=sum(r["method"] == "judge" for r in records))
+        for r in unparsed:
+            out.unparsed_reasons[_reason(r["rule"])] += 1
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {"benchmark": self.name, "mode": self.opt.mode, "circular": self.opt.circular,
+                "pin_abstain": self.opt.pin_abstain, "post_prompt": self.opt.post_prompt,
+                "judge": None if self.judge is None else self.judge.describe()}
+
+
+def _masked_answer(item: BenchmarkItem) -> str | None:
+    """The correct answer that MCIT / ICIT removed from the options (data_prep keeps it in meta)."""
+    meta = item.meta or {}
+    return meta.get("masked_answer") or meta.get("source_answer")
+
+
+def _reason(rule: str) -> str:
+    for prefix in ("names several options", "quotes several options", "names option", "judge error"):
+        if rule.startswith(prefix):
+            return prefix
+    return rule

@@ -1,0 +1,174 @@
+"""Where answers come from: a local model adapter, or an OpenAI-compatible endpoint serving a model.
+
+Both take the runner's batch (prompts + decoded media) and return, per row, ``(text, error)`` for
+generation or ``(scores, error)`` for option log-likelihood. Each has a ``fingerprint`` that goes into
+every cache key, so a changed model (weights, config, template, serving URL) never reuses answers.
+
+What an endpoint receives (OpenAI chat format, one user message, no history):
+  - the video as ``{"type": "video_url", "video_url": {"url": "data:video/mp4;base64,..."}}`` — an H.264
+    mp4 (no audio track) of exactly the frames the local adapters see, at their sampling rate
+    (``media_format="mp4"``), or one ``image_url`` JPEG data URL per frame (``media_format="frames"``);
+  - the audio as ``{"type": "input_audio", "input_audio": {"data": <base64 WAV, 16-bit mono>, "format": "wav"}}``;
+  - a missing stream is simply not sent; then the prompt text.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cavpref.media.decode import DecodedMedia
+
+Output = tuple[Any, str | None]  # (text or scores, error)
+
+
+def _stable(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+
+def model_fingerprint(adapter: Any, model: Any) -> str:
+    """sha256 over the adapter class and its simple settings, the model config (minus its path), the
+    tokenizer / chat template, and per-tensor (shape, dtype, sum, sum of squares) of every weight —
+    cheap even for 7B models (one reduction per tensor, on the model's device) and any fine-tune moves it."""
+    import torch
+
+    h = hashlib.sha256()
+    h.update(f"{type(adapter).__module__}.{type(adapter).__qualname__}".encode())
+    settings = {k: _stable(v) for k, v in sorted(vars(adapter).items())
+                if isinstance(v, (str, int, float, bool, type(None))) and not k.startswith("_")}
+    h.update(json.dumps(settings, sort_keys=True).encode())
+    config = getattr(model, "config", None)
+    if config is not None:
+        cfg = {k: v for k, v in config.to_dict().items() if k not in ("_name_or_path", "transformers_version")}
+        h.update(json.dumps(cfg, sort_keys=True, default=str).encode())
+    tok = getattr(adapter, "tokenizer", None)
+    if tok is not None:
+        h.update(json.dumps([len(tok), getattr(tok, "chat_template", None), str(tok.all_special_tokens)],
+                            default=str).encode())
+    with torch.no_grad():
+        for name, t in sorted(model.state_dict().items()):
+            d = t.detach().double()
+            h.update(f"{name}|{tuple(t.shape)}|{t.dtype}|{d.sum().item():.10e}|{(d * d).sum().item():.10e}".encode())
+    return h.hexdigest()
+
+
+class AdapterBackend:
+    """A cavpref ``AVAdapter`` and its model (``adapter.model`` unless given), greedy by default."""
+
+    kind = "adapter"
+
+    def __init__(self, adapter: Any, model: Any = None, *, generation: dict[str, Any] | None = None):
+        self.adapter = adapter
+        self.model = model if model is not None else adapter.model
+        if self.model is None:
+            raise ValueError(f"{type(adapter).__name__}: no model (pass model= or load with load_adapter)")
+        self.generation = {"max_new_tokens": 64, "do_sample": False, **(generation or {})}
+        self.fingerprint = model_fingerprint(adapter, self.model)
+
+    def describe(self) -> dict[str, Any]:
+        cfg = getattr(self.model, "config", None)
+        return {"kind": self.kind, "adapter": type(self.adapter).__name__, "fingerprint": self.fingerprint,
+                "name_or_path": getattr(cfg, "_name_or_path", None), "generation": self.generation}
+
+    def _rows(self, prompts, media, keys):
+        from cavpref.models.base import Row
+
+        return [Row(prompt=p, media=m, media_key=k, row_id=k or "") for p, m, k in zip(prompts, media, keys)]
+
+    def generate(self, prompts: Sequence[str], media: Sequence[DecodedMedia | None], keys: Sequence[str]) -> list[Output]:
+        import torch
+
+        with torch.no_grad():
+            texts = self.adapter.generate(self.model, self._rows(prompts, media, keys), **self.generation)
+        return [(t, None) for t in texts]
+
+    def option_logps(self, prompts, media, keys, candidates: Sequence[Sequence[str]]) -> list[Output]:
+        scores = self.adapter.option_logps(self.model, self._rows(prompts, media, keys), candidates)
+        return [([float(x) for x in s], None) for s in scores]
+
+
+class EndpointBackend:
+    """A model behind an OpenAI-compatible chat endpoint (e.g. ``vllm serve``), through ``ChatClient``."""
+
+    kind = "endpoint"
+
+    def __init__(self, client: Any, *, media_format: str = "mp4", max_tokens: int = 64):
+        if media_format not in ("mp4", "frames"):
+            raise ValueError(f"media_format must be 'mp4' or 'frames', got {media_format!r}")
+        self.client, self.media_format, self.max_tokens = client, media_format, max_tokens
+        desc = client.describe()
+        self.fingerprint = hashlib.sha256(json.dumps([desc["base_url"], desc["model"], media_format, max_tokens])
+                                          .encode()).hexdigest()
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, **self.client.describe(), "media_format": self.media_format,
+                "fingerprint": self.fingerprint, "generation": {"max_tokens": self.max_tokens, "temperature": 0.0}}
+
+    def messages(self, prompt: str, media: DecodedMedia | None) -> list[dict]:
+        content: list[dict] = []
+        if media is not None and media.frames is not None:
+            if self.media_format == "mp4":
+                content.append({"type": "video_url", "video_url": {"url": mp4_data_url(media)}})
+            else:
+                content += [{"type": "image_url", "image_url": {"url": jpeg_data_url(f)}} for f in media.frames]
+        if media is not None and media.audio is not None:
+            content.append({"type": "input_audio", "input_audio": {"data": wav_base64(media), "format": "wav"}})
+        content.append({"type": "text", "text": prompt})
+        return [{"role": "user", "content": content}]
+
+    def generate(self, prompts, media, keys) -> list[Output]:
+        results = self.client.chat_many([self.messages(p, m) for p, m in zip(prompts, media)],
+                                        desc="endpoint", max_tokens=self.max_tokens)
+        return [(r.text, None) if r.ok else (None, f"endpoint: {r.error}") for r in results]
+
+    def option_logps(self, *args, **kwargs):
+        raise ValueError("likelihood mode needs a local model adapter: a chat endpoint does not score given "
+                         "responses; use --mode generate with an endpoint")
+
+
+def _frame_rate(media: DecodedMedia) -> float:
+    t = media.frame_times
+    if t is not None and len(t) > 1 and float(t[-1] - t[0]) > 0:
+        return (len(t) - 1) / float(t[-1] - t[0])
+    return 1.0
+
+
+def mp4_data_url(media: DecodedMedia) -> str:
+    """The decoded frames as an H.264 mp4 (even size, cropped by at most one pixel), base64 data URL."""
+    from cavpref.media.write import write_mp4
+
+    frames = media.frames
+    h, w = frames.shape[1] - frames.shape[1] % 2, frames.shape[2] - frames.shape[2] % 2
+    fd, path = tempfile.mkstemp(suffix=".mp4")
+    os.close(fd)
+    try:
+        write_mp4(path, np.ascontiguousarray(frames[:, :h, :w]), _frame_rate(media))
+        data = Path(path).read_bytes()
+    finally:
+        os.unlink(path)
+    return "data:video/mp4;base64," + base64.b64encode(data).decode()
+
+
+def jpeg_data_url(frame: np.ndarray) -> str:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(frame).save(buf, format="JPEG", quality=90)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def wav_base64(media: DecodedMedia) -> str:
+    import soundfile as sf
+
+    buf = io.BytesIO()
+    sf.write(buf, np.asarray(media.audio, dtype=np.float32), media.sample_rate, format="WAV", subtype="PCM_16")
+    return base64.b64encode(buf.getvalue()).decode()

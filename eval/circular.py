@@ -1,0 +1,67 @@
+"""CircularEval (MMBench; AVTrustBench appendix B.3): ask the same question once per option, with the
+options circularly shifted, and count it solved only if every pass is right.
+
+Models favour some letters; a single pass rewards that bias on items whose answer happens to sit
+there. Passes stop at the first failure (the item is lost either way), which is what keeps N-fold
+evaluation affordable; ``passes_saved`` reports how much. Pass 0 is the unrotated question, so the
+vanilla (single-pass) accuracy comes out of the same run (paper Table 8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+
+def rotate(options: Mapping[str, str], k: int, *, pin: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """Options after ``k`` circular shifts, and the map old letter -> new letter.
+
+    Letters keep their order; texts move up by ``k`` (pass 1 of A,B,C,D shows B's text under A).
+    ``pin`` (e.g. the "None of the above" letter) keeps its letter and text and the others rotate around it.
+    """
+    letters = list(options)
+    if pin is not None and pin not in options:
+        raise ValueError(f"pinned letter {pin!r} is not among options {letters}")
+    movable = [x for x in letters if x != pin]
+    m = len(movable)
+    if m == 0:
+        return dict(options), {x: x for x in letters}
+    new_of = {movable[(i + k) % m]: movable[i] for i in range(m)}
+    if pin is not None:
+        new_of[pin] = pin
+    rotated = {new_of[old]: options[old] for old in letters}
+    return {x: rotated[x] for x in letters}, new_of
+
+
+def n_passes(options: Mapping[str, str], *, circular: bool = True, pin: str | None = None) -> int:
+    """How many passes the item needs: 1 for vanilla, else one per rotatable option."""
+    if not circular:
+        return 1
+    return max(1, len(options) - (1 if pin is not None else 0))
+
+
+def next_pass(pass_correct: Sequence[bool], total: int) -> int | None:
+    """Index of the pass still to run, or None once the item is decided (a failure, or all passes)."""
+    if any(not c for c in pass_correct) or len(pass_correct) >= total:
+        return None
+    return len(pass_correct)
+
+
+@dataclass(frozen=True)
+class CircularOutcome:
+    vanilla: bool  # pass 0 right
+    solved: bool  # every pass right
+    passes_run: int
+    passes_total: int
+
+    @property
+    def passes_saved(self) -> int:
+        return self.passes_total - self.passes_run
+
+
+def circular_outcome(pass_correct: Sequence[bool], total: int) -> CircularOutcome:
+    """The outcome of a decided item from its pass results in order (see ``next_pass``)."""
+    if not pass_correct or next_pass(pass_correct, total) is not None:
+        raise ValueError(f"item undecided after {len(pass_correct)} of {total} passes: {list(pass_correct)}")
+    return CircularOutcome(bool(pass_correct[0]), all(pass_correct) and len(pass_correct) == total,
+                           len(pass_correct), total)

@@ -1,0 +1,202 @@
+"""Choice extraction, step 1 of the paper's two-step protocol (AVTrustBench appendix B.2): heuristics.
+
+A free-form answer is matched to an option only when the evidence is unambiguous: exactly one option
+letter named (``B``, ``B)``, ``B.``, ``B,``, ``(B)``, "the answer is B"), or, when no letter is named,
+exactly one option text quoted. Anything else (several options, none, a clarification request, a letter
+contradicted by the text that follows it) is left unmatched for step 2, the LLM judge — a heuristic that
+guesses would silently move accuracy, which is what CircularEval is meant to expose.
+
+Abstention is the correct behaviour on most AVTrustBench tasks, so task-specific abstention phrases
+(B.2) are data (``ABSTENTIONS``), extendable per task. An abstention counts as choosing the item's
+"None of the above" letter where it has one, else as the sentinel ``ABSTAIN``, which is correct exactly
+when the item's answer is ``None`` (the base setting of the abstention tasks).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+ABSTAIN = "ABSTAIN"
+
+# Regexes (case-insensitive, matched against the normalised response). "_common" applies to every task.
+ABSTENTIONS: dict[str, tuple[str, ...]] = {
+    "_common": (
+        r"none of the (?:above|options|choices|answers|given options|provided options)",
+        r"\bi (?:cannot|can ?not|can't|am unable to|am not able to) (?:answer|determine|tell|say)",
+        r"\bunable to (?:answer|determine)",
+        r"\b(?:cannot|can't|can ?not) be (?:answered|determined)",
+        r"\bi (?:do not|don't) know\b",
+        r"\bno idea\b",
+    ),
+    "MCIT": (
+        r"(?:provided |given |the )?(?:options|choices|answers) (?:are|is) (?:all )?(?:incorrect|wrong)",
+        r"no (?:correct|right|valid) (?:option|choice|answer)",
+        r"(?:correct|right) (?:answer|option) is (?:not|missing)",
+        r"not (?:among|in|one of) the (?:options|choices)",
+        r"neither of the (?:options|choices)",
+    ),
+    "ICIT": (
+        r"no (?:option|choice|answer) is (?:correct|right|relevant)",
+        r"irrelevant (?:options|choices)",
+        r"(?:options|choices) (?:are|seem) (?:irrelevant|unrelated|not related)",
+        r"(?:options|choices) (?:do not|don't) (?:relate|match|correspond)",
+        r"not (?:among|in|one of) the (?:options|choices)",
+    ),
+    "MVIT": (
+        r"(?:visual|video|visuals|image|scene)s? (?:is|are) (?:incompatible|inconsistent|unrelated|mismatched)",
+        r"(?:video|visual)s? (?:does not|doesn't|do not) (?:match|correspond|relate)",
+        r"(?:video|visual|audio) and (?:the )?(?:question|audio|video) (?:are|is) (?:mismatched|incompatible)",
+        r"\bmismatch",
+    ),
+    "MAIT": (
+        r"(?:audio|sound|soundtrack)s? (?:is|are) (?:incompatible|inconsistent|unrelated|mismatched)",
+        r"(?:audio|sound)s? (?:does not|doesn't|do not) (?:match|correspond|relate)",
+        r"(?:video|visual|audio) and (?:the )?(?:question|audio|video) (?:are|is) (?:mismatched|incompatible)",
+        r"\bmismatch",
+    ),
+    "COT-Swap": (
+        r"(?:visual|video|audio|sound)s? (?:is|are) (?:incompatible|inconsistent|mismatched|out of (?:sync|order))",
+        r"(?:audio|sound) and (?:the )?(?:video|visual)s? (?:do not|don't) (?:match|correspond|align)",
+        r"\bmismatch",
+    ),
+    "MAT": (
+        r"(?:audio|sound)(?: track)? is (?:missing|absent|not (?:present|available|provided))",
+        r"\b(?:there is |has |with )?no (?:audio|sound)\b",
+        r"\b(?:video|clip) is (?:silent|muted)",
+    ),
+    "MVT": (
+        r"(?:video|visual)s?(?: stream| content)? (?:is|are) (?:missing|absent|not (?:present|available|provided))",
+        r"\b(?:there is |with )?no (?:video|visual|image)s?\b",
+        r"\bblank (?:screen|video)",
+    ),
+}
+
+# Short abstention responses per task: the extra candidate of likelihood scoring in the base setting and
+# the extra options shown to the judge (B.2).
+ABSTENTION_RESPONSES: dict[str, str] = {
+    "MCIT": "None of the above: the provided options are incorrect.",
+    "ICIT": "None of the above: the options are irrelevant to the question.",
+    "MVIT": "The visual is incompatible with the question.",
+    "MAIT": "The audio is incompatible with the question.",
+    "COT-Swap": "The visual and the audio are incompatible.",
+    "MAT": "The audio is missing.",
+    "MVT": "The video is missing.",
+}
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What a response chose: ``choice`` is an option letter, ``ABSTAIN`` or ``None`` (unparsed);
+    ``method`` is "heuristic" | "judge" | "likelihood" | "unparsed"; ``rule`` says which rule decided."""
+
+    choice: str | None
+    method: str
+    rule: str
+
+    @property
+    def parsed(self) -> bool:
+        return self.choice is not None
+
+
+def is_correct(choice: str | None, answer: str | None) -> bool:
+    """Top-1 correctness. ``answer is None`` means the correct response is an abstention."""
+    if choice is None:
+        return False
+    return choice == (ABSTAIN if answer is None else answer)
+
+
+def abstention_patterns(task: str, extra: Mapping[str, Sequence[str]] | None = None) -> list[re.Pattern]:
+    """The compiled abstention regexes of ``task`` (common ones included), plus ``extra[task]``."""
+    raw = list(ABSTENTIONS["_common"]) + list(ABSTENTIONS.get(task, ()))
+    if extra:
+        raw += list(extra.get("_common", ())) + list(extra.get(task, ()))
+    return [_compile(p) for p in raw]
+
+
+_CACHE: dict[str, re.Pattern] = {}
+
+
+def _compile(pattern: str) -> re.Pattern:
+    if pattern not in _CACHE:
+        _CACHE[pattern] = re.compile(pattern, re.IGNORECASE)
+    return _CACHE[pattern]
+
+
+def normalise(text: str) -> str:
+    """Drop markdown emphasis and surrounding quotes, collapse whitespace."""
+    text = re.sub(r"(\*{1,3}|`)(.+?)\1", r"\2", text or "")
+    text = re.sub(r"\s+", " ", text).strip()
+    return text.strip("\"'“”‘’ ")
+
+
+_KEYWORD = re.compile(r"(?i:answer|option|choice)\s*(?:(?i:is|would be|should be)\s*)?:?\s*[(\[]?([A-Z])(?![A-Za-z0-9])")
+_LABELED = re.compile(r"(?<![A-Za-z0-9])[(\[]([A-Z])[)\]]|(?<![A-Za-z0-9(\[])([A-Z])[).:,](?=\s|$)")
+_BARE = re.compile(r"(?<![A-Za-z0-9'’(\[])([A-Z])(?![A-Za-z0-9'’)\]])")
+_LINKING = {"or", "and", "nor", "vs", "versus", "is", "was", "seems", "would", "should", "looks", "because"}
+_IS_CORRECT = re.compile(r"(?<![A-Za-z0-9])([A-Z]) (?:is|seems) (?:the )?(?:correct|right|answer|best)")
+
+
+def letter_mentions(text: str, letters: Sequence[str]) -> set[str]:
+    """Option letters a response names. "A" and "I" followed by a lower-case word ("A man", "I think")
+    are English words, not labels, unless that word links labels ("A or B", "A is correct")."""
+    valid = set(letters)
+    found = {m for pat in (_KEYWORD, _IS_CORRECT) for m in pat.findall(text)}
+    found |= {a or b for a, b in _LABELED.findall(text)}
+    for m in _BARE.finditer(text):
+        following = re.match(r"\s+([a-z]+)", text[m.end():])
+        if m.group(1) in "AI" and following and following.group(1) not in _LINKING:
+            continue
+        found.add(m.group(1))
+    return found & valid
+
+
+def _text_key(text: str) -> str:
+    text = text.replace("_", " ").lower()
+    return re.sub(r"\s+", " ", re.sub(r"[^\w\s]", " ", text)).strip()
+
+
+def option_text_mentions(text: str, options: Mapping[str, str]) -> set[str]:
+    """Letters whose option text occurs in the response as whole words. An option whose text is inside
+    another matched option's text ("Speech" in "Speech is followed by Meow") does not count separately."""
+    hay = f" {_text_key(text)} "
+    keys = {letter: _text_key(t) for letter, t in options.items() if _text_key(t)}
+    hits = {letter for letter, k in keys.items() if f" {k} " in hay}
+    return {a for a in hits if not any(a != b and f" {keys[a]} " in f" {keys[b]} " and keys[a] != keys[b]
+                                       for b in hits)}
+
+
+def match_choice(
+    response: str,
+    options: Mapping[str, str],
+    *,
+    task: str,
+    abstain_letter: str | None = None,
+    extra_abstentions: Mapping[str, Sequence[str]] | None = None,
+) -> Extraction:
+    """Step 1 of B.2. Returns an Extraction with ``method="heuristic"`` or ``"unparsed"``."""
+    text = normalise(response)
+    if not text:
+        return Extraction(None, "unparsed", "empty response")
+    abstain = ABSTAIN if abstain_letter is None else abstain_letter
+    abstained = any(p.search(text) for p in abstention_patterns(task, extra_abstentions))
+    letters = letter_mentions(text, list(options))
+    if len(letters) == 1:
+        (letter,) = letters
+        if abstained and letter != abstain_letter:
+            return Extraction(None, "unparsed", f"names option {letter} but also abstains")
+        texts = option_text_mentions(_LABELED.sub(" ", text), options)
+        if texts and letter not in texts:
+            return Extraction(None, "unparsed", f"names option {letter} but quotes {sorted(texts)}")
+        return Extraction(letter, "heuristic", "letter")
+    if abstained:
+        return Extraction(abstain, "heuristic", "abstention")
+    if letters:
+        return Extraction(None, "unparsed", f"names several options {sorted(letters)}")
+    texts = option_text_mentions(text, options)
+    if len(texts) == 1:
+        return Extraction(next(iter(texts)), "heuristic", "option text")
+    if texts:
+        return Extraction(None, "unparsed", f"quotes several options {sorted(texts)}")
+    return Extraction(None, "unparsed", "names no option")

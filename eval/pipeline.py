@@ -1,0 +1,273 @@
+"""AVTrustBench end to end: arguments -> items -> runner -> results.json / report.md / plots.
+
+``EvalArgs`` is the one config of ``cavpref eval avtrustbench`` (every field is a ``--flag`` and a YAML
+key). ``evaluate`` is the Python entry (tests and notebooks pass a ready backend); ``score_predictions``
+scores answers produced by any external tool; ``export_prompts`` writes the exact prompts to answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cavpref.data import TASKS
+from cavpref.media.decode import FramePolicy
+from eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
+from eval.extract import ABSTAIN, Extraction, is_correct
+from eval.loader import DataError, LoadResult, load_items
+from eval.metrics import ItemOutcome, summarize
+from eval.report import write_reports
+from eval.runner import Job, RunConfig, Runner
+
+
+@dataclass
+class EvalArgs:
+    model: str = field(default="", metadata={"help": "checkpoint folder / hub id, or the base URL (http[s]://…/v1) "
+                                                     "of an OpenAI-compatible server"})
+    data: str = field(default="", metadata={"help": "prep output folder, datasets folder, or JSONL of items"})
+    output: str = field(default="", metadata={"help": "run folder (records, results.json, report.md, plots)"})
+    tasks: list[str] = field(default_factory=lambda: list(TASKS))
+    setting: str | None = field(default=None, metadata={"help": "base | instruction (default: both)"})
+    split: str = "test"
+    circular: bool = field(default=True, metadata={"help": "CircularEval (default); --vanilla for one pass"})
+    vanilla: bool = False
+    limit: int | None = field(default=None, metadata={"help": "first N items (by id) of each task and setting"})
+    mode: str = field(default="generate", metadata={"help": "generate (free-form + extraction) | likelihood"})
+    label: str | None = field(default=None, metadata={"help": "name of this run in reports and `compare`"})
+    batch_size: int = 8
+    chunk_size: int = 64
+    max_new_tokens: int = 64
+    post_prompt: str = ""
+    pin_abstain: bool = field(default=False, metadata={"help": "keep 'None of the above' fixed while rotating"})
+    skip_invalid: bool = field(default=False, metadata={"help": "skip (and count) bad rows instead of failing"})
+    media_root: str | None = field(default=None, metadata={"help": "default: the prep manifest's data_root"})
+    num_frames: int | None = 8
+    frames_fps: float | None = None
+    max_frames: int = 32
+    frame_height: int | None = None
+    frame_width: int | None = None
+    sample_rate: int = 16000
+    adapter: str | None = field(default=None, metadata={"help": "registered adapter (default: from config.json)"})
+    dtype: str = "auto"
+    endpoint_model: str | None = field(default=None, metadata={"help": "served model name (endpoint models)"})
+    endpoint_api_key_env: str = "CAVPREF_ENDPOINT_API_KEY"
+    endpoint_concurrency: int = 8
+    media_format: str = field(default="mp4", metadata={"help": "endpoint media: mp4 | frames"})
+    judge_model: str | None = field(default=None, metadata={"help": "LLM judge for step 2 (or CAVPREF_JUDGE_MODEL)"})
+    judge_base_url: str | None = field(default=None, metadata={"help": "or CAVPREF_JUDGE_BASE_URL"})
+    judge_api_key_env: str = "CAVPREF_JUDGE_API_KEY"
+    judge_concurrency: int = 8
+    judge_max_retries: int = 4
+    judge_cache: str | None = field(default=None, metadata={"help": "SQLite cache (default: <output>/judge_cache.sqlite)"})
+    no_judge: bool = field(default=False, metadata={"help": "heuristics only, even if a judge is configured"})
+
+    def __post_init__(self):
+        if self.vanilla:
+            self.circular = False
+        unknown = sorted(set(self.tasks) - set(TASKS))
+        if unknown:
+            raise ValueError(f"--tasks: unknown task(s) {unknown}; choose from {list(TASKS)}")
+        if self.setting not in (None, "base", "instruction"):
+            raise ValueError(f"--setting must be base or instruction, got {self.setting!r}")
+        if self.mode not in ("generate", "likelihood"):
+            raise ValueError(f"--mode must be generate or likelihood, got {self.mode!r}")
+
+    def frame_policy(self) -> FramePolicy:
+        size = (self.frame_height, self.frame_width) if self.frame_height and self.frame_width else None
+        return FramePolicy(num_frames=self.num_frames, fps=self.frames_fps, max_frames=self.max_frames, size=size)
+
+    def public(self) -> dict[str, Any]:
+        return asdict(self)  # holds env-variable *names* only, never keys
+
+
+def load(args: EvalArgs) -> LoadResult:
+    def keep(item):
+        return item.benchmark == "avtrustbench" and item.task in args.tasks and args.setting in (None, item.setting)
+
+    return load_items(args.data, split=args.split, keep=keep, limit=args.limit, skip_invalid=args.skip_invalid,
+                      media_root=args.media_root)
+
+
+def build_judge(args: EvalArgs):
+    """The step-2 judge, or None when none is configured (or --no_judge)."""
+    from eval.choice_judge import ChoiceJudge
+    from eval.judge import ChatClient, ChatConfig
+
+    if args.no_judge or not (args.judge_model or os.environ.get("CAVPREF_JUDGE_MODEL")):
+        return None
+    cache = args.judge_cache or str(Path(args.output) / "judge_cache.sqlite")
+    return ChoiceJudge(ChatClient(ChatConfig(base_url=args.judge_base_url, model=args.judge_model,
+                                             api_key_env=args.judge_api_key_env, cache_path=cache,
+                                             max_concurrency=args.judge_concurrency,
+                                             max_retries=args.judge_max_retries)))
+
+
+def build_backend(args: EvalArgs):
+    """An endpoint backend for http(s) models, else the checkpoint's adapter on this process's device."""
+    from eval.backends import AdapterBackend, EndpointBackend
+
+    if args.model.startswith(("http://", "https://")):
+        from eval.judge import ChatClient, ChatConfig
+
+        client = ChatClient(ChatConfig(base_url=args.model, model=args.endpoint_model, env_prefix="CAVPREF_ENDPOINT",
+                                       api_key_env=args.endpoint_api_key_env, max_tokens=args.max_new_tokens,
+                                       max_concurrency=args.endpoint_concurrency, timeout_s=300.0))
+        return EndpointBackend(client, media_format=args.media_format, max_tokens=args.max_new_tokens)
+    from cavpref.models import load_adapter
+    from eval.runner import dist_state
+
+    adapter = load_adapter(args.model, adapter=args.adapter, dtype=args.dtype)
+    adapter.model.to(dist_state().device).eval()
+    return AdapterBackend(adapter, generation={"max_new_tokens": args.max_new_tokens, "do_sample": False})
+
+
+def versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for pkg in ("cavpref", "torch", "transformers", "accelerate", "datasets", "httpx"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def _loading(loaded: LoadResult) -> dict:
+    return {"files": loaded.files, "media_root": loaded.media_root, "invalid": dict(loaded.skipped),
+            "filtered": loaded.filtered,
+            "rows_read": len(loaded.items) + loaded.filtered + sum(loaded.skipped.values())}
+
+
+def evaluate(args: EvalArgs, *, backend=None, judge=None, rank: int | None = None, world: int | None = None) -> dict | None:
+    """Run (or resume) an evaluation; returns the results dict on the main process, None elsewhere."""
+    if not args.output:
+        raise ValueError("--output is required")
+    loaded = load(args)
+    backend = backend if backend is not None else build_backend(args)
+    judge = judge if judge is not None else build_judge(args)
+    bench = AVTrustBench(AVTrustBenchOptions(circular=args.circular, pin_abstain=args.pin_abstain,
+                                             post_prompt=args.post_prompt, mode=args.mode), judge)
+    runner = Runner(bench, backend, RunConfig(args.output, loaded.media_root, args.mode, args.batch_size,
+                                              args.chunk_size, args.frame_policy(), args.sample_rate),
+                    rank=rank, world=world)
+    stats = runner.run(loaded.items)
+    log = {"rank": runner.rank, **stats, "judge_calls": judge.client.stats if judge else None}
+    Path(args.output, f"run_log.rank{runner.rank}.json").write_text(json.dumps(log, indent=1) + "\n")
+    if not runner.is_main:
+        return None
+    outcomes, _ = runner.collect(loaded.items)
+    results = {"benchmark": bench.name, "label": args.label, "mode": args.mode, "config": args.public(),
+               "model": backend.describe(), "judge": bench.describe()["judge"], "evaluation": bench.describe(),
+               "versions": versions(), "loading": _loading(loaded), "metrics": summarize(outcomes, circular=args.circular)}
+    write_reports(results, args.output)
+    return results
+
+
+# ------------------------------------------------------------------------------------------ external predictions
+
+
+def export_prompts(args: EvalArgs, path: str | Path) -> int:
+    """Write every pass a model must answer (all rotations when circular) as JSONL; returns the row count."""
+    loaded = load(args)
+    bench = AVTrustBench(AVTrustBenchOptions(circular=args.circular, pin_abstain=args.pin_abstain,
+                                             post_prompt=args.post_prompt))
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for item in loaded.items:
+            for k in range(bench.n_passes(item)):
+                req = bench.request(item, k)
+                fh.write(json.dumps({"id": item.id, "rotation": k, "task": item.task, "setting": item.setting,
+                                     "prompt": req.prompt, "options": req.info["options"], "media": item.media,
+                                     "media_root": loaded.media_root}, ensure_ascii=False) + "\n")
+                n += 1
+    return n
+
+
+def read_predictions(path: str | Path) -> dict[tuple[str, int], dict]:
+    """(id, rotation) -> prediction row; errors name the file, line and field."""
+    preds: dict[tuple[str, int], dict] = {}
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}: line {n}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{where}: not JSON ({err.msg})") from err
+            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+                raise DataError(f"{where}: field 'id' (string) is required")
+            if ("response" in row) == ("choice" in row):
+                raise DataError(f"{where}: give exactly one of 'response' (free text) or 'choice' (a letter)")
+            rotation = row.get("rotation", 0)
+            if not isinstance(rotation, int) or rotation < 0:
+                raise DataError(f"{where}: field 'rotation' must be a non-negative integer, got {rotation!r}")
+            if (row["id"], rotation) in preds:
+                raise DataError(f"{where}: duplicate prediction for id {row['id']!r} rotation {rotation}")
+            preds[(row["id"], rotation)] = row
+    return preds
+
+
+def score_predictions(args: EvalArgs, predictions: str | Path, *, judge=None) -> dict:
+    """Score an external tool's answers with the same extraction, judge, CircularEval and reports."""
+    loaded = load(args)
+    preds = read_predictions(predictions)
+    judge = judge if judge is not None else build_judge(args)
+    bench = AVTrustBench(AVTrustBenchOptions(circular=args.circular, pin_abstain=args.pin_abstain,
+                                             post_prompt=args.post_prompt), judge)
+    history: dict[str, list[dict]] = defaultdict(list)
+    missing: dict[str, str] = {}
+    active = list(loaded.items)
+    while active:
+        jobs, given = [], []
+        for item in active:
+            k = bench.next_pass(item, history[item.id])
+            if k is None:
+                continue
+            row = preds.get((item.id, k))
+            if row is None:
+                missing[item.id] = f"no prediction for rotation {k}"
+                continue
+            job = Job(item, k, bench.request(item, k), f"{item.id}/{k}", output=row.get("response"))
+            (given if "choice" in row else jobs).append((job, row))
+        for (job, _), rec in zip(jobs, bench.score([j for j, _ in jobs])):
+            history[job.item.id].append({"response": job.output, **rec})
+        for job, row in given:
+            history[job.item.id].append(_given_choice(job, row["choice"]))
+        active = [j.item for j, _ in jobs + given]
+    outcomes = []
+    for item in loaded.items:
+        if item.id in missing:
+            outcomes.append(ItemOutcome(item.id, item.task, item.setting, item.source, item.category,
+                                        status="skipped", reason="no prediction"))
+        else:
+            outcomes.append(bench.outcome(item, history[item.id]))
+    known = {(i.id, k) for i in loaded.items for k in range(bench.n_passes(i))}
+    used = {(i, k) for i, recs in history.items() for k in range(len(recs))}
+    unused = Counter("not among the selected items" if (i, k) not in known else "not needed (decided earlier)"
+                     for i, k in preds if (i, k) not in used)
+    results = {"benchmark": bench.name, "label": args.label, "mode": "external predictions",
+               "config": args.public(), "model": {"predictions": str(predictions)}, "judge": bench.describe()["judge"],
+               "evaluation": bench.describe(), "versions": versions(), "loading": _loading(loaded),
+               "predictions": {"rows": len(preds), "unused": dict(sorted(unused.items()))},
+               "metrics": summarize(outcomes, circular=args.circular)}
+    if args.output:
+        Path(args.output).mkdir(parents=True, exist_ok=True)
+        write_reports(results, args.output)
+    return results
+
+
+def _given_choice(job: Job, choice: Any) -> dict:
+    """A prediction that already names a letter (or "ABSTAIN") bypasses extraction."""
+    options = job.request.info["options"]
+    valid = isinstance(choice, str) and (choice in options or choice == ABSTAIN)
+    ext = Extraction(choice, "provided", "prediction letter") if valid else \
+        Extraction(None, "unparsed", f"prediction letter {choice!r} is not an option")
+    return {"choice": ext.choice, "method": ext.method, "rule": ext.rule, "rotation": job.k,
+            "answer": job.request.info["answer"], "correct": is_correct(ext.choice, job.request.info["answer"])}

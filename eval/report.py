@@ -1,0 +1,188 @@
+"""Reports from results.json: markdown tables in the paper's layouts, PNG plots, and run comparison.
+
+Everything here reads the results dict (never the records), so ``compare`` works on any finished run
+folder and a report can be re-rendered without the model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from cavpref.data import DIMENSIONS, TASKS
+from eval.metrics import primary
+
+CATEGORY_ABBR = {"Existential": "E", "Localization": "L", "Count": "Cn", "Temporal": "T", "Comparative": "Co",
+                 "World knowledge": "WK"}
+DIMENSION_OF = {t: d for d, ts in DIMENSIONS.items() for t in ts}
+
+
+def fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
+            *("| " + " | ".join(r) + " |" for r in rows), ""]
+
+
+def render_markdown(results: dict) -> str:
+    m = results["metrics"]
+    judge = results.get("judge")
+    title = results.get("label") or results["model"].get("name_or_path") or results["model"].get("model") or "model"
+    out = [f"# AVTrustBench — {title}", ""]
+    mode = results["mode"]
+    extraction = "choice extraction: heuristics" + (
+        f" + judge `{judge['model']}` ({judge['prompt_version']})" if judge else " only (no judge)")
+    how = {"generate": f"free-form generation, {extraction}",
+           "likelihood": "option log-likelihood (argmax over the option strings; nothing to parse)",
+           }.get(mode, f"answers from {results['model'].get('predictions', 'elsewhere')}, {extraction}")
+    out += [f"- answer mode: **{mode}** — {how}",
+            (f"- evaluation: **{'CircularEval' if m['circular'] else 'vanilla (single pass)'}**; accuracies are "
+             f"Top-1 %, headline = {'circular' if m['circular'] else 'vanilla'}"),
+            *([f"- model fingerprint: `{results['model']['fingerprint'][:16]}`"] if results["model"].get("fingerprint") else []),
+            ""]
+    out += ["## Items", ""] + _counts_table(results)
+    for setting, block in m["settings"].items():
+        out += [f"## Accuracy per task — {setting} setting", ""]
+        rows = [[t, DIMENSION_OF.get(t, ""), str(b["n"]), fmt(b["circular"]), fmt(b["vanilla"]),
+                 fmt(b["unparsed_rate"]), fmt(b["judged_rate"])] for t, b in block["tasks"].items()]
+        o = block["overall"]
+        rows.append(["**all**", "", str(o["n"]), fmt(o["circular"]), fmt(o["vanilla"]), fmt(o["unparsed_rate"]),
+                     fmt(o["judged_rate"])])
+        out += _table(["Task", "Dimension", "N", "Circular", "Vanilla", "Unparsed %", "Judged %"], rows)
+        out += _table(["Dimension", "Accuracy (macro over tasks)"], [[d, fmt(v)] for d, v in block["dimensions"].items()])
+        out += _category_tables(setting, block)
+    out += ["## Circular vs vanilla (paper Table 8)", ""]
+    out += _table(["Setting", "Task", "Circular / Vanilla"],
+                  [[s, t, f"{fmt(b['circular'])} / {fmt(b['vanilla'])}"] for s, blk in m["settings"].items()
+                   for t, b in blk["tasks"].items()])
+    base, inst = (m["settings"].get(s, {}).get("tasks", {}) for s in ("base", "instruction"))
+    rows = [[t, c, f"{fmt(primary(base[t]['categories'][c]))} / {fmt(primary(inst[t]['categories'][c]))}"]
+            for t in TASKS if t in base and t in inst for c in base[t]["categories"] if c in inst[t]["categories"]]
+    if rows:
+        out += ["## Base vs instruction (paper Table 11)", ""] + _table(["Task", "Category", "base / instruction"], rows)
+    return "\n".join(out)
+
+
+def _counts_table(results: dict) -> list[str]:
+    c, load = results["metrics"]["counts"], results.get("loading", {})
+    rows = [["rows read", str(load.get("rows_read", c["items"]))],
+            ["invalid rows skipped", str(sum(load.get("invalid", {}).values()))],
+            *[[f"  {k}", str(v)] for k, v in load.get("invalid", {}).items()],
+            ["outside --tasks / --setting / --limit", str(load.get("filtered", 0))],
+            ["items", str(c["items"])], ["evaluated", str(c["evaluated"])], ["skipped", str(c["skipped"])],
+            *[[f"  {k}", str(v)] for k, v in c["skip_reasons"].items()],
+            ["incomplete (run interrupted)", str(c["incomplete"])],
+            ["passes run", str(c["passes_run"])],
+            ["passes saved by early stopping", f"{c['passes_saved']} of {c['passes_full']}"],
+            *[[f"unparsed: {k}", str(v)] for k, v in c["unparsed_reasons"].items()]]
+    return _table(["", "count"], rows)
+
+
+def _category_tables(setting: str, block: dict) -> list[str]:
+    """Per source dataset: tasks x categories (the layout of paper Tables 2, 4, 9, 10)."""
+    out = []
+    sources = sorted({s for b in block["tasks"].values() for s in b["sources"]})
+    for src in sources:
+        tasks = {t: b["sources"][src] for t, b in block["tasks"].items() if src in b["sources"]}
+        cats = [c for c in CATEGORY_ABBR if any(c in b["categories"] for b in tasks.values())]
+        cats += sorted({c for b in tasks.values() for c in b["categories"]} - set(cats))
+        rows = [[t, *(fmt(primary(b["categories"][c])) if c in b["categories"] else "–" for c in cats), fmt(primary(b))]
+                for t, b in tasks.items()]
+        out += [f"### Per category — {src}, {setting} setting", ""]
+        out += _table(["Task", *(CATEGORY_ABBR.get(c, c) for c in cats), "All"], rows)
+    return out
+
+
+def plot(results: dict, out_dir: str | Path) -> list[Path]:
+    """Per-task bars (circular and vanilla) per setting, and a radar over the three dimensions."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    settings = results["metrics"]["settings"]
+    for setting, block in settings.items():
+        tasks = list(block["tasks"])
+        x = np.arange(len(tasks))
+        fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(tasks)), 3.5))
+        series = [("vanilla", "#9db4d6")] + ([("circular", "#2b5c9e")] if results["metrics"]["circular"] else [])
+        width = 0.8 / len(series)
+        for i, (name, color) in enumerate(series):
+            vals = [block["tasks"][t][name] or 0.0 for t in tasks]
+            ax.bar(x + (i - (len(series) - 1) / 2) * width, vals, width, label=name, color=color)
+        ax.set_xticks(x, tasks, rotation=30, ha="right")
+        ax.set_ylabel("Top-1 accuracy (%)")
+        ax.set_ylim(0, 100)
+        ax.set_title(f"AVTrustBench per task — {setting}")
+        ax.legend()
+        fig.tight_layout()
+        path = out_dir / f"tasks_{setting}.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
+    dims = list(DIMENSIONS)
+    angles = np.linspace(0, 2 * np.pi, len(dims), endpoint=False).tolist()
+    fig = plt.figure(figsize=(4.5, 4.5))
+    ax = fig.add_subplot(polar=True)
+    for setting, block in settings.items():
+        vals = [block["dimensions"][d] or 0.0 for d in dims]
+        ax.plot(angles + angles[:1], vals + vals[:1], label=setting)
+        ax.fill(angles + angles[:1], vals + vals[:1], alpha=0.15)
+    ax.set_xticks(angles, [d.replace(" ", "\n", 1) for d in dims])
+    ax.set_ylim(0, 100)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path = out_dir / "dimensions_radar.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return written + [path]
+
+
+def compare(runs: Sequence[dict], labels: Sequence[str] | None = None, *, setting: str | None = None,
+            metric: str = "headline") -> str:
+    """Paper Table 5: one row per run after the first, the 9 tasks as columns, each cell with its
+    difference from the first run (the zero-shot baseline) in accuracy points."""
+    if len(runs) < 2:
+        raise ValueError("compare needs a zero-shot run and at least one fine-tuned run")
+    labels = list(labels or [r.get("label") or f"run{i}" for i, r in enumerate(runs)])
+    if len(labels) != len(runs):
+        raise ValueError(f"{len(labels)} labels for {len(runs)} runs")
+
+    def value(run: dict, task: str) -> float | None:
+        settings = run["metrics"]["settings"]
+        chosen = setting or ("instruction" if "instruction" in settings else next(iter(settings)))
+        block = settings.get(chosen, {}).get("tasks", {}).get(task)
+        if block is None:
+            return None
+        return primary(block) if metric == "headline" else block[metric]
+
+    tasks = [t for t in TASKS if any(value(r, t) is not None for r in runs)]
+    base = {t: value(runs[0], t) for t in tasks}
+    rows = [[f"{labels[0]} (zero-shot)", *(fmt(base[t]) for t in tasks)]]
+    for run, label in zip(runs[1:], labels[1:]):
+        cells = []
+        for t in tasks:
+            v = value(run, t)
+            cells.append(fmt(v) if v is None or base[t] is None else f"{v:.2f} ({v - base[t]:+.2f})")
+        rows.append([label, *cells])
+    return "\n".join(_table(["Method", *tasks], rows))
+
+
+def write_reports(results: dict, out_dir: str | Path) -> None:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                                          encoding="utf-8")
+    if results.get("benchmark") in ("aura", "mmar", "traceav"):  # their own tables and plots
+        from eval.benchmarks.reports import write
+
+        return write(results, out_dir)
+    (out_dir / "report.md").write_text(render_markdown(results) + "\n", encoding="utf-8")
+    plot(results, out_dir / "plots")

@@ -1,0 +1,309 @@
+"""The shared evaluation runner: items -> passes -> model answers -> scored records, resumable, sharded.
+
+A benchmark plugs in as four things (see ``Benchmark``): how many passes an item may need and which
+comes next (CircularEval's early stop lives there), the prompt of a pass, how a batch of answers is
+scored (extraction, judges), and the item outcome. The runner owns everything else, once for every
+benchmark:
+
+- *Records, appended as produced.* One JSONL line per pass in ``records.rank<R>.jsonl``; a line's
+  ``key`` is sha256 of (model fingerprint, answer mode, generation config, frame policy, prompt, media,
+  candidates). A rerun replays every pass whose key is on disk and computes only the rest, so a killed
+  run resumed with the same command ends with the same results, and a changed model or prompt never
+  meets a stale answer. Per-item failures (bad media, an adapter refusing a row, an endpoint error)
+  are recorded as ``skipped`` with the reason and retried on the next run; a pass whose judge failed is
+  re-judged from its stored response, never regenerated.
+- *Waves.* Items go in chunks; a chunk's media are decoded once and reused by all its passes, and pass k
+  of an item is only asked once pass k-1 is scored, so early stopping actually saves model calls.
+- *Data parallel.* Under ``accelerate launch`` each process takes items[rank::world]; the main process
+  then rebuilds every item's outcome from all ranks' record files, so results do not depend on the
+  number of processes or the order anything finished. (Multi-node: the output folder must be shared.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from cavpref.media.decode import DecodedMedia, FramePolicy
+from eval.metrics import ItemOutcome
+
+
+@dataclass
+class PassRequest:
+    """What the model is asked in one pass; ``info`` travels to scoring (rotated options, answer, ...)."""
+
+    prompt: str
+    candidates: list[str] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Job:
+    item: Any
+    k: int
+    request: PassRequest
+    key: str
+    output: Any = None
+    error: str | None = None
+
+
+class Benchmark(Protocol):
+    name: str
+
+    def next_pass(self, item: Any, records: list[dict]) -> int | None: ...
+    def request(self, item: Any, k: int) -> PassRequest: ...
+    def score(self, jobs: list[Job]) -> list[dict]: ...
+    def needs_rescore(self, record: dict) -> bool: ...
+    def outcome(self, item: Any, records: list[dict]) -> ItemOutcome: ...
+
+
+@dataclass
+class RunConfig:
+    output_dir: str
+    media_root: str
+    mode: str = "generate"  # generate | likelihood
+    batch_size: int = 8
+    chunk_size: int = 64
+    frames: FramePolicy = field(default_factory=FramePolicy)
+    sample_rate: int = 16000
+
+    def __post_init__(self):
+        if self.mode not in ("generate", "likelihood"):
+            raise ValueError(f"mode must be 'generate' or 'likelihood', got {self.mode!r}")
+
+
+def dist_state():
+    """accelerate's process state. Under a launcher without GPUs (torchrun / ``accelerate launch`` on CPU)
+    plain ``PartialState()`` stays single-process, so CPU processes join a gloo group explicitly."""
+    import os
+
+    import torch
+    from accelerate import PartialState
+
+    if not torch.cuda.is_available() and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return PartialState(cpu=True, backend="gloo")
+    return PartialState()
+
+
+def load_records(output_dir: str | Path) -> dict[str, dict]:
+    """key -> latest record over all ranks' files; a torn last line (a killed writer) is ignored."""
+    records: dict[str, dict] = {}
+    for path in sorted(Path(output_dir).glob("records.rank*.jsonl")):
+        lines = path.read_text(encoding="utf-8").split("\n")
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as err:
+                if n >= len(lines) - 1:  # the final, unterminated line of a killed run
+                    continue
+                raise ValueError(f"{path}: line {n}: corrupt record ({err.msg})") from err
+            old = records.get(rec["key"])
+            if old is None or rec["status"] == "ok" or old["status"] != "ok":
+                records[rec["key"]] = rec
+    return records
+
+
+class Runner:
+    def __init__(self, benchmark: Benchmark, backend: Any, config: RunConfig, *, rank: int | None = None,
+                 world: int | None = None):
+        self.bench, self.backend, self.cfg = benchmark, backend, config
+        self._state = None
+        if rank is None:
+            self._state = dist_state()
+            rank, world = self._state.process_index, self._state.num_processes
+        self.rank, self.world = rank, world or 1
+        self.output_field = "response" if config.mode == "generate" else "scores"
+        self.key_basis = {"fingerprint": backend.fingerprint, "mode": config.mode,
+                          "generation": backend.describe().get("generation"), "frames": asdict(config.frames),
+                          "sample_rate": config.sample_rate}
+        self.stats = {"passes_computed": 0, "passes_reused": 0, "passes_rescored": 0, "skipped": 0, "seconds": 0.0}
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def key(self, item: Any, request: PassRequest) -> str:
+        blob = {**self.key_basis, "benchmark": self.bench.name, "prompt": request.prompt, "media": item.media,
+                "candidates": request.candidates}
+        if getattr(self.bench, "key_extra", None) is not None:  # e.g. TraceAV's long-video sampling policy
+            blob["bench"] = self.bench.key_extra
+        return hashlib.sha256(json.dumps(blob, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    # ------------------------------------------------------------------------------------------------ run
+    def run(self, items: Sequence[Any]) -> dict:
+        """Evaluate this rank's share of ``items``; returns this rank's counters."""
+        from tqdm.auto import tqdm
+
+        start = time.perf_counter()
+        out = Path(self.cfg.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        done = load_records(out)
+        self._rescored: set[str] = set()
+        shard = list(items)[self.rank :: self.world]
+        path = out / f"records.rank{self.rank}.jsonl"
+        _drop_torn_tail(path)
+        with open(path, "a", encoding="utf-8") as fh:
+            bar = tqdm(total=len(shard), desc=f"{self.bench.name} [{self.cfg.mode}]", disable=not shard)
+            for i in range(0, len(shard), self.cfg.chunk_size):
+                chunk = shard[i : i + self.cfg.chunk_size]
+                self._run_chunk(chunk, done, fh)
+                bar.update(len(chunk))
+            bar.close()
+        self.stats["seconds"] = round(time.perf_counter() - start, 3)
+        if self._state is not None:
+            self._state.wait_for_everyone()
+        return dict(self.stats)
+
+    def _run_chunk(self, chunk: list, done: dict[str, dict], fh) -> None:
+        history: dict[str, list[dict]] = {item.id: [] for item in chunk}
+        media: dict[str, DecodedMedia | None | str] = {}
+        failed: set[str] = set()
+        while True:
+            fresh, rescore = self._next_jobs(chunk, history, done, failed)
+            if not fresh and not rescore:
+                return
+            ready = []
+            for job in fresh:
+                decoded = self._media(job.item, media)
+                if isinstance(decoded, str):
+                    job.error = decoded
+                else:
+                    ready.append(job)
+            if rescore:
+                self._score_and_write(rescore, history, done, fh)
+                self.stats["passes_rescored"] += len(rescore)
+            for b in range(0, len(ready), self.cfg.batch_size):  # written batch by batch: a kill loses one batch
+                batch = ready[b : b + self.cfg.batch_size]
+                self._infer(batch, media)
+                good = [j for j in batch if j.error is None]
+                self._score_and_write(good, history, done, fh)
+                self.stats["passes_computed"] += len(good)
+            for job in fresh:
+                if job.error is not None:
+                    failed.add(job.item.id)
+                    self.stats["skipped"] += 1
+                    self._write(fh, {"key": job.key, "item_id": job.item.id, "pass": job.k, "status": "skipped",
+                                     "reason": job.error}, done)
+            fh.flush()
+
+    def _score_and_write(self, jobs: list[Job], history: dict, done: dict, fh) -> None:
+        if not jobs:
+            return
+        for job, rec in zip(jobs, self.bench.score(jobs)):
+            rec = {"key": job.key, "item_id": job.item.id, "pass": job.k, "status": "ok", "mode": self.cfg.mode,
+                   self.output_field: job.output, **rec}
+            self._write(fh, rec, done)
+            history[job.item.id].append(rec)
+        fh.flush()
+
+    def _next_jobs(self, chunk, history, done, failed) -> tuple[list[Job], list[Job]]:
+        fresh, rescore = [], []
+        for item in chunk:
+            if item.id in failed:
+                continue
+            recs = history[item.id]
+            while (k := self.bench.next_pass(item, recs)) is not None:
+                request = self.bench.request(item, k)
+                key = self.key(item, request)
+                rec = done.get(key)
+                if rec is None or rec["status"] != "ok":
+                    fresh.append(Job(item, k, request, key))
+                    break
+                if key not in self._rescored and self.bench.needs_rescore(rec):
+                    self._rescored.add(key)
+                    rescore.append(Job(item, k, request, key, output=rec[self.output_field]))
+                    break
+                self.stats["passes_reused"] += 1
+                recs.append(rec)
+        return fresh, rescore
+
+    def _write(self, fh, rec: dict, done: dict[str, dict]) -> None:
+        fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+        done[rec["key"]] = rec
+
+    def _media(self, item: Any, cache: dict) -> DecodedMedia | None | str:
+        """The item's decoded media (once per chunk), or a string saying why it could not be decoded."""
+        if item.id not in cache:
+            from cavpref.media.decode import decode
+
+            own = getattr(self.bench, "decode_media", None)  # a benchmark with its own sampling (TraceAV)
+            try:
+                if own is not None and item.media:
+                    cache[item.id] = own(item, self.cfg.media_root)
+                else:
+                    cache[item.id] = decode(item.media, self.cfg.media_root, frames=self.cfg.frames,
+                                            sample_rate=self.cfg.sample_rate) if item.media else None
+            except Exception as err:  # noqa: BLE001 - recorded per item with its type and message
+                cache[item.id] = f"media: {type(err).__name__}: {err}"
+        return cache[item.id]
+
+    def _infer(self, jobs: list[Job], media: dict) -> None:
+        """Run the model on a batch; a row the adapter rejects is isolated and recorded, not fatal."""
+        from cavpref.media.spec import MediaError
+        from cavpref.models.base import AdapterError
+
+        prompts = [j.request.prompt for j in jobs]
+        decoded = [media[j.item.id] for j in jobs]
+        keys = [j.item.media or j.item.id for j in jobs]
+        try:
+            if self.cfg.mode == "generate":
+                outputs = self.backend.generate(prompts, decoded, keys)
+            else:
+                outputs = self.backend.option_logps(prompts, decoded, keys, [j.request.candidates for j in jobs])
+        except (AdapterError, MediaError) as err:
+            if len(jobs) == 1:
+                jobs[0].error = f"model input: {type(err).__name__}: {err}"
+                return
+            for job in jobs:
+                self._infer([job], media)
+            return
+        for job, (value, error) in zip(jobs, outputs):
+            job.output, job.error = value, error
+
+    # ------------------------------------------------------------------------------------------------ collect
+    def collect(self, items: Sequence[Any]) -> tuple[list[ItemOutcome], list[dict]]:
+        """Every item's outcome rebuilt from all ranks' records (call on the main process after ``run``)."""
+        done = load_records(self.cfg.output_dir)
+        outcomes, used = [], []
+        for item in sorted(items, key=lambda i: i.id):
+            recs: list[dict] = []
+            status, reason = "evaluated", ""
+            while (k := self.bench.next_pass(item, recs)) is not None:
+                rec = done.get(self.key(item, self.bench.request(item, k)))
+                if rec is None:
+                    status = "incomplete"
+                    break
+                if rec["status"] != "ok":
+                    status, reason = "skipped", rec["reason"]
+                    break
+                recs.append(rec)
+            used += recs
+            if status == "evaluated":
+                outcomes.append(self.bench.outcome(item, recs))
+            else:
+                outcomes.append(ItemOutcome(item.id, item.task, item.setting, item.source, item.category,
+                                            status=status, reason=_short(reason)))
+        return outcomes, used
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut an unterminated last line (a writer killed mid-line) so that appending starts on a fresh line."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    with open(path, "r+b") as fh:
+        fh.seek(-1, 2)
+        if fh.read(1) != b"\n":
+            fh.seek(0)
+            fh.truncate(fh.read().rfind(b"\n") + 1)
+
+
+def _short(reason: str) -> str:
+    """A countable skip reason: its kind and first clause (file names and ids stay in the records)."""
+    return reason.split(":")[0] + (": " + reason.split(":")[1].strip() if ":" in reason else "")
