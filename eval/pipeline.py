@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cavpref.data import TASKS
+from cavpref.data import ALL_TASKS, TASKS
 from cavpref.media.decode import FramePolicy
 from eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
 from eval.extract import ABSTAIN, Extraction, is_correct
@@ -69,9 +69,9 @@ class EvalArgs:
     def __post_init__(self):
         if self.vanilla:
             self.circular = False
-        unknown = sorted(set(self.tasks) - set(TASKS))
+        unknown = sorted(set(self.tasks) - set(ALL_TASKS))
         if unknown:
-            raise ValueError(f"--tasks: unknown task(s) {unknown}; choose from {list(TASKS)}")
+            raise ValueError(f"--tasks: unknown task(s) {unknown}; choose from {list(ALL_TASKS)}")
         if self.setting not in (None, "base", "instruction"):
             raise ValueError(f"--setting must be base or instruction, got {self.setting!r}")
         if self.mode not in ("generate", "likelihood"):

@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from cavpref.data import DIMENSIONS, TASKS
+from cavpref.data import ALL_TASKS, DIMENSIONS, TASKS
 from eval.metrics import primary
 
 CATEGORY_ABBR = {"Existential": "E", "Localization": "L", "Count": "Cn", "Temporal": "T", "Comparative": "Co",
@@ -148,7 +148,8 @@ def plot(results: dict, out_dir: str | Path) -> list[Path]:
 def compare(runs: Sequence[dict], labels: Sequence[str] | None = None, *, setting: str | None = None,
             metric: str = "headline") -> str:
     """Paper Table 5: one row per run after the first, the 9 tasks as columns, each cell with its
-    difference from the first run (the zero-shot baseline) in accuracy points."""
+    difference from the first run (the zero-shot baseline) in accuracy points. A CLEAN column (the
+    unperturbed questions) follows when the runs evaluated it."""
     if len(runs) < 2:
         raise ValueError("compare needs a zero-shot run and at least one fine-tuned run")
     labels = list(labels or [r.get("label") or f"run{i}" for i, r in enumerate(runs)])
@@ -163,7 +164,7 @@ def compare(runs: Sequence[dict], labels: Sequence[str] | None = None, *, settin
             return None
         return primary(block) if metric == "headline" else block[metric]
 
-    tasks = [t for t in TASKS if any(value(r, t) is not None for r in runs)]
+    tasks = [t for t in ALL_TASKS if any(value(r, t) is not None for r in runs)]
     base = {t: value(runs[0], t) for t in tasks}
     rows = [[f"{labels[0]} (zero-shot)", *(fmt(base[t]) for t in tasks)]]
     for run, label in zip(runs[1:], labels[1:]):

@@ -1,0 +1,9 @@
+"""AURA, MMAR-Rubrics and TraceAV-Bench on the shared evaluation harness.
+
+One module per concern: ``aura`` / ``mmar`` / ``traceav`` (reader of the released format, prompt,
+pure metrics), ``aura_judge`` / ``mmar_judge`` (LLM-judge scoring through ``eval.judge.ChatClient``),
+``longvideo`` (frame and audio-window sampling of long videos), ``plugins`` (the three as
+``eval.runner.Benchmark``s), ``pipeline`` / ``external`` (model runs and external predictions),
+``reports`` (report.md and plots), ``cli`` (``cavpref eval aura|mmar|traceav`` and ``eval score
+--benchmark …``). Everything is documented in docs/reasoning_benchmarks.md.
+"""

@@ -1,0 +1,294 @@
+"""What the reasoning / long-video benchmarks share: reading released files, parsing judge replies,
+grouped means.
+
+Released files are read as released: a JSON list, a JSON object wrapping the list, or JSONL. Every error
+names the file, the record (line or index) and the field, because a benchmark of 2,000 items is
+otherwise debugged by bisection.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class BenchmarkInputError(ValueError):
+    """A released file or a predictions file that cannot be read as documented."""
+
+    def __init__(self, path: str | Path, where: str, field: str | None, problem: str):
+        self.path, self.where, self.field = str(path), where, field
+        at = f"{self.path}: {where}" + (f", field {field!r}" if field else "")
+        super().__init__(f"{at}: {problem}")
+
+
+def read_records(path: str | Path, *, list_key: str | None = None) -> list[tuple[str, dict]]:
+    """``(where, record)`` pairs from a ``.json`` (a list, or an object holding the list under
+    ``list_key``) or a ``.jsonl`` file. ``where`` is "line N", "record N" or "items[N]" for errors."""
+    path = Path(path)
+    if not path.is_file():
+        raise BenchmarkInputError(path, "file", None, "not found")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl" or (path.suffix != ".json" and not text.lstrip().startswith(("[", "{\n", "{\r"))):
+        out = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise BenchmarkInputError(path, f"line {n}", None, f"not JSON ({err.msg})") from None
+            if not isinstance(rec, dict):
+                raise BenchmarkInputError(path, f"line {n}", None, f"expected an object, got {type(rec).__name__}")
+            out.append((f"line {n}", rec))
+        return out
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise BenchmarkInputError(path, f"line {err.lineno}", None, f"not JSON ({err.msg})") from None
+    wrapped = isinstance(data, dict) and list_key is not None
+    if wrapped:
+        if list_key not in data:
+            raise BenchmarkInputError(path, "top level", list_key, "missing")
+        data = data[list_key]
+    if not isinstance(data, list):
+        raise BenchmarkInputError(path, "top level", list_key,
+                                  f"expected a list of records, got {type(data).__name__}")
+    label = f"{list_key}[{{}}]" if wrapped else "record {}"
+    for i, rec in enumerate(data):
+        if not isinstance(rec, dict):
+            raise BenchmarkInputError(path, label.format(i), None, f"expected an object, got {type(rec).__name__}")
+    return [(label.format(i), rec) for i, rec in enumerate(data)]
+
+
+def field(path, where: str, rec: Mapping, name: str, types: type | tuple = str, *, optional: bool = False,
+          decode_json: bool = False) -> Any:
+    """``rec[name]`` checked against ``types``. ``decode_json``: a string holding JSON (the Hugging Face
+    copies of some benchmarks store nested fields that way) is decoded first."""
+    if name not in rec or rec[name] is None:
+        if optional:
+            return None
+        raise BenchmarkInputError(path, where, name, "missing")
+    value = rec[name]
+    allowed = types if isinstance(types, tuple) else (types,)
+    if decode_json and isinstance(value, str) and str not in allowed:
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            raise BenchmarkInputError(path, where, name, f"a string that is not JSON ({err.msg})") from None
+    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+        want = "/".join(t.__name__ for t in allowed)
+        raise BenchmarkInputError(path, where, name, f"expected {want}, got {type(value).__name__} {value!r:.60}")
+    return value
+
+
+# ----------------------------------------------------------------------------- judge replies
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def _loads_lenient(text: str) -> Any:
+    text = re.sub(r",\s*([}\]])", r"\1", text.strip())  # trailing commas
+    return json.loads(text)
+
+
+def parse_json_reply(text: str | None, *, want: type = dict) -> Any:
+    """The JSON object (``want=dict``) or list (``want=list``) in a judge reply: the whole reply, a
+    fenced ```json block, or the outermost braces/brackets in surrounding prose. Raises ValueError."""
+    if not text or not text.strip():
+        raise ValueError("empty reply")
+    candidates = [text] + _FENCE.findall(text)
+    opener, closer = ("{", "}") if want is dict else ("[", "]")
+    start, end = text.find(opener), text.rfind(closer)
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    for c in candidates:
+        try:
+            value = _loads_lenient(c)
+        except (json.JSONDecodeError, ValueError):
+            continue
+        if isinstance(value, want):
+            return value
+    raise ValueError(f"no JSON {want.__name__} in reply {text[:120]!r}")
+
+
+_NUMBER = re.compile(r"(-?\d+(?:\.\d+)?|-?\.\d+)\s*(%|/\s*(\d+(?:\.\d+)?))?")
+
+
+def unit_float(value: Any) -> float:
+    """A score in [0, 1] from what judges write: 0.75, "0.75", "75%", "3/4", "3 / 4". Out of range or
+    not a number raises ValueError — a score is never clipped or guessed."""
+    if isinstance(value, bool):
+        raise ValueError(f"boolean {value!r} is not a score")  # noqa: TRY004 - callers catch "unusable reply"
+    if isinstance(value, (int, float)):
+        x = float(value)
+    elif isinstance(value, str):
+        m = _NUMBER.fullmatch(value.strip())
+        if not m:
+            raise ValueError(f"{value!r} is not a number")
+        x = float(m.group(1))
+        if m.group(2) == "%":
+            x /= 100.0
+        elif m.group(3) is not None:
+            den = float(m.group(3))
+            if den == 0:
+                raise ValueError(f"{value!r} divides by zero")
+            x /= den
+    else:
+        raise ValueError(f"{type(value).__name__} {value!r} is not a number")  # noqa: TRY004 - as above
+    if not math.isfinite(x) or not 0.0 <= x <= 1.0:
+        raise ValueError(f"score {value!r} is outside [0, 1]")
+    return x
+
+
+def score_from_reply(text: str | None, keys: Sequence[str]) -> float:
+    """A [0, 1] score from a judge reply: the first of ``keys`` in its JSON object, else ``key: number``
+    written in prose, else a reply that is just a number."""
+    try:
+        obj = parse_json_reply(text, want=dict)
+    except ValueError:
+        obj = None
+    if obj is not None:
+        for k in keys:
+            if k in obj:
+                return unit_float(obj[k])
+    for k in keys:
+        name = re.escape(k).replace("_", "[_ ]")  # "factual_consistency_score" or "Factual consistency score"
+        m = re.search(rf"{name}\W*\s*[:=]\s*\"?([-\d./%\s]+?)\"?(?=[,}}\n]|$)", text or "", re.IGNORECASE)
+        if m:
+            return unit_float(m.group(1))
+    if text is not None and _NUMBER.fullmatch(text.strip().rstrip(".")):
+        return unit_float(text.strip().rstrip("."))
+    raise ValueError(f"no score ({' / '.join(keys)}) in reply {str(text)[:120]!r}")
+
+
+# ----------------------------------------------------------------------------- model responses
+
+_ANSWER = re.compile(r"(?im)^\W*(?:final\s+)?answer\W*[:：]\s*(.+)$")
+_THINK = re.compile(r"(?is)<think>(.*?)</think>")
+_REASON = re.compile(r"(?is)\b(?:reasoning|reason|explanation|rationale)\W*[:：]\s*(.+)$")
+
+
+def split_response(text: str) -> tuple[str, str]:
+    """(answer, reasoning) from a response: a JSON object with answer/reasoning keys; ``<think>...</think>``
+    then the answer (reasoning models); "Answer: ..." and "Reasoning: ..." sections (without a reasoning
+    section, the reasoning is the rest of the text); otherwise the first line is the answer and the whole
+    text the reasoning."""
+    text = (text or "").strip()
+    think = _THINK.search(text)
+    if think:
+        rest = text[think.end():].strip()
+        a = _ANSWER.search(rest)
+        return (a.group(1).strip() if a else rest), think.group(1).strip()
+    if text.startswith("{"):
+        try:
+            obj = json.loads(text)
+            if isinstance(obj, dict) and "answer" in obj:
+                return str(obj["answer"]).strip(), str(obj.get("reasoning", obj.get("reason", ""))).strip()
+        except json.JSONDecodeError:
+            pass
+    a, r = _ANSWER.search(text), _REASON.search(text)
+    answer = a.group(1).strip() if a else (text.splitlines()[0].strip() if text else "")
+    if r:
+        reasoning = r.group(1).strip()
+        if a and a.start() > r.start():  # "Reasoning: ... Answer: B" — stop the reasoning at the answer
+            reasoning = text[r.start(1) : a.start()].strip()
+    else:  # no reasoning section: everything but the answer line
+        reasoning = (text[: a.start()] + text[a.end() :]).strip() if a else text
+    return answer, reasoning
+
+
+# ----------------------------------------------------------------------------- asking judges
+
+RETRY_SEED_STEP = 1000
+
+
+@dataclass
+class Reply:
+    """A judge reply and what it was parsed into; ``error`` when the call failed or the reply stayed
+    unusable after every retry."""
+
+    value: Any = None
+    text: str | None = None
+    error: str | None = None
+    attempts: int = 0
+
+
+def ask(client, requests: Sequence[tuple[list[dict], int | None]], parse: Callable[[int, str | None], Any], *,
+        max_tokens: int, retries: int = 2, desc: str = "judge") -> list[Reply]:
+    """Send ``(messages, seed)`` requests through the shared ``ChatClient`` (its cache, retries and
+    concurrency bound) and parse each reply with ``parse(request index, text)`` (ValueError: unusable).
+    A reply that does not parse is asked again with the seed moved by ``RETRY_SEED_STEP`` (a new
+    request, so not the cached bad reply), at most ``retries`` times; the outcome is deterministic
+    given the cache. Transport failures are returned as errors (not cached, so
+    a resumed run asks again)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tqdm.auto import tqdm
+
+    out = [Reply() for _ in requests]
+    todo = list(range(len(requests)))
+    with ThreadPoolExecutor(max_workers=client.config.max_concurrency) as pool:
+        for attempt in range(retries + 1):
+            if not todo:
+                break
+
+            def call(i, attempt=attempt):
+                messages, seed = requests[i]
+                params = {"max_tokens": max_tokens}
+                if seed is not None or attempt:
+                    params["seed"] = (seed or 0) + RETRY_SEED_STEP * attempt
+                return client.chat(messages, **params)
+
+            futures = [pool.submit(call, i) for i in todo]
+            bar = tqdm(futures, desc=desc, disable=len(futures) < 32, leave=False)
+            again = []
+            for i, fut in zip(todo, bar):
+                res = fut.result()
+                rep = out[i]
+                rep.attempts, rep.text = attempt + 1, res.text
+                if not res.ok:
+                    rep.error = res.error
+                    continue
+                try:
+                    rep.value, rep.error = parse(i, res.text), None
+                except ValueError as bad:
+                    rep.error = f"malformed reply: {bad}"
+                    again.append(i)
+            todo = again
+    return out
+
+
+# ----------------------------------------------------------------------------- grouped means
+
+
+def mean(values: Iterable[float]) -> float | None:
+    values = list(values)
+    return sum(values) / len(values) if values else None
+
+
+def grouped(records: Sequence[Mapping], key: Callable[[Mapping], Any], summary: Callable[[Sequence[Mapping]], dict]
+            ) -> dict[str, dict]:
+    """``summary`` of the records of each group, groups in first-seen order; a None key is skipped."""
+    groups: dict[str, list] = defaultdict(list)
+    for r in records:
+        k = key(r)
+        if k is not None:
+            groups[str(k)].append(r)
+    return {k: summary(v) for k, v in groups.items()}
+
+
+def trim_min_max(values: Sequence[float]) -> float:
+    """Mean after dropping one lowest and one highest value (with three or more values; else the plain
+    mean). For five values this is "the mean of the middle three"."""
+    if not values:
+        raise ValueError("no values")
+    v = sorted(values)
+    if len(v) >= 3:
+        v = v[1:-1]
+    return sum(v) / len(v)

@@ -1,0 +1,246 @@
+"""`cavpref eval aura|mmar|traceav`: released data -> shared runner -> results.json / report.md / plots.
+
+The same harness as ``cavpref eval avtrustbench`` (``eval.pipeline``): the same model backends (a local
+adapter or an OpenAI-compatible endpoint, ``build_backend``), the same runner (records appended as
+produced, resume, data-parallel), the same judge client, the same run-folder layout; only the reader,
+prompt, scorer and metrics are the benchmark's own (``eval.benchmarks.plugins``).
+
+``score_predictions`` scores answers produced by any other tool, in the benchmark's released prediction
+format (docs/reasoning_benchmarks.md lists the schemas).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.benchmarks import aura, mmar, traceav
+from eval.benchmarks.longvideo import LongVideoPolicy
+
+BENCHMARKS = ("aura", "mmar", "traceav")
+DEFAULT_MAX_NEW_TOKENS = {"aura": 512, "mmar": 1024, "traceav": 32}
+
+
+@dataclass
+class BenchArgs:
+    """Every field is a ``--flag`` (and a YAML key) of ``cavpref eval aura|mmar|traceav`` and ``eval score``."""
+
+    benchmark: str = field(default="", metadata={"help": "aura | mmar | traceav (set by the sub-command)"})
+    model: str = field(default="", metadata={"help": "checkpoint folder / hub id, or an OpenAI-compatible URL"})
+    data: str = field(default="", metadata={"help": "the released file (TraceAV-Bench: a task file or data/)"})
+    output: str = field(default="", metadata={"help": "run folder (records, results.json, report.md, plots)"})
+    media_root: str | None = field(default=None, metadata={"help": "media folder (default: --data's folder)"})
+    tasks: list[str] = field(default_factory=list,
+                             metadata={"help": "AURA task codes / MMAR modalities / TraceAV task types"})
+    limit: int | None = field(default=None, metadata={"help": "first N items (by id) of each task"})
+    label: str | None = None
+    batch_size: int = 4
+    chunk_size: int = 32
+    max_new_tokens: int | None = field(default=None, metadata={"help": "default: aura 512, mmar 1024, traceav 32"})
+    num_frames: int | None = 8
+    frames_fps: float | None = None
+    max_frames: int = 32
+    frame_height: int | None = None
+    frame_width: int | None = None
+    sample_rate: int = 16000
+    video_pattern: str = field(default="{video_id}.mp4", metadata={"help": "AURA: media path of a video_id"})
+    long_num_frames: int | None = field(default=64, metadata={"help": "TraceAV: uniform frames per video"})
+    long_fps: float | None = field(default=None, metadata={"help": "TraceAV: frame rate instead (capped)"})
+    long_max_frames: int = 64
+    audio_window_s: float | None = field(default=None, metadata={
+        "help": "TraceAV: the model's audio window, s (default: its processor's feature extractor, else 30)"})
+    audio_segments: int = field(default=8, metadata={"help": "TraceAV: chunks spread over the video"})
+    durations: str | None = field(default=None, metadata={"help": "TraceAV: JSON video_id -> seconds"})
+    nli_model: str = field(default="cross-encoder/nli-deberta-v3-base", metadata={"help": "AURA CIS cross-encoder"})
+    raters: int = field(default=5, metadata={"help": "MMAR: judge ratings per correct item"})
+    rater_seed: int = 42
+    model_key: str | None = field(default=None, metadata={"help": "score: AURA's <key>_answer/<key>_reason fields"})
+    adapter: str | None = None
+    dtype: str = "auto"
+    endpoint_model: str | None = None
+    endpoint_api_key_env: str = "CAVPREF_ENDPOINT_API_KEY"
+    endpoint_concurrency: int = 8
+    media_format: str = "mp4"
+    judge_model: str | None = field(default=None, metadata={"help": "LLM judge (or CAVPREF_JUDGE_MODEL)"})
+    judge_base_url: str | None = None
+    judge_api_key_env: str = "CAVPREF_JUDGE_API_KEY"
+    judge_concurrency: int = 8
+    judge_max_retries: int = field(default=4, metadata={"help": "retries on timeouts / 429 / 5xx (with backoff)"})
+    judge_cache: str | None = field(default=None, metadata={"help": "default: <output>/judge_cache.sqlite"})
+    no_judge: bool = False
+
+    def __post_init__(self):
+        if self.benchmark and self.benchmark not in BENCHMARKS:
+            raise ValueError(f"--benchmark must be one of {BENCHMARKS}, got {self.benchmark!r}")
+        if self.max_new_tokens is None and self.benchmark:
+            self.max_new_tokens = DEFAULT_MAX_NEW_TOKENS[self.benchmark]
+
+    def frame_policy(self):
+        from cavpref.media.decode import FramePolicy
+
+        size = (self.frame_height, self.frame_width) if self.frame_height and self.frame_width else None
+        return FramePolicy(num_frames=self.num_frames, fps=self.frames_fps, max_frames=self.max_frames, size=size)
+
+    def long_policy(self, backend=None) -> LongVideoPolicy:
+        """TraceAV's sampling; the audio window defaults to what the local model's processor takes."""
+        from eval.benchmarks.longvideo import window_from_processor
+
+        window = self.audio_window_s
+        processor = getattr(getattr(backend, "adapter", None), "processor", None)
+        if window is None and processor is not None:
+            window = window_from_processor(processor)
+        size = (self.frame_height, self.frame_width) if self.frame_height and self.frame_width else None
+        return LongVideoPolicy(num_frames=self.long_num_frames, fps=self.long_fps, max_frames=self.long_max_frames,
+                               frame_size=size, audio_window_s=window or 30.0, audio_segments=self.audio_segments)
+
+    def public(self) -> dict[str, Any]:
+        return asdict(self)  # env-variable names only, never keys
+
+
+# ------------------------------------------------------------------------------------------ items and plug-ins
+
+
+def load(args: BenchArgs) -> tuple[list, str]:
+    """(items sorted by id, media root) after --tasks and --limit."""
+    if args.benchmark == "aura":
+        items = aura.read(args.data, video_pattern=args.video_pattern)
+    elif args.benchmark == "mmar":
+        items = mmar.read(args.data)
+    else:
+        items = traceav.read(args.data)
+    if args.tasks:
+        known = {i.task for i in items}
+        unknown = sorted(set(args.tasks) - known)
+        if unknown:
+            raise ValueError(f"--tasks: {unknown} not in {args.data} (it has {sorted(known)})")
+        items = [i for i in items if i.task in args.tasks]
+    items.sort(key=lambda i: i.id)
+    if args.limit is not None:
+        seen: dict[str, int] = {}
+        kept = []
+        for item in items:
+            seen[item.task] = seen.get(item.task, 0) + 1
+            if seen[item.task] <= args.limit:
+                kept.append(item)
+        items = kept
+    data = Path(args.data)
+    return items, args.media_root or str(data if data.is_dir() else data.parent)
+
+
+def build_judge_client(args: BenchArgs):
+    configured = args.judge_model or os.environ.get("CAVPREF_JUDGE_MODEL")
+    if args.benchmark == "traceav" or args.no_judge or not configured:
+        return None
+    from eval.judge import ChatClient, ChatConfig
+
+    cache = args.judge_cache or (str(Path(args.output) / "judge_cache.sqlite") if args.output else None)
+    return ChatClient(ChatConfig(base_url=args.judge_base_url, model=args.judge_model,
+                                 api_key_env=args.judge_api_key_env, cache_path=cache,
+                                 max_concurrency=args.judge_concurrency, max_retries=args.judge_max_retries))
+
+
+def build_benchmark(args: BenchArgs, client=None, nli=None, backend=None):
+    """The runner plug-in. AURA loads the NLI cross-encoder only when a judge is configured (CIS needs both)."""
+    from eval.benchmarks.aura_judge import AuraJudges
+    from eval.benchmarks.mmar_judge import MMARJudge
+    from eval.benchmarks.plugins import AuraBenchmark, MMARBenchmark, TraceAVBenchmark
+
+    if args.benchmark == "aura":
+        if client is not None and nli is None:
+            from eval.nli import NLIConfig, NLIScorer
+
+            nli = NLIScorer(NLIConfig(model=args.nli_model))
+        return AuraBenchmark(AuraJudges(client, nli))
+    if args.benchmark == "mmar":
+        return MMARBenchmark(MMARJudge(client, raters=args.raters, seed=args.rater_seed))
+    return TraceAVBenchmark(args.long_policy(backend), args.sample_rate)
+
+
+# ------------------------------------------------------------------------------------------ results
+
+
+def durations_for(args: BenchArgs, items, media_root: str) -> dict[str, float]:
+    """TraceAV video lengths: --durations JSON first, else the probed media file (when present)."""
+    from cavpref.media.probe import probe
+    from cavpref.media.spec import MediaError, from_json, resolve_path
+
+    given = json.loads(Path(args.durations).read_text()) if args.durations else {}
+    out = {}
+    for item in items:
+        vid = item.meta["video_id"]
+        if vid in given:
+            out[vid] = float(given[vid])
+        elif vid not in out:
+            try:
+                out[vid] = probe(resolve_path(media_root, from_json(item.media).path)).duration
+            except MediaError:
+                pass
+    return out
+
+
+def metrics_for(args: BenchArgs, items, records: dict[str, dict], media_root: str, *,
+                judged: bool) -> dict[str, Any]:
+    """The benchmark's metrics from the scored records (item id -> record) of the items that have one;
+    ``judged``: a judge rated the reasoning (else MMAR reports accuracy alone)."""
+    by_id = {i.id: i for i in items}
+    recs = [(by_id[i], r) for i, r in records.items() if i in by_id]
+    if args.benchmark == "aura":
+        return aura.aura_metrics([aura.AuraRecord(it.task, bool(r["correct"]), r["fcs"] or 0.0, r["cis"] or 0.0)
+                                  for it, r in recs], reasoning=judged)
+    if args.benchmark == "mmar":
+        from eval.benchmarks.mmar_judge import ratings_of
+
+        rated = [mmar.MMARRecord(it.id, bool(r["correct"]), ratings_of(r) or (), it.task, it.category,
+                                 it.meta.get("sub_category")) for it, r in recs]
+        return mmar.mmar_metrics(rated, ("raters", "runs") if judged else ("accuracy",))
+    lengths = durations_for(args, [it for it, _ in recs], media_root)
+    return traceav.traceav_metrics([
+        traceav.TraceRecord(it.task, tuple(r["predicted"]), it.answer_letters, len(it.options),
+                            len(it.meta["trajectory"]), traceav.first_hop_minute(it.meta["trajectory"]),
+                            lengths.get(it.meta["video_id"])) for it, r in recs])
+
+
+def assemble(args: BenchArgs, bench, items, media_root: str, outcomes, records: dict[str, dict],
+             model: dict, extra: dict | None = None) -> dict[str, Any]:
+    from eval.metrics import counts
+    from eval.pipeline import versions
+
+    scored = {o.item_id for o in outcomes if o.status == "evaluated"}
+    return {"benchmark": args.benchmark, "label": args.label, "mode": "generate", "config": args.public(),
+            "model": model, "evaluation": bench.describe(), "judge": bench.describe().get("judge"),
+            "versions": versions(),
+            "loading": {"files": [args.data], "media_root": media_root, "items": len(items)},
+            "counts": counts(outcomes), **(extra or {}),
+            "metrics": metrics_for(args, items, {k: v for k, v in records.items() if k in scored}, media_root,
+                                   judged=bench.describe().get("judge") is not None)}
+
+
+def evaluate(args: BenchArgs, *, backend=None, client=None, nli=None, rank: int | None = None,
+             world: int | None = None) -> dict | None:
+    """Run (or resume) one benchmark; the results dict on the main process, None elsewhere."""
+    from eval.pipeline import build_backend
+    from eval.report import write_reports
+    from eval.runner import RunConfig, Runner
+
+    if not (args.data and args.output):
+        raise ValueError("--data and --output are required")
+    items, media_root = load(args)
+    backend = backend if backend is not None else build_backend(args)
+    client = client if client is not None else build_judge_client(args)
+    bench = build_benchmark(args, client, nli, backend)
+    frames = bench.policy.frame_policy() if args.benchmark == "traceav" else args.frame_policy()
+    runner = Runner(bench, backend, RunConfig(args.output, media_root, "generate", args.batch_size, args.chunk_size,
+                                              frames, args.sample_rate), rank=rank, world=world)
+    stats = runner.run(items)
+    log = {"rank": runner.rank, **stats, "judge_calls": None if client is None else client.stats}
+    Path(args.output, f"run_log.rank{runner.rank}.json").write_text(json.dumps(log, indent=1) + "\n")
+    if not runner.is_main:
+        return None
+    outcomes, used = runner.collect(items)
+    records = {r["item_id"]: r for r in used}
+    results = assemble(args, bench, items, media_root, outcomes, records, backend.describe())
+    write_reports(results, args.output)
+    return results

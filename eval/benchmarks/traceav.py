@@ -1,0 +1,275 @@
+"""TraceAV-Bench (Feng et al.): multi-hop multiple-choice questions over long (10–140 min) videos.
+
+Released format (``Heinz217/TraceAV-Bench``, ``data/<task_type>.json``)::
+
+    {"task_type": "v_visual_counting", "video_count": int, "question_count": int,
+     "items": [{"question_id": int, "video_id": "video2", "question": str, "options": {"A": ..., "D": ...},
+                "question_type": "single" | "multiple", "correct_options": ["C"], "answer_text": str,
+                "minute_hop_count": int, "hop_length_label": str, "difficulty": str,
+                "trajectory_with_timestamps": [{"event_id", "evidence", "label", "reason", "timestamp_minute",
+                                                "event_time_range": {"start_minute", "end_minute"}}, ...]}]}
+
+The Hugging Face copy holds the same items as rows (one config per task) with ``options``,
+``correct_options`` and ``trajectory_with_timestamps`` stored as JSON strings; both are read. Videos are
+``<video_id>.mp4`` in one flat folder.
+
+Scoring: the prediction is parsed from a JSON ``answer`` field, then ``Answer: A,C``, then bare option
+letters, and normalised to a sorted set; it is correct only on an exact set match (a multi-choice answer
+that is partly right is wrong); an empty set is an abstention, counted separately. Hop count = number of
+trajectory entries (each entry is one annotated hop with its own timestamp); the first hop is the earliest
+``timestamp_minute``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cavpref.data import BenchmarkItem
+from cavpref.media.spec import clip
+from eval.benchmarks.common import BenchmarkInputError, field, mean, parse_json_reply, read_records
+from eval.extract import letter_mentions
+
+BENCHMARK = "traceav"
+# task_type -> (dimension, abbreviation), in the order of the paper's Tables 2 and 3
+SUBTASKS: dict[str, tuple[str, str]] = {
+    "av_information_retrieval": ("AVR", "IR"), "av_temporal_sequencing": ("AVR", "TS"),
+    "av_entity_tracking": ("AVR", "ET"), "av_forward_causal_reasoning": ("AVR", "FCR"),
+    "av_backward_causal_reasoning": ("AVR", "BCR"), "av_cross_modality_matching": ("AVR", "CMM"),
+    "av_spatiotemporal_localization": ("AVR", "SL"), "v_spatial_reasoning": ("VR", "SR"),
+    "v_visual_counting": ("VR", "VC"), "a_speech_context": ("AR", "SC"), "a_environmental_sound": ("AR", "ES"),
+    "a_background_music": ("AR", "BM"), "mh_visual_to_audio_deception": ("MH", "V2A"),
+    "mh_audio_to_visual_deception": ("MH", "A2V"), "mh_temporal_splicing_fallacy": ("MH", "TSF"),
+}
+DIMENSIONS = ("AVR", "VR", "AR", "MH")
+GENERAL = tuple(t for t, (d, _) in SUBTASKS.items() if d != "MH")
+HALLUCINATION = tuple(t for t, (d, _) in SUBTASKS.items() if d == "MH")
+_NESTED = ("options", "correct_options", "trajectory_with_timestamps")
+
+
+def _item(path, where, rec: Mapping, task_type: str) -> BenchmarkItem:
+    options = field(path, where, rec, "options", dict, decode_json=True)
+    if len(options) < 2 or not all(isinstance(v, str) for v in options.values()):
+        raise BenchmarkInputError(path, where, "options", f"expected letter -> text, got {options!r:.80}")
+    qtype = field(path, where, rec, "question_type")
+    if qtype not in ("single", "multiple"):
+        raise BenchmarkInputError(path, where, "question_type", f"{qtype!r} is not 'single' or 'multiple'")
+    correct = field(path, where, rec, "correct_options", list, decode_json=True)
+    if not correct or any(c not in options for c in correct) or len(set(correct)) != len(correct):
+        raise BenchmarkInputError(path, where, "correct_options",
+                                  f"{correct!r} is not a set of letters of {list(options)}")
+    if qtype == "single" and len(correct) != 1:
+        raise BenchmarkInputError(path, where, "correct_options",
+                                  f"a single-choice item with {len(correct)} answers")
+    trajectory = field(path, where, rec, "trajectory_with_timestamps", list, decode_json=True)
+    for i, hop in enumerate(trajectory):
+        minute = hop.get("timestamp_minute") if isinstance(hop, dict) else None
+        if isinstance(minute, bool) or not isinstance(minute, (int, float)) or minute < 0:
+            raise BenchmarkInputError(path, where, f"trajectory_with_timestamps[{i}].timestamp_minute",
+                                      f"expected a non-negative number, got {minute!r}")
+    qid = field(path, where, rec, "question_id", (int, str))
+    video_id = str(field(path, where, rec, "video_id", (str, int)))
+    dim = SUBTASKS[task_type][0]
+    meta = {"benchmark": BENCHMARK, "task_type": task_type, "dimension": dim, "question_type": qtype,
+            "video_id": video_id, "question_id": qid, "answer_text": rec.get("answer_text"),
+            "minute_hop_count": rec.get("minute_hop_count"), "hop_length_label": rec.get("hop_length_label"),
+            "difficulty": rec.get("difficulty"), "trajectory": trajectory}
+    return BenchmarkItem(
+        id=f"{BENCHMARK}/{task_type}/{qid}", task=task_type, source=BENCHMARK, category=dim,
+        question=field(path, where, rec, "question"), options=dict(options), answer=",".join(sorted(correct)),
+        setting="base", template_id=0, media=clip(f"{video_id}.mp4"), meta=meta)
+
+
+def _task_type(path, where, value: Any) -> str:
+    if value not in SUBTASKS:
+        raise BenchmarkInputError(path, where, "task_type",
+                                  f"unknown sub-task {value!r} (expected one of {list(SUBTASKS)})")
+    return value
+
+
+def read(path: str | Path, *, task_type: str | None = None) -> list[BenchmarkItem]:
+    """Items of a released task file (``.json``), of rows of the Hugging Face copy (``.jsonl`` /
+    ``.parquet``; ``task_type`` from the row, the argument, or the file name), or of every task file in a
+    folder (``video_name_mapping.json`` and other non-task files are skipped)."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir()
+                       if p.suffix in (".json", ".jsonl", ".parquet") and p.stem in SUBTASKS)
+        if not files:
+            raise BenchmarkInputError(path, "folder", None, f"no task files named after {list(SUBTASKS)[:3]}…")
+        return [it for f in files for it in read(f, task_type=task_type)]
+    if path.suffix == ".parquet":
+        from datasets import Dataset
+
+        records = [(f"row {i}", dict(r)) for i, r in enumerate(Dataset.from_parquet(str(path)))]
+        default = task_type or path.stem
+    elif path.suffix == ".json":
+        import json
+
+        try:
+            top = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            raise BenchmarkInputError(path, "file", None, f"cannot read ({err})") from None
+        if isinstance(top, dict):
+            default = _task_type(path, "top level", top.get("task_type", task_type or path.stem))
+            records = read_records(path, list_key="items")
+        else:
+            default, records = task_type or path.stem, read_records(path)
+    else:
+        default, records = task_type or path.stem, read_records(path)
+    items, seen = [], set()
+    for where, rec in records:
+        item = _item(path, where, rec, _task_type(path, where, rec.get("task_type") or default))
+        if item.id in seen:
+            raise BenchmarkInputError(path, where, "question_id",
+                                      f"duplicate question_id {item.meta['question_id']!r}")
+        seen.add(item.id)
+        items.append(item)
+    return items
+
+
+def prompt(item: BenchmarkItem) -> str:
+    """A minimal prompt, as the paper's (no chain of thought): letters only."""
+    listing = "\n".join(f"{k}. {v}" for k, v in item.options.items())
+    if item.meta.get("question_type") == "multiple":
+        ask = ("More than one option may be correct. Answer with the letters of all correct options, "
+               "comma-separated (for example: A,C), and nothing else.")
+    else:
+        ask = "Answer with the letter of the correct option only."
+    return f"{item.question}\nOptions:\n{listing}\n\n{ask}"
+
+
+# ----------------------------------------------------------------------------- parsing and scoring (pure)
+
+_ANSWER_LINE = re.compile(r"\b(?i:answers?)(?:\s+(?i:is|are))?\s*[:：]?\s*[(\[]?"
+                          r"([A-Z](?:\s*(?:,|、|/|&|and|\s)\s*[A-Z])*)[)\]]?(?![A-Za-z])")
+_ARTICLE = re.compile(r"\s+[a-z]")  # "Answer: A man ..." -- "A" is a word, not a letter
+
+
+def _letters(value: Any, valid: Sequence[str]) -> list[str]:
+    if isinstance(value, list):
+        value = ",".join(str(v) for v in value)
+    if not isinstance(value, str):
+        return []
+    compact = value.strip().strip(".")
+    if re.fullmatch(r"[A-Z]{2,}", compact) and all(x in valid for x in compact):  # "AC"
+        return list(compact)
+    return [x for x in re.findall(r"(?<![A-Za-z])([A-Z])(?![A-Za-z])", value) if x in valid]
+
+
+def parse_prediction(text: str | None, letters: Sequence[str]) -> tuple[tuple[str, ...], str]:
+    """(sorted letters, rule). Rules in order: a JSON ``answer`` field, an ``Answer: A,C`` line, bare
+    option letters in the text. No letters -> ``()`` with rule "abstained"."""
+    text = (text or "").strip()
+    if "{" in text:
+        try:
+            obj = parse_json_reply(text, want=dict)
+        except ValueError:
+            obj = None
+        if obj is not None and "answer" in obj:
+            found = _letters(obj["answer"], letters)
+            if found:
+                return tuple(sorted(set(found))), "json"
+    m = _ANSWER_LINE.search(text)
+    if m and not (m.group(1) in ("A", "I") and _ARTICLE.match(text, m.end())):
+        found = _letters(m.group(1), letters)
+        if found:
+            return tuple(sorted(set(found))), "answer line"
+    if re.fullmatch(r"[A-Z]{2,}\.?", text):  # "AC"
+        found = set(_letters(text, letters))
+    else:
+        found = letter_mentions(text, list(letters))
+    if found:
+        return tuple(sorted(found)), "bare letters"
+    return (), "abstained"
+
+
+def hop_bin(hops: int) -> str:
+    return "2-4" if 2 <= hops <= 4 else ("5+" if hops >= 5 else "<2")
+
+
+def first_hop_minute(trajectory: Sequence[Mapping]) -> float | None:
+    return min((float(h["timestamp_minute"]) for h in trajectory), default=None)
+
+
+def position_bin(first_minute: float | None, duration_s: float | None) -> str:
+    """Where the first evidence hop sits: "first 20%" (< 0.2 of the video), "20-40%", ">=40%", or
+    "unknown" without a duration. The paper compares the first and the last bin."""
+    if first_minute is None or not duration_s or duration_s <= 0:
+        return "unknown"
+    frac = 60.0 * first_minute / duration_s
+    return "first 20%" if frac < 0.2 else ("20-40%" if frac < 0.4 else ">=40%")
+
+
+def random_guess(n_options: int, n_correct: int, strategy: str = "one_letter") -> float:
+    """Expected accuracy of a random guess under exact set match. ``one_letter`` (the paper's baseline:
+    pick one option uniformly) can never match a multi-answer set; ``type_aware`` knows the question type
+    and picks uniformly among the sets it allows (one letter, or any 2+ letters)."""
+    if strategy == "one_letter":
+        return 1.0 / n_options if n_correct == 1 else 0.0
+    if strategy == "type_aware":
+        return 1.0 / n_options if n_correct == 1 else 1.0 / (2**n_options - n_options - 1)
+    raise ValueError(f"unknown random-guess strategy {strategy!r} (one_letter | type_aware)")
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    task_type: str
+    predicted: tuple[str, ...]
+    gold: tuple[str, ...]
+    n_options: int
+    hops: int
+    first_minute: float | None = None
+    duration_s: float | None = None
+
+    @property
+    def correct(self) -> bool:
+        return bool(self.predicted) and set(self.predicted) == set(self.gold)
+
+    @property
+    def abstained(self) -> bool:
+        return not self.predicted
+
+
+def _acc(records: Sequence[TraceRecord]) -> dict[str, Any]:
+    n = len(records)
+    return {"n": n, "acc": None if not n else 100.0 * sum(r.correct for r in records) / n,
+            "abstained": sum(r.abstained for r in records)}
+
+
+def traceav_metrics(records: Sequence[TraceRecord]) -> dict[str, Any]:
+    """Per sub-task accuracy (with the random-guess baseline of its option structure), per dimension
+    (macro over its sub-tasks, and micro), Gen. Avg and MH Avg (unweighted over the sub-tasks present),
+    and the hop-count and first-hop-position breakdowns. Accuracies in percent."""
+    per_task = {}
+    for t in SUBTASKS:
+        rs = [r for r in records if r.task_type == t]
+        if rs:
+            guess = {s: 100.0 * mean(random_guess(r.n_options, len(r.gold), s) for r in rs)
+                     for s in ("one_letter", "type_aware")}
+            per_task[t] = {**_acc(rs), "abbrev": SUBTASKS[t][1], "dimension": SUBTASKS[t][0],
+                           "random_guess": guess["one_letter"], "random_guess_type_aware": guess["type_aware"]}
+    dims = {}
+    for d in DIMENSIONS:
+        tasks = [v for t, v in per_task.items() if SUBTASKS[t][0] == d]
+        if tasks:
+            micro = _acc([r for r in records if SUBTASKS[r.task_type][0] == d])
+            dims[d] = {"macro": mean(v["acc"] for v in tasks), "micro": micro["acc"], "n": micro["n"],
+                       "n_subtasks": len(tasks)}
+
+    def avg(group):
+        present = [per_task[t] for t in group if t in per_task]
+        return {"acc": mean(v["acc"] for v in present), "random_guess": mean(v["random_guess"] for v in present),
+                "n_subtasks": len(present), "complete": len(present) == len(group)}
+
+    hops = {b: _acc([r for r in records if hop_bin(r.hops) == b]) for b in ("2-4", "5+", "<2")}
+    pos = {b: _acc([r for r in records if position_bin(r.first_minute, r.duration_s) == b])
+           for b in ("first 20%", "20-40%", ">=40%", "unknown")}
+    qtype = {k: _acc([r for r in records if (len(r.gold) > 1) == (k == "multiple")])
+             for k in ("single", "multiple")}
+    return {"overall": _acc(records), "per_subtask": per_task, "per_dimension": dims, "gen_avg": avg(GENERAL),
+            "mh_avg": avg(HALLUCINATION), "by_hops": {k: v for k, v in hops.items() if v["n"]},
+            "by_first_hop": {k: v for k, v in pos.items() if v["n"]}, "by_question_type": qtype}
