@@ -1,0 +1,324 @@
+"""Preference rows -> one concatenated model batch holding only the rows some loss term needs.
+
+A CAVPref sample has up to six (prompt, response, media) rows (paper Eq. 1-3):
+
+    slot   response            media                 used when
+    y_w    chosen              presented (media)     always
+    y_l    rejected            presented             dpo / cavpref
+    v_w    visual_response     visual_clean          eta = 1    (V_w, A_w)
+    v_l    visual_response     visual_perturbed      eta = 1    (V_l, A_w)
+    a_w    audio_response      audio_clean           gamma = 1  (V_w, A_w)
+    a_l    audio_response      audio_perturbed       gamma = 1  (V_w, A_l)
+
+The collator builds exactly the rows the method and each sample's switches need (``rows="needed"``), or
+every row the data has (``rows="all"``, for precomputing the reference once), removes duplicate rows
+(e.g. v_w == a_w when both switches are on), decodes each distinct MediaSpec once per batch, and hands
+the rows to the model adapter. ``slots`` maps every (slot, sample) to its row, -1 where absent, so the
+trainer turns the flat (R,) log-probs back into the per-sample dict the loss takes.
+
+Bad input is never dropped silently: missing fields, empty responses and media that fail to decode raise
+``BadRowError`` naming the example and field, or — with ``skip_bad_rows`` — drop that sample and report it
+in ``batch["skipped"]`` so the trainer can count it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from cavpref.data import ALL_TASKS
+from cavpref.models.base import AdapterError, AVAdapter, Row
+
+SLOTS = ("y_w", "y_l", "v_w", "v_l", "a_w", "a_l")
+# slot -> (response column, media column)
+SLOT_FIELDS = {
+    "y_w": ("chosen", "media"),
+    "y_l": ("rejected", "media"),
+    "v_w": ("visual_response", "visual_clean"),
+    "v_l": ("visual_response", "visual_perturbed"),
+    "a_w": ("audio_response", "audio_clean"),
+    "a_l": ("audio_response", "audio_perturbed"),
+}
+SCORE_FIELDS = {"y": "clap_delta", "v": "avsm_delta_v", "a": "avsm_delta_a"}
+REF_COLUMNS = {k: f"ref_{k}" for k in SLOTS}
+
+
+class BadRowError(ValueError):
+    """A preference row that cannot be used. The message names the example id and the field."""
+
+
+def needed_slots(method: str, eta: int, gamma: int) -> tuple[str, ...]:
+    """The rows one sample needs for ``method`` given its switches. ``method="all"``: every anchor row."""
+    if method == "sft":
+        return ("y_w",)
+    slots = ["y_w", "y_l"]
+    if method == "dpo":
+        return tuple(slots)
+    if eta:
+        slots += ["v_w", "v_l"]
+    if gamma:
+        slots += ["a_w", "a_l"]
+    return tuple(slots)
+
+
+def available_slots(example: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every row the example has data for (used to precompute the reference once for all row types)."""
+    has_v = example.get("visual_response") is not None
+    has_a = example.get("audio_response") is not None
+    return needed_slots("cavpref", has_v, has_a)
+
+
+def check_example(
+    example: Mapping[str, Any], slots: Sequence[str], calibrated: Sequence[str] = (), where: str = ""
+) -> list[str]:
+    """Problems that make ``example`` unusable for ``slots``; empty when it is fine. Cheap: no decoding."""
+    problems = []
+    ident = f"{where}example {example.get('id', '?')!r} (task {example.get('task', '?')})"
+    if example.get("task") not in ALL_TASKS:
+        problems.append(f"{ident}: field 'task' = {example.get('task')!r} is not one of {ALL_TASKS}")
+    if not isinstance(example.get("prompt"), str) or not example["prompt"].strip():
+        problems.append(f"{ident}: field 'prompt' is missing or empty")
+    for slot in slots:
+        for col in SLOT_FIELDS[slot]:
+            value = example.get(col)
+            if value is None or (isinstance(value, str) and not value.strip()):
+                problems.append(f"{ident}: field {col!r} (row {slot}) is missing or empty")
+    components = {s[0] for s in slots}
+    for comp in calibrated:
+        if comp in components:
+            col = SCORE_FIELDS[comp]
+            value = example.get(col)
+            if value is None or not math.isfinite(float(value)):
+                problems.append(
+                    f"{ident}: field {col!r} is missing or non-finite but beta_{comp} is calibrated"
+                )
+    return sorted(set(problems), key=problems.index)
+
+
+@dataclass
+class CAVPrefCollator:
+    """Collate preference examples (HF dataset rows, ``PreferenceExample.to_row`` columns) for the adapter.
+
+    ``switches``: task -> (eta, gamma). ``method``: sft | dpo | cavpref_norobust | cavpref, or ``"all"``
+    for reference precomputation. ``calibrated``: components whose β comes from scores (their score column
+    must be present). ``decode``: ``(spec_json) -> DecodedMedia``; defaults to ``cavpref.media.decode``
+    with ``media_root`` / ``frames`` / ``sample_rate``.
+    """
+
+    adapter: AVAdapter
+    switches: Mapping[str, tuple[int, int]]
+    method: str = "cavpref"
+    calibrated: Sequence[str] = ()
+    media_root: str = "."
+    frames: Any = None
+    sample_rate: int = 16000
+    skip_bad_rows: bool = False
+    decode: Callable[[str], Any] | None = None
+
+    def slots_for(self, example: Mapping[str, Any]) -> tuple[str, ...]:
+        if self.method == "all":
+            return available_slots(example)
+        eta, gamma = self.switches[example["task"]] if example.get("task") in self.switches else (0, 0)
+        return needed_slots(self.method, eta, gamma)
+
+    def _decode(self, spec_json: str):
+        if self.decode is not None:
+            return self.decode(spec_json)
+        from cavpref.media.decode import FramePolicy, decode
+
+        return decode(
+            spec_json, self.media_root, frames=self.frames or FramePolicy(), sample_rate=self.sample_rate
+        )
+
+    def __call__(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        skipped: list[tuple[str, str]] = []
+        kept: list[tuple[Mapping[str, Any], tuple[str, ...]]] = []
+        media: dict[str, Any] = {}
+        for ex in examples:
+            slots = self.slots_for(ex)
+            problems = check_example(ex, slots, self.calibrated)
+            if not problems:
+                problems = self._decode_all(ex, slots, media)
+            if problems:
+                if not self.skip_bad_rows:
+                    raise BadRowError("; ".join(problems))
+                skipped.append((str(ex.get("id", "?")), "; ".join(problems)))
+                continue
+            kept.append((ex, slots))
+        batch = self._build(kept, media)
+        if batch is None:  # an AdapterError: find the offending examples one by one
+            kept, extra = self._isolate_adapter_errors(kept, media)
+            skipped += extra
+            batch = self._build(kept, media)
+        if not kept:
+            raise BadRowError(f"every example of this batch is unusable: {skipped}")
+        batch["skipped"] = skipped
+        return batch
+
+    def _decode_all(self, ex, slots, media) -> list[str]:
+        problems = []
+        for slot in slots:
+            col = SLOT_FIELDS[slot][1]
+            spec = ex[col]
+            if spec in media:
+                continue
+            try:
+                media[spec] = self._decode(spec)
+            except Exception as err:  # noqa: BLE001 - any decoder failure is reported with its row and field
+                problems.append(
+                    f"example {ex.get('id', '?')!r} (task {ex.get('task')}): field {col!r} "
+                    f"(row {slot}) failed to decode: {type(err).__name__}: {err}"
+                )
+        return problems
+
+    def _rows(self, kept, media):
+        rows, index = [], {}
+        slot_idx = {s: [-1] * len(kept) for s in SLOTS}
+        for i, (ex, slots) in enumerate(kept):
+            for slot in slots:
+                resp_col, media_col = SLOT_FIELDS[slot]
+                key = (ex["prompt"], ex[resp_col], ex[media_col])
+                if key not in index:
+                    index[key] = len(rows)
+                    rows.append(
+                        Row(
+                            prompt=ex["prompt"],
+                            response=ex[resp_col],
+                            media=media[ex[media_col]],
+                            media_key=ex[media_col],
+                            row_id=f"{ex.get('id', i)}/{slot}:{resp_col}",
+                        )
+                    )
+                slot_idx[slot][i] = index[key]
+        return rows, slot_idx
+
+    def _build(self, kept, media) -> dict[str, Any] | None:
+        if not kept:
+            return {}
+        rows, slot_idx = self._rows(kept, media)
+        try:
+            model_inputs = self.adapter.collate(rows)
+        except AdapterError as err:
+            if not self.skip_bad_rows:
+                raise BadRowError(f"adapter rejected a row: {err}") from err
+            return None
+        batch: dict[str, Any] = {
+            "model_inputs": model_inputs,
+            "slots": {s: torch.tensor(v, dtype=torch.long) for s, v in slot_idx.items()},
+            "eta": torch.tensor([int("v_w" in s) for _, s in kept], dtype=torch.long),
+            "gamma": torch.tensor([int("a_w" in s) for _, s in kept], dtype=torch.long),
+            "task_ids": torch.tensor([ALL_TASKS.index(ex["task"]) for ex, _ in kept], dtype=torch.long),
+            "scores": {
+                c: torch.tensor([_float(ex.get(col)) for ex, _ in kept], dtype=torch.float32)
+                for c, col in SCORE_FIELDS.items()
+            },
+            "num_rows": torch.tensor(len(rows), dtype=torch.long),
+            "example_ids": [str(ex.get("id", "")) for ex, _ in kept],
+        }
+        if all(REF_COLUMNS["y_w"] in ex for ex, _ in kept):
+            batch["ref"] = {
+                s: torch.tensor([_float(ex.get(c)) for ex, _ in kept], dtype=torch.float32)
+                for s, c in REF_COLUMNS.items()
+            }
+        return batch
+
+    def _isolate_adapter_errors(self, kept, media):
+        good, bad = [], []
+        for ex, slots in kept:
+            rows, _ = self._rows([(ex, slots)], media)
+            try:
+                self.adapter.collate(rows)
+                good.append((ex, slots))
+            except AdapterError as err:
+                bad.append((str(ex.get("id", "?")), f"adapter rejected a row: {err}"))
+        return good, bad
+
+
+def _float(value) -> float:
+    return float("nan") if value is None else float(value)
+
+
+class PreferenceBatchSampler:
+    """Per-device batches that add up, rank by rank, to deterministic *global* batches.
+
+    The sampler first forms global batches of ``batch_size * world_size`` samples, then cuts each into
+    ``world_size`` consecutive per-device batches; accelerate's ``BatchSamplerShard`` hands batch ``k`` to
+    rank ``k % world_size``. So N processes see exactly the samples one process sees with an N-times
+    larger batch — what makes the global-batch loss (robust normaliser, β min-max) reproducible.
+
+    ``mode="mixed"``: one seeded permutation of all samples. ``mode="task_homogeneous"``: each global
+    batch holds one task (the paper's regime); the order of the batches is shuffled. An incomplete last
+    global batch (per task in homogeneous mode) is dropped with ``drop_last``, else filled by wrapping
+    around its pool, as ``DistributedSampler`` does.
+    """
+
+    def __init__(
+        self,
+        tasks: Sequence[str],
+        batch_size: int,
+        *,
+        world_size: int = 1,
+        mode: str = "mixed",
+        seed: int = 0,
+        drop_last: bool = False,
+        shuffle: bool = True,
+    ):
+        if mode not in ("mixed", "task_homogeneous"):
+            raise ValueError(f"sampler mode must be 'mixed' or 'task_homogeneous', got {mode!r}")
+        if batch_size < 1 or world_size < 1:
+            raise ValueError(f"batch_size and world_size must be >= 1, got {batch_size}, {world_size}")
+        self.tasks = list(tasks)
+        self.batch_size, self.world_size, self.mode = batch_size, world_size, mode
+        self.seed, self.drop_last, self.shuffle = seed, drop_last, shuffle
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def _pools(self, gen: torch.Generator) -> list[list[int]]:
+        if self.mode == "mixed":
+            pools = [list(range(len(self.tasks)))]
+        else:
+            by_task: dict[str, list[int]] = {}
+            for i, t in enumerate(self.tasks):
+                by_task.setdefault(t, []).append(i)
+            pools = [by_task[t] for t in sorted(by_task)]
+        if self.shuffle:
+            pools = [[p[j] for j in torch.randperm(len(p), generator=gen).tolist()] for p in pools]
+        return pools
+
+    def global_batches(self) -> list[list[int]]:
+        gen = torch.Generator().manual_seed(self.seed + self.epoch)
+        size = self.batch_size * self.world_size
+        batches = []
+        for pool in self._pools(gen):
+            for start in range(0, len(pool), size):
+                chunk = pool[start : start + size]
+                if len(chunk) < size:
+                    if self.drop_last:
+                        continue
+                    while len(chunk) < size:  # wrap around (pool may be smaller than a batch)
+                        chunk += pool[: size - len(chunk)]
+                batches.append(chunk)
+        if self.shuffle and self.mode == "task_homogeneous":
+            batches = [batches[j] for j in torch.randperm(len(batches), generator=gen).tolist()]
+        return batches
+
+    def __iter__(self):
+        for chunk in self.global_batches():
+            for r in range(self.world_size):
+                yield chunk[r * self.batch_size : (r + 1) * self.batch_size]
+
+    def __len__(self) -> int:
+        size = self.batch_size * self.world_size
+        if self.mode == "mixed":
+            counts = [len(self.tasks)]
+        else:
+            counts = list(Counter(self.tasks).values())
+        n = sum((c // size) if self.drop_last else math.ceil(c / size) for c in counts)
+        return n * self.world_size

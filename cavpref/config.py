@@ -1,0 +1,228 @@
+"""Training configuration: one dataclass extending TRL's ``DPOConfig``.
+
+Every loss knob of the paper is a field here, so a recipe key, a YAML value and a command-line flag
+(``--lambda_a 0.8``) are the same thing, parsed by TRL's ``TrlParser`` (``HfArgumentParser``) — no hand
+written argparse. The switch table (which task gets the visual / audio term, paper Eq. 6) is data too:
+a variant name plus optional per-task overrides.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from trl import DPOConfig
+
+from cavpref.data import ALL_TASKS
+from cavpref.loss import PAPER_LAMBDAS, ROBUST_MODES, switches_for
+
+# The four rows of the paper's Table 5.
+METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref")
+SAMPLERS = ("mixed", "task_homogeneous")
+SWITCH_VARIANTS = ("paper", "released")
+REFERENCES = ("auto", "model", "peft_disabled", "precomputed")
+
+
+@dataclass
+class CAVPrefConfig(DPOConfig):
+    r"""``DPOConfig`` plus the CAVPref loss, switch table, sampler and media policy.
+
+    ``method`` picks the objective (all on the same data and collator, so the baselines are comparable):
+    ``sft`` (NLL of the chosen response under the presented media), ``dpo`` (stock sigmoid DPO with fixed
+    ``beta``), ``cavpref_norobust`` (Eq. 1-3 + 6, plain mean) and ``cavpref`` (with Eq. 5 aggregation).
+
+    β: ``beta_y`` / ``beta_v`` / ``beta_a`` left unset (``None``) means calibrated per sample,
+    β = ``beta_scale`` · ΔS_norm + ``beta_offset`` over the global batch (paper: 0.9, 0.1), from the
+    ``clap_delta`` / ``avsm_delta_v`` / ``avsm_delta_a`` columns; a number fixes that component's β.
+    """
+
+    # Defaults a multimodal preference run needs: the audio/video columns must reach the collator.
+    remove_unused_columns: bool = field(
+        default=False,
+        metadata={"help": "Kept False: the collator needs the media / anchor columns."},
+    )
+
+    # TRL defaults gradient checkpointing on through the deprecated name; keep the default, new name.
+    gradient_checkpointing: bool | None = field(
+        default=None, metadata={"help": "Deprecated alias of activation_checkpointing"}
+    )
+    activation_checkpointing: bool | None = field(
+        default=True, metadata={"help": "Recompute activations in backward (saves memory on large models)"}
+    )
+
+    method: str = field(
+        default="cavpref",
+        metadata={"help": "sft | dpo | cavpref_norobust | cavpref", "choices": list(METHODS)},
+    )
+    robust: str = field(
+        default="paper",
+        metadata={
+            "help": "Aggregation of Eq. 5 for method=cavpref: paper (soft-min, Dr. DPO form) | worst_case "
+            "(soft-max, the Eq. 4 prose) | none",
+            "choices": list(ROBUST_MODES),
+        },
+    )
+    lambda_y: float = field(default=PAPER_LAMBDAS["y"], metadata={"help": "λ_y of Eq. 5"})
+    lambda_v: float = field(default=PAPER_LAMBDAS["v"], metadata={"help": "λ_V of Eq. 5"})
+    lambda_a: float = field(default=PAPER_LAMBDAS["a"], metadata={"help": "λ_A of Eq. 5"})
+    beta_y: float | None = field(
+        default=None, metadata={"help": "Fixed β_y; unset = calibrated from clap_delta"}
+    )
+    beta_v: float | None = field(
+        default=None, metadata={"help": "Fixed β_V; unset = calibrated from avsm_delta_v"}
+    )
+    beta_a: float | None = field(
+        default=None, metadata={"help": "Fixed β_A; unset = calibrated from avsm_delta_a"}
+    )
+    beta_scale: float = field(default=0.9, metadata={"help": "β = beta_scale * ΔS_norm + beta_offset"})
+    beta_offset: float = field(default=0.1, metadata={"help": "β = beta_scale * ΔS_norm + beta_offset"})
+    switch_variant: str = field(
+        default="paper",
+        metadata={
+            "help": "Eq. 6 switch table: paper | released (γ=1 also for COT-Swap, as the released code)",
+            "choices": list(SWITCH_VARIANTS),
+        },
+    )
+    switch_table: dict | str | None = field(
+        default=None,
+        metadata={"help": "Per-task overrides of (η, γ), e.g. '{\"CAT\": [0, 1]}'"},
+    )
+    sampler: str = field(
+        default="mixed",
+        metadata={
+            "help": "mixed (switches masked per sample) | task_homogeneous (one task per global batch, "
+            "the paper's regime)",
+            "choices": list(SAMPLERS),
+        },
+    )
+    reference: str = field(
+        default="auto",
+        metadata={
+            "help": "auto | model (separate frozen copy) | peft_disabled (LoRA adapter off) | precomputed "
+            "(same as precompute_ref_log_probs=True)",
+            "choices": list(REFERENCES),
+        },
+    )
+    ref_cache_dir: str | None = field(
+        default=None,
+        metadata={"help": "Where precomputed reference log-probs are cached (default: output_dir)"},
+    )
+    # Where media live; which frames are decoded is the model's business (cavpref.models.config.ModelConfig).
+    media_root: str = field(default=".", metadata={"help": "Data root that MediaSpec paths are relative to"})
+    save_merged: bool = field(
+        default=True,
+        metadata={
+            "help": "After a LoRA run, also write the merged model to output_dir/merged (a plain HF "
+            "checkpoint that eval and from_pretrained load)"
+        },
+    )
+    skip_bad_rows: bool = field(
+        default=False,
+        metadata={
+            "help": "Skip (and count) rows with missing fields, empty responses, undecodable media or "
+            "non-finite log-probs instead of raising"
+        },
+    )
+
+    _VALID_DICT_FIELDS = DPOConfig._VALID_DICT_FIELDS + ["switch_table"]
+
+    def __post_init__(self):
+        if self.remove_unused_columns:
+            warnings.warn(
+                "CAVPrefConfig: remove_unused_columns=True would drop the media columns; forcing False.",
+                stacklevel=2,
+            )
+            self.remove_unused_columns = False
+        super().__post_init__()
+        if isinstance(self.switch_table, str):
+            self.switch_table = json.loads(self.switch_table) if self.switch_table.strip() else None
+        _check_choice("method", self.method, METHODS)
+        _check_choice("robust", self.robust, ROBUST_MODES)
+        _check_choice("switch_variant", self.switch_variant, SWITCH_VARIANTS)
+        _check_choice("sampler", self.sampler, SAMPLERS)
+        _check_choice("reference", self.reference, REFERENCES)
+        for name in ("lambda_y", "lambda_v", "lambda_a"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"CAVPrefConfig.{name} must be > 0, got {getattr(self, name)}")
+        for name in ("beta_y", "beta_v", "beta_a"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"CAVPrefConfig.{name} must be > 0 or unset (calibrated), got {value}")
+        if not self.beta_scale > 0 or self.beta_offset < 0:
+            raise ValueError(
+                f"CAVPrefConfig: need beta_scale > 0 and beta_offset >= 0, got {self.beta_scale}, "
+                f"{self.beta_offset}"
+            )
+        if self.reference == "precomputed":
+            self.precompute_ref_log_probs = True
+        elif self.precompute_ref_log_probs and self.reference == "auto":
+            self.reference = "precomputed"
+        elif self.precompute_ref_log_probs:
+            raise ValueError(
+                f"CAVPrefConfig: precompute_ref_log_probs=True conflicts with reference={self.reference!r}"
+            )
+        self.switches()  # validates switch_table
+
+    # ------------------------------------------------------------------ derived views
+
+    @property
+    def robust_mode(self) -> str:
+        """The aggregation actually used: only ``method=cavpref`` is robust."""
+        return self.robust if self.method == "cavpref" else "none"
+
+    @property
+    def lambdas(self) -> dict[str, float]:
+        return {"y": self.lambda_y, "v": self.lambda_v, "a": self.lambda_a}
+
+    @property
+    def fixed_betas(self) -> dict[str, float | None]:
+        """β per component; ``None`` = calibrated. DPO uses the stock fixed ``beta`` for y."""
+        if self.method == "dpo":
+            return {"y": self.beta, "v": None, "a": None}
+        return {"y": self.beta_y, "v": self.beta_v, "a": self.beta_a}
+
+    def switches(self) -> dict[str, tuple[int, int]]:
+        """(η, γ) for every task. SFT and DPO have no anchor terms: all zeros."""
+        table = _parse_switch_table(self.switch_table)
+        if self.method in ("sft", "dpo"):
+            return {t: (0, 0) for t in ALL_TASKS}
+        return {t: switches_for(t, self.switch_variant, table) for t in ALL_TASKS}
+
+    def loss_summary(self) -> dict[str, Any]:
+        """The resolved loss settings, written next to the run's config for the record."""
+        return {
+            "method": self.method,
+            "robust": self.robust_mode,
+            "lambdas": self.lambdas,
+            "beta": {k: ("calibrated" if v is None else v) for k, v in self.fixed_betas.items()},
+            "beta_calibration": {"scale": self.beta_scale, "offset": self.beta_offset},
+            "switches": {t: list(s) for t, s in self.switches().items()},
+            "sampler": self.sampler,
+            "reference": self.reference,
+        }
+
+
+def _check_choice(name: str, value: str, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"CAVPrefConfig.{name}: {value!r} is not one of {list(choices)}")
+
+
+def _parse_switch_table(table: dict | None) -> dict[str, tuple[int, int]] | None:
+    if not table:
+        return None
+    out = {}
+    for task, value in table.items():
+        if task not in ALL_TASKS:
+            raise ValueError(
+                f"CAVPrefConfig.switch_table: unknown task {task!r} (expected one of {ALL_TASKS})"
+            )
+        if isinstance(value, dict):
+            value = (value.get("eta", 0), value.get("gamma", 0))
+        if len(value) != 2 or any(int(v) not in (0, 1) or float(v) != int(v) for v in value):
+            raise ValueError(
+                f"CAVPrefConfig.switch_table[{task!r}]: expected [eta, gamma] with 0/1 values, got {value}"
+            )
+        out[task] = (int(value[0]), int(value[1]))
+    return out

@@ -1,0 +1,262 @@
+"""Trainer step cost, side by side in one run: DPO vs CAVPref on all-MVIT, all-MCIT and the paper's uniform 9-task
+mix, with the reference as a frozen model or precomputed, and CAVPref's row selection vs a naive implementation
+that always scores all six (response | media) conditions.
+
+    python scripts/bench_trainer.py [--batch 9] [--rounds 5] [--hidden 64] [--device auto]
+
+Each configuration gets one fixed collated batch; a step is ``trainer.training_step`` (policy forward, reference
+forward unless precomputed, loss, backward) plus the optimizer step, timed with ``time.perf_counter`` after a
+warm-up. Configurations are interleaved round by round and the median is reported, so load on the machine hits
+all of them alike; ratios are taken within this one run, on the best (min) time of each configuration — the
+estimate least disturbed by other load. Memory: CUDA peak allocated on a GPU; on CPU the bytes of activations
+autograd saves for backward during the step (there is no CPU peak-allocation counter).
+Targets: CAVPref step time ≤ 1.1 × (rows it needs / rows DPO needs) × DPO's; on the 9-task mix ≥ 0.75× DPO's
+throughput (samples / s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+
+def build_inputs(root: Path, hidden: int, per_task: int):
+    import test_trainer_fixtures as F
+    from datasets import Dataset
+
+    from cavpref.models.tiny import build_tiny_qwen_omni
+
+    F.write_clips(root / "media")
+    examples = F.examples(per_task)
+    for k, e in enumerate(
+        examples
+    ):  # distinct prompts: no two samples share a row (no dedupe between samples)
+        e.prompt = f"{e.prompt} (question {k})"
+    build_tiny_qwen_omni(
+        root / "model",
+        hidden_size=hidden,
+        num_hidden_layers=2,
+        intermediate_size=2 * hidden,
+        extra_corpus=[e.prompt + " " + e.chosen + " " + e.rejected for e in examples],
+    )
+    return Dataset.from_list([e.to_row() for e in examples])
+
+
+class NaiveCollator:
+    """The straightforward implementation: six rows per sample (y_w, y_l and both anchor pairs), no
+    deduplication, missing anchors filled with the presented pair; the loss masks unused terms afterwards."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __call__(self, examples):
+        from cavpref.collator import SLOTS
+
+        padded = []
+        for ex in examples:
+            ex = dict(ex)
+            for kind in ("visual", "audio"):
+                if ex.get(f"{kind}_response") is None:
+                    ex[f"{kind}_response"], ex[f"{kind}_clean"], ex[f"{kind}_perturbed"] = (
+                        ex["chosen"],
+                        ex["media"],
+                        ex["media"],
+                    )
+            padded.append(ex)
+        media = {}
+        kept = []
+        for ex in padded:
+            self.inner._decode_all(ex, SLOTS, media)
+            kept.append((ex, SLOTS))
+        from cavpref.models.base import Row
+
+        rows, slot_idx = [], {s: [] for s in SLOTS}
+        for i, (ex, _) in enumerate(kept):
+            for s in SLOTS:
+                from cavpref.collator import SLOT_FIELDS
+
+                resp, col = SLOT_FIELDS[s]
+                slot_idx[s].append(len(rows))
+                rows.append(Row(ex["prompt"], ex[resp], media[ex[col]], ex[col], f"{ex['id']}/{s}"))
+        batch = self.inner._build(kept, media)
+        batch["model_inputs"] = self.inner.adapter.collate(rows)
+        batch["slots"] = {s: torch.tensor(v) for s, v in slot_idx.items()}
+        # the switches still decide which terms count
+        sw = self.inner.switches
+        batch["eta"] = torch.tensor([sw[ex["task"]][0] for ex, _ in kept])
+        batch["gamma"] = torch.tensor([sw[ex["task"]][1] for ex, _ in kept])
+        batch["num_rows"] = torch.tensor(len(rows))
+        batch["skipped"] = []
+        return batch
+
+
+class SavedActivations:
+    """Bytes of the tensors autograd keeps for backward during a forward: the activation memory of a step,
+    deterministic and device-independent (the CPU allocator has no peak counter; RSS hides reuse)."""
+
+    def __enter__(self):
+        self.bytes, self.seen = 0, set()
+
+        def pack(t):
+            key = (t.untyped_storage().data_ptr(), t.dtype)
+            if key not in self.seen:
+                self.seen.add(key)
+                self.bytes += t.untyped_storage().nbytes()
+            return t
+
+        self.ctx = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
+        self.ctx.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.ctx.__exit__(*exc)
+
+
+def make_case(name, method, tasks, precompute, naive, data, adapter, model_dir, media, batch, out, device):
+    from cavpref.config import CAVPrefConfig
+    from cavpref.media.decode import FramePolicy
+    from cavpref.models import ModelConfig, load_adapter
+    from cavpref.trainer import CAVPrefTrainer
+
+    rows = data if tasks == "mix" else data.select([i for i, t in enumerate(data["task"]) if t in tasks])
+    rows = rows.select(range(min(batch, len(rows))))  # the mix: rows come task by task, one of each per 9
+    args = CAVPrefConfig(
+        output_dir=str(out / name),
+        method=method,
+        per_device_train_batch_size=batch,
+        max_steps=1,
+        bf16=False,
+        use_cpu=device == "cpu",
+        activation_checkpointing=False,
+        report_to="none",
+        learning_rate=1e-4,
+        media_root=str(media),
+        save_strategy="no",
+        disable_tqdm=True,
+        precompute_ref_log_probs=precompute,
+        ref_cache_dir=str(out / "refcache" / name),
+    )
+    model = load_adapter(ModelConfig(model_name_or_path=str(model_dir), dtype="float32")).model
+    tr = CAVPrefTrainer(model, adapter, args=args, train_dataset=rows, frames=FramePolicy(num_frames=4))
+    tr.create_optimizer()
+    tr.current_gradient_accumulation_steps = 1  # set by Trainer's loop, which the bench drives by hand
+    collate = NaiveCollator(tr.data_collator) if naive else tr.data_collator
+    ex = list(tr.train_dataset)
+    t0 = time.perf_counter()
+    inputs = collate(ex)
+    collate_s = time.perf_counter() - t0
+    return {
+        "name": name,
+        "trainer": tr,
+        "inputs": inputs,
+        "collate_s": collate_s,
+        "samples": len(ex),
+        "rows": int(inputs["num_rows"]),
+        "times": [],
+        "mem": [],
+    }
+
+
+def step(case, device):
+    tr = case["trainer"]
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    with SavedActivations() as saved:
+        tr.training_step(tr.model, case["inputs"])
+    tr.optimizer.step()
+    tr.optimizer.zero_grad(set_to_none=True)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    return dt, (torch.cuda.max_memory_allocated() if device == "cuda" else saved.bytes)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--batch", type=int, default=9, help="samples per step (one per task in the mix)")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    args = p.parse_args(argv)
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    from cavpref.models import ModelConfig, load_adapter
+
+    out = Path(tempfile.mkdtemp(prefix="bench_trainer_"))
+    data = build_inputs(out, args.hidden, per_task=max(1, args.batch))
+    adapter = load_adapter(ModelConfig(model_name_or_path=str(out / "model"), dtype="float32"))
+    specs = []
+    for tasks, label in (("mix", "mix9"), (("MVIT",), "MVIT"), (("MCIT",), "MCIT")):
+        for pre in (False, True):
+            suffix = "  ref-pre" if pre else ""
+            specs += [
+                (f"dpo  {label}{suffix}", "dpo", tasks, pre, False),
+                (f"cavpref  {label}{suffix}", "cavpref", tasks, pre, False),
+            ]
+    specs += [
+        ("naive-6-rows  mix9", "cavpref", "mix", False, True),
+        ("naive-6-rows  MVIT", "cavpref", ("MVIT",), False, True),
+    ]
+    cases = [
+        make_case(n, m, t, pre, nv, data, adapter, out / "model", out / "media", args.batch, out, device)
+        for n, m, t, pre, nv in specs
+    ]
+    for case in cases:  # warm-up
+        step(case, device)
+    for _ in range(args.rounds):
+        for case in cases:
+            dt, mem = step(case, device)
+            case["times"].append(dt)
+            case["mem"].append(mem)
+    by = {c["name"]: c for c in cases}
+    best = {n: min(c["times"]) for n, c in by.items()}
+    print(
+        f"device={device} hidden={args.hidden} batch={args.batch} rounds={args.rounds} "
+        f"torch_threads={torch.get_num_threads()}"
+    )
+    mem_label = "peak MB" if device == "cuda" else "saved MB"
+    print(
+        f"| config | rows | step s (min) | step s (median) | samples/s | time vs DPO | rows vs DPO | collate s | "
+        f"{mem_label} |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for c in cases:
+        d = by[c["name"].replace("cavpref", "dpo").replace("naive-6-rows", "dpo")]
+        print(
+            f"| {c['name']} | {c['rows']} | {best[c['name']]:.3f} | {statistics.median(c['times']):.3f} | "
+            f"{c['samples'] / best[c['name']]:.1f} | {best[c['name']] / best[d['name']]:.2f} | "
+            f"{c['rows'] / d['rows']:.2f} | {c['collate_s']:.3f} | {max(c['mem']) / 2**20:.1f} |"
+        )
+    print()
+    for suffix in ("", "  ref-pre"):
+        mix = best["dpo  mix9" + suffix] / best["cavpref  mix9" + suffix]
+        print(
+            f"9-task mix{suffix or ''}: CAVPref throughput = {mix:.2f} x DPO's (target >= 0.75) -> "
+            f"{'ok' if mix >= 0.75 else 'MISSED'}"
+        )
+        for label in ("mix9", "MVIT", "MCIT"):
+            c, d = by[f"cavpref  {label}{suffix}"], by[f"dpo  {label}{suffix}"]
+            bound = 1.1 * c["rows"] / d["rows"] * best[d["name"]]
+            print(
+                f"  {c['name']}: {best[c['name']]:.3f} s vs 1.1 x (rows {c['rows']}/{d['rows']}) x DPO = {bound:.3f} s "
+                f"-> {'ok' if best[c['name']] <= bound else 'MISSED'}"
+            )
+    for label in ("mix9", "MVIT"):
+        naive, ours = by[f"naive-6-rows  {label}"], by[f"cavpref  {label}"]
+        print(
+            f"rows per step, {label}: {ours['rows']} needed vs {naive['rows']} naive (always 6 conditions): naive "
+            f"step = {best[naive['name']] / best[ours['name']]:.2f} x ours"
+        )
+
+
+if __name__ == "__main__":
+    main()

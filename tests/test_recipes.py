@@ -1,0 +1,193 @@
+"""Recipes and launch configs: every YAML parses with TRL's parser into the config dataclasses, every loss knob
+is a recipe key and a command-line override, recipes are data (safe YAML), and the accelerate / DeepSpeed /
+FSDP configs load and resolve without running (DeepSpeed itself is optional)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cavpref.train import main, parse, split_argv
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPES = sorted((ROOT / "recipes").glob("*/*.yaml"))
+TRAIN_RECIPES = [p for p in RECIPES if p.parent.name not in ("accelerate",)]
+ACCELERATE = sorted((ROOT / "recipes" / "accelerate").glob("*.yaml"))
+METHODS = {"sft", "dpo", "cavpref_norobust", "cavpref"}
+
+
+def test_recipe_set_covers_methods_and_scales():
+    names = {(p.parent.name, p.stem) for p in TRAIN_RECIPES}
+    assert {m for d, m in names if d == "tiny"} == METHODS
+    assert {
+        m.removeprefix("lora_") for d, m in names if d == "qwen2.5-omni-7b" and m.startswith("lora_")
+    } == METHODS
+    assert ("qwen2.5-omni-7b", "full_cavpref") in names
+    assert {p.stem for p in ACCELERATE} >= {
+        "single",
+        "multi_gpu",
+        "deepspeed_zero2",
+        "deepspeed_zero3",
+        "fsdp",
+    }
+
+
+@pytest.mark.parametrize("path", TRAIN_RECIPES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_recipe_parses_and_takes_overrides(path):
+    raw = yaml.safe_load(path.read_text())
+    # GPU recipes ask for bf16; on this CPU machine TrainingArguments needs use_cpu for that
+    train, data, model = parse([str(path), "--use_cpu", "true"])
+    assert train.method == raw["method"] in METHODS
+    assert (
+        data.train_dataset == raw["train_dataset"]
+        and model.model_name_or_path == raw["model"]["model_name_or_path"]
+    )
+    assert train.remove_unused_columns is False and model.trust_remote_code is False
+    if raw["method"] == "cavpref":
+        assert train.lambdas == {"y": 1.0, "v": 1.0, "a": 0.8} and train.robust_mode == "paper"
+        assert (train.beta_scale, train.beta_offset) == (0.9, 0.1) and train.switch_variant == "paper"
+
+
+def test_every_loss_knob_is_a_command_line_override():
+    path = ROOT / "recipes" / "tiny" / "cavpref.yaml"
+    train, _, model = parse(
+        [
+            str(path),
+            "--lambda_y",
+            "0.5",
+            "--lambda_v",
+            "2",
+            "--lambda_a",
+            "0.3",
+            "--beta_y",
+            "0.2",
+            "--beta_scale",
+            "0.5",
+            "--beta_offset",
+            "0.05",
+            "--robust",
+            "worst_case",
+            "--switch_variant",
+            "released",
+            "--switch_table",
+            '{"CAT": [1, 1]}',
+            "--sampler",
+            "task_homogeneous",
+            "--model.lora_r",
+            "8",
+            "--model.num_frames=2",
+        ]
+    )
+    assert train.lambdas == {"y": 0.5, "v": 2.0, "a": 0.3}
+    assert train.fixed_betas == {"y": 0.2, "v": None, "a": None}
+    assert (train.beta_scale, train.beta_offset, train.robust_mode) == (0.5, 0.05, "worst_case")
+    assert train.switches()["COT-Swap"] == (1, 1) and train.switches()["CAT"] == (1, 1)
+    assert train.sampler == "task_homogeneous" and model.lora_r == 8 and model.num_frames == 2
+
+
+def test_split_argv_routes_model_section():
+    assert split_argv(["r.yaml", "--lr", "1", "--model.lora_r", "4", "--model.dtype=bf16"]) == (
+        "r.yaml",
+        ["--lr", "1"],
+        ["--lora_r", "4", "--dtype", "bf16"],
+    )
+    assert split_argv(["--config", "x.yaml", "--seed", "3"]) == ("x.yaml", ["--seed", "3"], [])
+
+
+def test_bad_recipes_fail_with_the_key_named(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("method: cavpref\nlamda_a: 0.8\n")
+    with pytest.raises(ValueError, match="lamda_a"):
+        parse([str(bad)])
+    bad.write_text("method: cavpref\nmodel:\n  lora_rank: 4\n")
+    with pytest.raises(ValueError, match="lora_rank"):
+        parse([str(bad)])
+    bad.write_text("method: cavpref\nrobust: softest\nuse_cpu: true\n")
+    with pytest.raises(ValueError, match="robust"):
+        parse([str(bad)])
+    # recipes are data: YAML tags that would build Python objects are refused
+    bad.write_text("method: !!python/object/apply:os.system ['echo pwned']\n")
+    with pytest.raises(yaml.constructor.ConstructorError):
+        parse([str(bad)])
+
+
+def test_cli_help_and_missing_data(tmp_path, capsys):
+    assert main(["--help"]) == 0 and "cavpref train" in capsys.readouterr().out
+    rec = tmp_path / "r.yaml"
+    rec.write_text("use_cpu: true\nbf16: false\n")
+    with pytest.raises(ValueError, match="train_dataset"):
+        main([str(rec)])
+
+
+# ----------------------------------------------------------------------------- launch configs
+
+
+@pytest.mark.parametrize("path", ACCELERATE, ids=lambda p: p.stem)
+def test_accelerate_configs_load(path):
+    from accelerate.commands.config.config_args import ClusterConfig
+    from accelerate.utils import DistributedType
+
+    cfg = ClusterConfig.from_yaml_file(str(path))  # accelerate's own loader validates the keys
+    assert cfg.distributed_type in set(DistributedType)
+    assert cfg.num_processes >= 1
+    if cfg.distributed_type == DistributedType.DEEPSPEED:
+        ds_file = ROOT / cfg.deepspeed_config["deepspeed_config_file"]
+        assert ds_file.is_file()
+    if cfg.distributed_type == DistributedType.FSDP:
+        assert cfg.fsdp_config["fsdp_version"] == 2
+        from transformers.models.qwen2_5_omni import modeling_qwen2_5_omni as qwen
+
+        for cls in cfg.fsdp_config["fsdp_transformer_layer_cls_to_wrap"].split(","):
+            assert hasattr(qwen, cls), cls  # the wrapped block classes exist in transformers
+
+
+# HF fills these "auto" values from TrainingArguments (transformers.integrations.deepspeed).
+_AUTO_KEYS = {
+    "train_micro_batch_size_per_gpu",
+    "train_batch_size",
+    "gradient_accumulation_steps",
+    "gradient_clipping",
+    "bf16.enabled",
+    "fp16.enabled",
+    "zero_optimization.reduce_bucket_size",
+    "zero_optimization.stage3_prefetch_bucket_size",
+    "zero_optimization.stage3_param_persistence_threshold",
+}
+
+
+def _autos(d, prefix=""):
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from _autos(v, f"{prefix}{k}.")
+        elif v == "auto":
+            yield f"{prefix}{k}"
+
+
+@pytest.mark.parametrize("stage", [2, 3])
+def test_deepspeed_configs_build_the_plugin_without_deepspeed(stage):
+    from accelerate.utils import DeepSpeedPlugin
+
+    path = ROOT / "recipes" / "deepspeed" / f"zero{stage}.json"
+    cfg = json.loads(path.read_text())
+    assert cfg["zero_optimization"]["stage"] == stage
+    assert set(_autos(cfg)) <= _AUTO_KEYS  # every "auto" is one HF knows how to fill
+    plugin = DeepSpeedPlugin(hf_ds_config=str(path))
+    assert plugin.zero_stage == stage and plugin.hf_ds_config.is_zero3() == (stage == 3)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="deepspeed is an optional extra")
+@pytest.mark.parametrize("stage", [2, 3])
+def test_deepspeed_configs_resolve_against_training_args(
+    stage, tmp_path
+):  # pragma: no cover - needs deepspeed
+    from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
+
+    from cavpref.config import CAVPrefConfig
+
+    ds = HfTrainerDeepSpeedConfig(str(ROOT / "recipes" / "deepspeed" / f"zero{stage}.json"))
+    ds.trainer_config_process(CAVPrefConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False))
+    assert not list(_autos({k: v for k, v in ds.config.items() if k != "zero_optimization"}))

@@ -1,0 +1,116 @@
+"""Shared builders for the trainer tests (no tests here): real mp4 clips, preference rows for all 9 tasks,
+a tiny Qwen2.5-Omni thinker on disk. Also runnable as a script (``python tests/test_trainer_fixtures.py
+OUT``) so subprocess tests (accelerate launch, resume) get the same inputs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from cavpref.data import AnchorPair, PreferenceExample
+from cavpref.media.spec import clip, combine, concat, drop_video, mute, to_json
+
+CLIPS = ("a.mp4", "b.mp4", "c.mp4")
+
+
+def write_clips(root: Path) -> None:
+    from cavpref.media.write import write_mp4
+
+    root.mkdir(parents=True, exist_ok=True)
+    for k, name in enumerate(CLIPS):
+        if (root / name).exists():
+            continue
+        rng = np.random.default_rng(k)
+        frames = np.repeat(rng.integers(0, 256, (1, 56, 56, 3), dtype=np.uint8), 4, axis=0)
+        t = np.arange(16000) / 16000
+        audio = (0.3 * np.sin(2 * np.pi * (220 + 110 * k) * t)).astype(np.float32)
+        write_mp4(root / name, frames, fps=4, audio=audio, sample_rate=16000)
+
+
+def examples(n_per_task: int = 1, seed: int = 0) -> list[PreferenceExample]:
+    """Preference rows for every task, with the anchors each task's switches need (released variant too)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for rep in range(n_per_task):
+        a, b, c = (clip(n) for n in (CLIPS[rep % 3], CLIPS[(rep + 1) % 3], CLIPS[(rep + 2) % 3]))
+        right, wrong, nota = "a violin", "a cello", "None of the above"
+
+        def v(pert, right=right, a=a):
+            return AnchorPair(right, a, pert)
+
+        specs = {
+            "MCIT": (a, nota, wrong, None, None),
+            "ICIT": (a, nota, "a flute", None, None),
+            "MVIT": (combine(b, a), nota, wrong, v(combine(b, a)), None),
+            "MAIT": (combine(a, b), nota, wrong, None, v(combine(a, b))),
+            "COT-Stitch": (concat(a, c), "a violin then a drum", "a drum then a violin", None, None),
+            "COT-Swap": (
+                concat(combine(a, b), combine(b, a)),
+                nota,
+                wrong,
+                v(concat(combine(a, b), combine(b, a))),
+                v(concat(combine(a, b), combine(b, a))),
+            ),
+            "CAT": (concat(a, b), "yes", "no", None, None),
+            "MVT": (drop_video(a), "The video is missing", wrong, v(drop_video(a)), None),
+            "MAT": (mute(a), "The audio is missing", wrong, None, v(mute(a))),
+        }
+        for task, (media, chosen, rejected, vis, aud) in specs.items():
+            out.append(
+                PreferenceExample(
+                    id=f"{task}-{rep}",
+                    task=task,
+                    source="test",
+                    category="Existential",
+                    prompt="Which instrument is playing?",
+                    media=to_json(media),
+                    chosen=chosen,
+                    rejected=rejected,
+                    visual=vis,
+                    audio=aud,
+                    clap_delta=float(rng.uniform(0, 1)),
+                    avsm_delta_v=float(rng.uniform(0, 1)),
+                    avsm_delta_a=float(rng.uniform(0, 1)),
+                )
+            )
+    return out
+
+
+def dataset(n_per_task: int = 1, seed: int = 0, tasks=None):
+    from datasets import Dataset
+
+    rows = [e.to_row() for e in examples(n_per_task, seed) if tasks is None or e.task in tasks]
+    return Dataset.from_list(rows)
+
+
+def tiny_model(path: Path) -> Path:
+    from cavpref.models.tiny import build_tiny_qwen_omni
+
+    if not (path / "config.json").exists():
+        build_tiny_qwen_omni(
+            path,
+            hidden_size=32,
+            num_hidden_layers=1,
+            seed=0,
+            extra_corpus=[e.prompt + " " + e.chosen + " " + e.rejected for e in examples(1)],
+        )
+    return path
+
+
+def build_all(out: Path, n_per_task: int = 1) -> dict[str, Path]:
+    """media/, prefs/ (save_to_disk) and model/ under ``out``; reuses what an earlier call wrote there."""
+    write_clips(out / "media")
+    if not (out / "prefs" / "dataset_info.json").exists():
+        dataset(n_per_task).save_to_disk(str(out / "prefs"))
+    return {"media": out / "media", "prefs": out / "prefs", "model": tiny_model(out / "model")}
+
+
+def shared(tmp_path_factory) -> dict[str, Path]:
+    """One set of inputs per pytest session, shared by the trainer test files."""
+    return build_all(tmp_path_factory.getbasetemp() / "cavpref_trainer_inputs", n_per_task=1)
+
+
+if __name__ == "__main__":
+    build_all(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 1)
