@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cavpref.data import ALL_TASKS, TASKS
+from cavpref.media.spec import drop_video, mute, to_json
 from cavpref.media.decode import FramePolicy
 from eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
 from eval.extract import ABSTAIN, Extraction, is_correct
@@ -65,6 +66,8 @@ class EvalArgs:
     judge_max_retries: int = 4
     judge_cache: str | None = field(default=None, metadata={"help": "SQLite cache (default: <output>/judge_cache.sqlite)"})
     no_judge: bool = field(default=False, metadata={"help": "heuristics only, even if a judge is configured"})
+    drop_stream: str | None = field(default=None, metadata={
+        "help": "ablation: remove the video or the audio from every item (does the model use that stream?)"})
 
     def __post_init__(self):
         if self.vanilla:
@@ -76,6 +79,8 @@ class EvalArgs:
             raise ValueError(f"--setting must be base or instruction, got {self.setting!r}")
         if self.mode not in ("generate", "likelihood"):
             raise ValueError(f"--mode must be generate or likelihood, got {self.mode!r}")
+        if self.drop_stream not in (None, "video", "audio"):
+            raise ValueError(f"--drop_stream must be video or audio, got {self.drop_stream!r}")
 
     def frame_policy(self) -> FramePolicy:
         size = (self.frame_height, self.frame_width) if self.frame_height and self.frame_width else None
@@ -89,8 +94,13 @@ def load(args: EvalArgs) -> LoadResult:
     def keep(item):
         return item.benchmark == "avtrustbench" and item.task in args.tasks and args.setting in (None, item.setting)
 
-    return load_items(args.data, split=args.split, keep=keep, limit=args.limit, skip_invalid=args.skip_invalid,
-                      media_root=args.media_root)
+    loaded = load_items(args.data, split=args.split, keep=keep, limit=args.limit, skip_invalid=args.skip_invalid,
+                        media_root=args.media_root)
+    if args.drop_stream:
+        strip = drop_video if args.drop_stream == "video" else mute
+        for item in loaded.items:
+            item.media = to_json(strip(item.spec))
+    return loaded
 
 
 def build_judge(args: EvalArgs):
