@@ -45,7 +45,9 @@ ABSTENTIONS: dict[str, tuple[str, ...]] = {
         r"not (?:among|in|one of) the (?:options|choices)",
     ),
     "MVIT": (
-        r"(?:visual|video|visuals|image|scene)s? (?:is|are) (?:incompatible|inconsistent|unrelated|mismatched)",
+        # B.2 writes "the visual/audio is incompatible with the question"
+        (r"(?:visual|video|visuals|image|scene)s?(?:\s*/\s*(?:audio|sound))? (?:is|are) "
+         r"(?:incompatible|inconsistent|unrelated|mismatched)"),
         r"(?:video|visual)s? (?:does not|doesn't|do not) (?:match|correspond|relate)",
         r"(?:video|visual|audio) and (?:the )?(?:question|audio|video) (?:are|is) (?:mismatched|incompatible)",
         r"\bmismatch",

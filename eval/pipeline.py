@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from cavpref.data import ALL_TASKS, TASKS
-from cavpref.media.spec import drop_video, mute, to_json
 from cavpref.media.decode import FramePolicy
+from cavpref.media.spec import drop_video, mute, to_json
 from eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
 from eval.extract import ABSTAIN, Extraction, is_correct
 from eval.loader import DataError, LoadResult, load_items
@@ -96,6 +96,10 @@ def load(args: EvalArgs) -> LoadResult:
 
     loaded = load_items(args.data, split=args.split, keep=keep, limit=args.limit, skip_invalid=args.skip_invalid,
                         media_root=args.media_root)
+    if not loaded.items:  # an empty run would write an empty report and exit 0
+        raise DataError(f"{args.data}: no items selected (--tasks {' '.join(args.tasks)}, --setting "
+                        f"{args.setting or 'base+instruction'}, --split {args.split}): {loaded.filtered} row(s) "
+                        f"outside the selection, {sum(loaded.skipped.values())} invalid row(s) skipped")
     if args.drop_stream:
         strip = drop_video if args.drop_stream == "video" else mute
         for item in loaded.items:
@@ -148,10 +152,13 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _loading(loaded: LoadResult) -> dict:
+def _loading(loaded: LoadResult, args: EvalArgs) -> dict:
+    present = {item.task for item in loaded.items}
     return {"files": loaded.files, "media_root": loaded.media_root, "invalid": dict(loaded.skipped),
             "filtered": loaded.filtered,
-            "rows_read": len(loaded.items) + loaded.filtered + sum(loaded.skipped.values())}
+            "rows_read": len(loaded.items) + loaded.filtered + sum(loaded.skipped.values()),
+            # a requested task the data has no items for (in this split / setting) is named, not silently absent
+            "tasks_without_items": [t for t in args.tasks if t not in present]}
 
 
 def evaluate(args: EvalArgs, *, backend=None, judge=None, rank: int | None = None, world: int | None = None) -> dict | None:
@@ -174,7 +181,7 @@ def evaluate(args: EvalArgs, *, backend=None, judge=None, rank: int | None = Non
     outcomes, _ = runner.collect(loaded.items)
     results = {"benchmark": bench.name, "label": args.label, "mode": args.mode, "config": args.public(),
                "model": backend.describe(), "judge": bench.describe()["judge"], "evaluation": bench.describe(),
-               "versions": versions(), "loading": _loading(loaded), "metrics": summarize(outcomes, circular=args.circular)}
+               "versions": versions(), "loading": _loading(loaded, args), "metrics": summarize(outcomes, circular=args.circular)}
     write_reports(results, args.output)
     return results
 
@@ -264,7 +271,7 @@ def score_predictions(args: EvalArgs, predictions: str | Path, *, judge=None) ->
                      for i, k in preds if (i, k) not in used)
     results = {"benchmark": bench.name, "label": args.label, "mode": "external predictions",
                "config": args.public(), "model": {"predictions": str(predictions)}, "judge": bench.describe()["judge"],
-               "evaluation": bench.describe(), "versions": versions(), "loading": _loading(loaded),
+               "evaluation": bench.describe(), "versions": versions(), "loading": _loading(loaded, args),
                "predictions": {"rows": len(preds), "unused": dict(sorted(unused.items()))},
                "metrics": summarize(outcomes, circular=args.circular)}
     if args.output:

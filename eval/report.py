@@ -72,6 +72,8 @@ def _counts_table(results: dict) -> list[str]:
             ["invalid rows skipped", str(sum(load.get("invalid", {}).values()))],
             *[[f"  {k}", str(v)] for k, v in load.get("invalid", {}).items()],
             ["outside --tasks / --setting / --limit", str(load.get("filtered", 0))],
+            *([["requested tasks with no items", ", ".join(load["tasks_without_items"])]]
+              if load.get("tasks_without_items") else []),
             ["items", str(c["items"])], ["evaluated", str(c["evaluated"])], ["skipped", str(c["skipped"])],
             *[[f"  {k}", str(v)] for k, v in c["skip_reasons"].items()],
             ["incomplete (run interrupted)", str(c["incomplete"])],
@@ -173,7 +175,18 @@ def compare(runs: Sequence[dict], labels: Sequence[str] | None = None, *, settin
             v = value(run, t)
             cells.append(fmt(v) if v is None or base[t] is None else f"{v:.2f} ({v - base[t]:+.2f})")
         rows.append([label, *cells])
-    return "\n".join(_table(["Method", *tasks], rows))
+    return "\n".join(_table(["Method", *tasks], rows) + _protocols(runs, labels, metric))
+
+
+def _protocols(runs: Sequence[dict], labels: Sequence[str], metric: str) -> list[str]:
+    """Which answer mode and evaluation produced each row, and a warning when the rows mix them (every
+    circular run also has its vanilla numbers, so ``metric="vanilla"`` compares like with like)."""
+    used = [(r.get("mode", "?"), "vanilla" if metric == "vanilla" or not r["metrics"].get("circular") else "circular")
+            for r in runs]
+    lines = ["Answer mode / evaluation per row: " + "; ".join(f"{lab}: {m} / {e}" for lab, (m, e) in zip(labels, used))]
+    if len(set(used)) > 1:
+        lines.append("**Warning: the rows differ in answer mode or evaluation, so their differences mix protocols.**")
+    return lines
 
 
 def write_reports(results: dict, out_dir: str | Path) -> None:

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from test_eval_judge import LoopbackServer, completion
+from judge_server import LoopbackServer, completion
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip

@@ -45,6 +45,11 @@ def test_abstention_maps_to_the_none_letter_or_the_abstain_sentinel():
     assert match_choice("These options are irrelevant to the question.", YN, task="ICIT").choice == ABSTAIN
     assert match_choice("The visual is incompatible with the question", YN, task="MVIT").choice == ABSTAIN
     assert match_choice("The audio is incompatible with the video.", YN, task="MAIT").choice == ABSTAIN
+    # B.2's own wordings of the extra options
+    assert match_choice("The visual/audio is incompatible with the question.", YN, task="MVIT").choice == ABSTAIN
+    assert match_choice("The visual and the audio are incompatible.", YN, task="COT-Swap").choice == ABSTAIN
+    assert match_choice("No option is correct.", YN, task="ICIT").choice == ABSTAIN
+    assert match_choice("I cannot answer.", YN, task="CAT").choice == ABSTAIN  # common to every task
     # an abstention phrase is task-specific: "the audio is missing" is no abstention on MVT
     assert match_choice("The audio is missing.", YN, task="MVT").choice is None
     # several letters named inside an abstention still abstain

@@ -5,7 +5,7 @@ import json
 import re
 
 import pytest
-from test_eval_judge import LoopbackServer, completion
+from judge_server import LoopbackServer, completion
 
 from eval.benchmarks import mmar
 from eval.benchmarks.common import BenchmarkInputError, trim_min_max
@@ -154,7 +154,7 @@ def test_rubric_judge_with_distinct_seeds_retries_and_cache(items, tmp_path):
     assert q3["correct"] is False and q3["ratings"] == [] and again == recs
 
 
-def test_cli_audio_only_run_and_released_predictions(tmp_path):
+def test_cli_audio_only_run_and_released_predictions(tmp_path, capsys):
     import numpy as np
     import soundfile as sf
 
@@ -200,3 +200,14 @@ def test_cli_audio_only_run_and_released_predictions(tmp_path):
     scored = json.loads((tmp_path / "scored" / "results.json").read_text())["metrics"]
     assert list(scored) == ["accuracy"] and scored["accuracy"]["overall"]["Avg"] == pytest.approx(200 / 3)
     assert scored["accuracy"]["overall"]["Rubrics"] is None
+    # MMAR's first evaluator read `model_prediction`: the same predictions under that key score the same
+    old = tmp_path / "old_preds.json"
+    old.write_text(json.dumps([{**r, "model_prediction": a} for r, a in zip(RECORDS, ["Dense Forest", "Too little", "Two"])]))
+    assert cavpref_main(["eval", "score", "--benchmark", "mmar", "--predictions", str(old), "--data",
+                         str(root / "MMAR-meta.jsonl"), "--output", str(tmp_path / "old"), "--no_judge"]) == 0
+    again = json.loads((tmp_path / "old" / "results.json").read_text())["metrics"]
+    assert again["accuracy"]["overall"] == scored["accuracy"]["overall"]
+    (tmp_path / "empty.jsonl").write_text("")
+    assert cavpref_main(["eval", "score", "--benchmark", "mmar", "--predictions", str(old), "--data",
+                         str(tmp_path / "empty.jsonl"), "--no_judge"]) == 2
+    assert "no mmar items selected (the file holds none)" in capsys.readouterr().err

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from test_eval_judge import LoopbackServer, completion
+from judge_server import LoopbackServer, completion
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, concat, drop_video, mute, to_json
@@ -15,6 +15,7 @@ from eval.pipeline import EvalArgs, evaluate
 from eval.runner import load_records
 
 QUESTION = "Which instrument is playing?"
+SECRET = "sk-runner-secret-never-written"
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +55,15 @@ def bench(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def judge_url():
+def judge_server():
     server = LoopbackServer(lambda body, n: (200, {}, completion("A"), 0))  # a judge that always says "A"
-    yield server.url
+    yield server
     server.close()
+
+
+@pytest.fixture(scope="module")
+def judge_url(judge_server):
+    return judge_server.url
 
 
 def args_for(bench, out, judge_url=None, **kw):
@@ -83,7 +89,9 @@ def records_of(run):
     return [r for r in load_records(run).values() if r["status"] == "ok"]
 
 
-def test_generate_run_records_resume_and_skips(backend, bench, judge_url, tmp_path):
+def test_generate_run_records_resume_and_skips(backend, bench, judge_server, tmp_path, monkeypatch):
+    judge_url = judge_server.url
+    monkeypatch.setenv("CAVPREF_JUDGE_API_KEY", SECRET)
     res = evaluate(args_for(bench, tmp_path / "a", judge_url, batch_size=1), backend=backend, rank=0, world=1)
     c = res["metrics"]["counts"]
     assert (c["items"], c["evaluated"], c["skipped"], c["incomplete"]) == (7, 5, 2, 0)
@@ -102,6 +110,11 @@ def test_generate_run_records_resume_and_skips(backend, bench, judge_url, tmp_pa
     assert sum(map(len, by_item.values())) == c["passes_run"]
     assert (tmp_path / "a" / "report.md").is_file() and (tmp_path / "a" / "plots" / "dimensions_radar.png").is_file()
     assert "judge_cache.sqlite" in {p.name for p in (tmp_path / "a").iterdir()}
+    # the judge key was used (as the Authorization header) but is in no file of the run folder
+    assert any(r["method"] == "judge" for r in recs)
+    assert any(r["headers"].get("Authorization") == f"Bearer {SECRET}" for r in judge_server.requests)
+    for path in (tmp_path / "a").rglob("*"):
+        assert not path.is_file() or SECRET.encode() not in path.read_bytes(), path
 
     # the same run, killed on its second model call, then resumed with the same command
     args_b = args_for(bench, tmp_path / "b", judge_url, batch_size=1)
@@ -145,6 +158,24 @@ def test_fingerprint_and_keys_follow_the_weights(backend, bench, tmp_path):
         changed = model_fingerprint(backend.adapter, backend.model)
         param.view(-1)[0] -= 1e-3
     assert changed != before and model_fingerprint(backend.adapter, backend.model) == before
+
+
+def test_changed_generation_config_or_prompt_is_never_served_stale_answers(backend, bench, tmp_path):
+    """The record key holds the model fingerprint, the generation config and the prompt: the same run folder
+    with any of them changed recomputes every pass; unchanged, it recomputes none."""
+    kw = {"vanilla": True, "tasks": ["CAT", "MVT"]}
+
+    def run(backend_, **extra):
+        evaluate(args_for(bench, tmp_path, **kw, **extra), backend=backend_, rank=0, world=1)
+        log = json.loads((tmp_path / "run_log.rank0.json").read_text())
+        return log["passes_reused"], log["passes_computed"]
+
+    assert run(backend) == (0, 2)
+    shorter = AdapterBackend(backend.adapter, generation={"max_new_tokens": 2})
+    assert shorter.fingerprint == backend.fingerprint  # same weights: only the generation config differs
+    assert run(shorter) == (0, 2)
+    assert run(backend, post_prompt="Answer with the option's letter.") == (0, 2)
+    assert run(backend) == (2, 0)
 
 
 def test_endpoint_model_receives_the_decoded_media(bench, tmp_path):

@@ -127,7 +127,7 @@ def test_choice_predictions_and_their_validation(tmp_path, bench):
 
 
 def test_judge_handles_what_heuristics_cannot(tmp_path, bench):
-    from test_eval_judge import LoopbackServer, completion
+    from judge_server import LoopbackServer, completion
 
     def reply(body, n):
         answer = body["messages"][0]["content"].rsplit("Answer: ", 1)[1]
@@ -179,11 +179,18 @@ def test_report_plots_and_compare(tmp_path, bench):
     md = (tmp_path / "zs" / "report.md").read_text()
     assert "| CAT | Compositional reasoning | 2 | 0.00 | 50.00 |" in md
     assert "passes saved by early stopping | 5 of 13" in md and "Base vs instruction" not in md
+    # the default --tasks asks for all nine; the ones this data has no items for are named
+    assert zs["loading"]["tasks_without_items"] == ["ICIT", "MVIT", "MAIT", "COT-Stitch", "COT-Swap", "MVT"]
+    assert "| requested tasks with no items | ICIT, MVIT, MAIT, COT-Stitch, COT-Swap, MVT |" in md
     assert "### Per category — avqa, instruction setting" in md and "| Task | E | T | All |" in md
     for png in ("tasks_instruction.png", "tasks_base.png", "dimensions_radar.png"):
         assert (tmp_path / "zs" / "plots" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = compare([zs, ft])
     assert table.splitlines()[0] == "| Method | MCIT | CAT |"
+    assert "ZS: external predictions / circular; CAVPref: external predictions / circular" in table
+    assert "Warning" not in table
+    vanilla = score_predictions(EvalArgs(data=str(bench), label="V", vanilla=True), tmp_path / "a.jsonl")
+    assert "mix protocols" in compare([zs, vanilla]) and "mix protocols" not in compare([zs, vanilla], metric="vanilla")
     assert "| CAVPref | 100.00 (+0.00) | 100.00 (+100.00) |" in table and "| ZS (zero-shot) | 100.00 | 0.00 |" in table
     write_reports(ft, tmp_path / "ft")
     assert eval_main(["compare", str(tmp_path / "zs"), str(tmp_path / "ft"), "--labels", "ZS", "SFT",
@@ -203,4 +210,8 @@ def test_cli_score_prompts_and_errors(tmp_path, bench, capsys):
     assert "benchmark data not found" in capsys.readouterr().err
     assert eval_main(["avtrustbench", "--data", str(bench), "--output", "x", "--tasks", "FOO"]) == 2
     assert "unknown task(s) ['FOO']" in capsys.readouterr().err
-    assert eval_main(["compare", str(tmp_path / "out")]) == 2 or True
+    assert eval_main(["compare", str(tmp_path / "out")]) == 2
+    assert "compare needs a zero-shot run and at least one fine-tuned run" in capsys.readouterr().err
+    # a selection with no items is an error, not an empty report
+    assert eval_main(["score", "--predictions", str(tmp_path / "p.jsonl"), "--data", str(bench), "--tasks", "MVIT"]) == 2
+    assert "no items selected (--tasks MVIT" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from test_eval_judge import LoopbackServer, completion
+from judge_server import LoopbackServer, completion
 
 from cavpref.cli import main as cavpref_main
 from cavpref.media.spec import clip
@@ -159,6 +159,11 @@ def test_long_video_sampling_seeks_frames_and_chunks_audio(long_video):
     for k, centre in enumerate((5.0, 15.0, 25.0)):  # each chunk's loudness says where it was taken
         chunk = media.audio[k * 16000 + 4000 : (k + 1) * 16000 - 4000]
         assert np.abs(chunk).mean() / 0.8 * 30 == pytest.approx(centre, abs=0.6)
+    # an fps cap instead of N frames: 30 s at 0.1 fps = 3 frames, capped at 2 (slot centres 7.5 s, 22.5 s)
+    capped = LongVideoPolicy(num_frames=None, fps=0.1, max_frames=2, audio_window_s=6.0, audio_segments=3)
+    media, sampled = decode_long(clip("video1.mp4"), long_video, capped, sample_rate=8000)
+    assert sampled["frame_times"] == [7.5, 22.5] and media.frames.shape[0] == 2
+    assert np.abs(media.frames[:, 8, 8, 0].astype(int) - [56, 176]).max() <= 4
     short, info = decode_long(clip("video2.mp4"), long_video, policy, sample_rate=8000)
     assert info["audio_windows"] == [[0.0, pytest.approx(4.0, abs=0.1)]]
     assert short.audio.shape[0] == pytest.approx(32000, abs=800)

@@ -6,7 +6,8 @@ Prediction files (JSON list or JSONL), one row per item, matched to the released
   ``<model_key>_reason`` (``--model_key``), matched by (category, video_id, question); or rows
   ``{"id", "answer", "reasoning"}`` / ``{"id", "response"}`` (free text, split like a model response).
 - MMAR: the released evaluator's input — MMAR records (or just ``id``) with ``answer_prediction`` and
-  ``thinking_prediction``; or ``{"id", "response"}``.
+  ``thinking_prediction`` (``model_prediction``, the key of MMAR's first evaluator, is read like
+  ``answer_prediction``); or ``{"id", "response"}``.
 - TraceAV-Bench: ``{"id"}`` or ``{"task_type", "question_id"}`` with ``"response"`` (free text, parsed
   like a model's) or ``"prediction"`` (letters: "A,C" or ["A", "C"]).
 
@@ -44,8 +45,10 @@ def _answer(args: BenchArgs, path, where, row: dict) -> tuple[str, str]:
     key = args.model_key
     if args.benchmark == "aura" and key and f"{key}_answer" in row:
         return str(row[f"{key}_answer"] or ""), str(row.get(f"{key}_reason") or "")
-    if args.benchmark == "mmar" and "answer_prediction" in row:
-        return str(row["answer_prediction"] or ""), str(row.get("thinking_prediction") or "")
+    if args.benchmark == "mmar":
+        for name in ("answer_prediction", "model_prediction"):  # current release; MMAR's first evaluator
+            if name in row:
+                return str(row[name] or ""), str(row.get("thinking_prediction") or "")
     if args.benchmark == "aura" and "answer" in row and "reasoning" in row:
         return str(row["answer"] or ""), str(row["reasoning"] or "")
     if args.benchmark == "traceav" and "prediction" in row:
@@ -54,7 +57,8 @@ def _answer(args: BenchArgs, path, where, row: dict) -> tuple[str, str]:
     if "response" in row:
         return (str(row["response"] or ""), "") if args.benchmark == "traceav" else split_response(row["response"])
     wanted = {"aura": f"'{key}_answer'" if key else "'response' or 'answer'+'reasoning' (or --model_key)",
-              "mmar": "'answer_prediction' or 'response'", "traceav": "'response' or 'prediction'"}[args.benchmark]
+              "mmar": "'answer_prediction' (or 'model_prediction') or 'response'",
+              "traceav": "'response' or 'prediction'"}[args.benchmark]
     raise BenchmarkInputError(path, where, None, f"no prediction field: expected {wanted}")
 
 

@@ -126,6 +126,9 @@ def load(args: BenchArgs) -> tuple[list, str]:
             if seen[item.task] <= args.limit:
                 kept.append(item)
         items = kept
+    if not items:  # an empty run would write an empty report and exit 0
+        raise ValueError(f"{args.data}: no {args.benchmark} items selected"
+                         + (f" (--tasks {' '.join(args.tasks)})" if args.tasks else " (the file holds none)"))
     data = Path(args.data)
     return items, args.media_root or str(data if data.is_dir() else data.parent)
 

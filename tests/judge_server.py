@@ -1,0 +1,64 @@
+"""Loopback OpenAI-compatible server shared by the evaluation tests (judges and endpoint-served models).
+
+A helper module, not a test file: the ``test_eval_*`` files import it (pytest puts ``tests/`` on
+``sys.path``), so no test file imports another. The server is real HTTP on 127.0.0.1 — the clients under
+test go through their whole transport path (headers, retries, timeouts), nothing is patched.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def completion(text):
+    """A minimal ``/chat/completions`` reply body whose message content is ``text``."""
+    return {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
+
+
+class LoopbackServer:
+    """A real OpenAI-compatible endpoint on 127.0.0.1. ``reply(body, n)`` -> (status, headers, payload,
+    delay_s); payload is a dict (sent as JSON) or raw bytes. Records every request and the peak number of
+    requests in flight."""
+
+    def __init__(self, reply):
+        self.reply, self.requests, self.inflight, self.max_inflight = reply, [], 0, 0
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with outer.lock:
+                    outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                    n = len(outer.requests)
+                    outer.inflight += 1
+                    outer.max_inflight = max(outer.max_inflight, outer.inflight)
+                status, headers, payload, delay = outer.reply(body, n)
+                time.sleep(delay)
+                with outer.lock:  # before replying: the client may send its next request at once
+                    outer.inflight -= 1
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
