@@ -99,6 +99,12 @@ class PrepConfig:
         default=False, metadata={"help": "fill clap_delta / avsm_delta_* (data_prep.scoring)"}
     )
     scoring_config: str | None = field(default=None, metadata={"help": "ScoringConfig YAML"})
+    align_audioset: bool = field(
+        default=False,
+        metadata={"help": "AudioSet alignment filter: drop segments whose video and audio disagree "
+                          "(T_sim < align_threshold; models from scoring_config)"},
+    )
+    align_threshold: float = field(default=0.70, metadata={"help": "T_sim threshold of align_audioset"})
     formats: list[str] = field(default_factory=lambda: ["arrow", "parquet", "jsonl"])
     num_shards: int = 1
     shard_index: int = 0
@@ -187,7 +193,7 @@ def input_files(config: PrepConfig) -> list[str]:
 
 
 def code_sha256() -> str:
-    """The source of this stage (build, tasks, readers, tables): changed code means stale outputs."""
+    """The source of this stage (build, tasks, readers, tables, scoring): changed code means stale outputs."""
     here = Path(__file__).parent
     files = sorted(
         [
@@ -196,6 +202,7 @@ def code_sha256() -> str:
             here / "records.py",
             *here.glob("tasks/*.py"),
             *here.glob("readers/*.py"),
+            *here.glob("scoring/*.py"),
         ]
     )
     h = hashlib.sha256()
@@ -226,6 +233,13 @@ def read_records(config: PrepConfig, stats: dict) -> list[QARecord]:
         files = getattr(config, source)
         if not files:
             continue
+        names = Counter(Path(f).name for f in files)
+        clash = sorted(str(f) for f in files if names[Path(f).name] > 1)
+        if clash:  # e.g. MUSIC-AVQA's json/avqa-train.json and its corrected copy json_update/avqa-train.json
+            raise ValueError(
+                f"PrepConfig.{source}: {clash} share a file name; records are keyed by file name + index "
+                "(QARecord.key), so their ids would collide: pass one of them, or rename a copy"
+            )
         kw = (
             {"labels": config.audioset_labels, "ontology": config.audioset_ontology}
             if source == "audioset"
@@ -379,6 +393,8 @@ def build(config: PrepConfig) -> dict[str, Any]:
         raise ValueError("PrepConfig.output_dir is required")
     if config.check_media and not config.data_root:
         raise ValueError("PrepConfig.data_root is required to check media (or set check_media: false)")
+    if config.align_audioset and not config.data_root:
+        raise ValueError("PrepConfig.data_root is required by align_audioset (it decodes the clips)")
     out = Path(config.output_dir)
     digest, basis = fingerprint(config)
     manifest_path = out / "manifest.json"
@@ -428,10 +444,9 @@ def build(config: PrepConfig) -> dict[str, Any]:
             continue
         valid.append(r)
     stats["invalid_skipped"] = dict(sorted(invalid.items()))
+    valid, stats["alignment_dropped"] = align(valid, config) if config.align_audioset else (valid, {})
     stats["records_kept"] = sum(in_shard(r, config) for r in valid)
-    stats["records_reconcile"] = stats["records_read"] == (
-        stats["records_kept"] + stats["reader_skipped_total"] + sum(excluded.values()) + sum(invalid.values())
-    )
+    stats["records_reconcile"] = stats["records_read"] == stats["records_kept"] + dropped_total(stats)
 
     items, prefs, skips = generate(valid, tables, config)
     items, prefs, split_dropped = assign_splits(items, prefs, config)
@@ -499,17 +514,46 @@ def assign_splits(items: list[BenchmarkItem], prefs: list[PreferenceExample], co
     return by_split, pref_split, dropped
 
 
-def score(prefs: list[PreferenceExample], config: PrepConfig) -> list[PreferenceExample]:
+def dropped_total(stats: dict[str, Any]) -> int:
+    """Records read but not kept: reader skips, single-modality exclusions, invalid, alignment drops."""
+    return (
+        stats["reader_skipped_total"]
+        + sum(stats["excluded_single_modality"].values())
+        + sum(stats["invalid_skipped"].values())
+        + sum(stats.get("alignment_dropped", {}).values())  # absent in outputs of older builds
+    )
+
+
+def scoring_config(config: PrepConfig):
     from transformers import HfArgumentParser
 
-    from data_prep.scoring import ScoringConfig, score_preferences
+    from data_prep.scoring import ScoringConfig
 
-    scoring = (
-        HfArgumentParser(ScoringConfig).parse_yaml_file(config.scoring_config)[0]
-        if config.scoring_config
-        else ScoringConfig()
-    )
-    return score_preferences(prefs, config.data_root, scoring)
+    if config.scoring_config:
+        return HfArgumentParser(ScoringConfig).parse_yaml_file(config.scoring_config)[0]
+    return ScoringConfig()
+
+
+def align(records: list[QARecord], config: PrepConfig) -> tuple[list[QARecord], dict[str, int]]:
+    """The AudioSet alignment filter (paper: keep a clip when T_sim >= 0.70) over every AudioSet record —
+    partners come from the whole pool, so every shard filters all of them — counting this shard's drops."""
+    from data_prep.scoring import alignment_filter
+
+    segments = [r for r in records if r.source == "audioset"]
+    if not segments:
+        return records, {}
+    kept, _ = alignment_filter(segments, config.data_root, scoring_config(config), config.align_threshold)
+    kept_by_key = {r.key: r for r in kept}  # copies carrying meta["tsim"]
+    dropped = sum(in_shard(r, config) for r in segments if r.key not in kept_by_key)
+    out = [kept_by_key.get(r.key, r) if r.source == "audioset" else r for r in records]
+    out = [r for r in out if r.source != "audioset" or r.key in kept_by_key]
+    return out, ({f"audioset: T_sim < {config.align_threshold}": dropped} if dropped else {})
+
+
+def score(prefs: list[PreferenceExample], config: PrepConfig) -> list[PreferenceExample]:
+    from data_prep.scoring import score_preferences
+
+    return score_preferences(prefs, config.data_root, scoring_config(config))
 
 
 def task_stats(skips: dict[str, Counter], items: dict[str, list], split_dropped: Counter, config: PrepConfig):
@@ -546,11 +590,13 @@ def format_stats(stats: dict[str, Any], splits: list[str]) -> str:
             f"records: read {stats['records_read']}  kept {stats['records_kept']}  reader-skipped "
             f"{stats['reader_skipped_total']}  "
             f"single-modality {sum(stats['excluded_single_modality'].values())}  "
-            f"invalid {sum(stats['invalid_skipped'].values())}  (reconciles: {stats['records_reconcile']})"
+            f"invalid {sum(stats['invalid_skipped'].values())}  "
+            f"alignment {sum(stats.get('alignment_dropped', {}).values())}  "
+            f"(reconciles: {stats['records_reconcile']})"
         )
     ]
-    for name in ("reader_skipped", "excluded_single_modality", "invalid_skipped"):
-        lines += [f"  {name}: {n:>7}  {reason}" for reason, n in stats[name].items()]
+    for name in ("reader_skipped", "excluded_single_modality", "invalid_skipped", "alignment_dropped"):
+        lines += [f"  {name}: {n:>7}  {reason}" for reason, n in stats.get(name, {}).items()]
     head = (
         f"{'task':<11} {'source':<11} {'category':<16}"
         + "".join(f"{s:>11}" for s in splits)
@@ -636,12 +682,7 @@ def merge(output_dir: str | os.PathLike, shard_dirs: list[str]) -> dict[str, Any
         stats = _add(stats, shard_stats) if stats else shard_stats
     cfg = manifests[first]["config"]
     stats["shard"] = [0, 1]
-    stats["records_reconcile"] = stats["records_read"] == (
-        stats["records_kept"]
-        + stats["reader_skipped_total"]
-        + sum(stats["excluded_single_modality"].values())
-        + sum(stats["invalid_skipped"].values())
-    )
+    stats["records_reconcile"] = stats["records_read"] == stats["records_kept"] + dropped_total(stats)
     for t in stats["tasks"].values():
         t["reconcile"] = (t["eligible"] - sum(t["skipped"].values())) * len(cfg["settings"]) == (
             t["items"] + t["split_dropped_items"]

@@ -383,3 +383,24 @@ def test_items_straddling_the_split_are_dropped_and_counted():
     assert dropped == {"MVIT": 1}
     assert [i.id for i in items["train"]] == [p.id for p in prefs["train"]] == ["MVIT:base:1"]
     assert [i.id for i in items["test"]] == [p.id for p in prefs["test"]] == ["MVIT:base:2"]
+
+
+def test_shard_flags_take_the_issue_spelling():
+    from data_prep.cli import parse_config
+
+    dashed = parse_config(["--world", "w", "--output_dir", "o", "--num-shards", "4", "--shard-index", "3"])
+    under = parse_config(["--world", "w", "--output_dir", "o", "--num_shards", "4", "--shard_index", "3"])
+    assert (dashed.num_shards, dashed.shard_index) == (under.num_shards, under.shard_index) == (4, 3)
+    with pytest.raises(ValueError, match=r"shard_index 4 not in \[0, 4\)"):
+        parse_config(["--output_dir", "o", "--num-shards", "4", "--shard-index", "4"])
+
+
+def test_input_files_with_one_name_are_refused(tmp_path):
+    world = make_world(tmp_path / "w")
+    corrected = world / "music_avqa/json_update/avqa-train.json"  # MUSIC-AVQA ships such a corrected copy
+    corrected.parent.mkdir()
+    corrected.write_text((world / "music_avqa/json/avqa-train.json").read_text())
+    original = str(world / "music_avqa/json/avqa-train.json")
+    cfg = config(world, tmp_path / "o", music_avqa=[original, str(corrected)])
+    with pytest.raises(ValueError, match=r"PrepConfig.music_avqa: .*json_update/avqa-train.json.* share"):
+        build(cfg)

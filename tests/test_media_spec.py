@@ -79,6 +79,11 @@ def test_resolve_path_refuses_symlink_out_of_root(tmp_path):
     (lambda: S.overlay(A, B, gains=(1.0,)), "gains"),
     (lambda: S.overlay(A, video=3), "out of range"),
     (lambda: S.from_dict({"op": "blur"}), "not a MediaSpec"),
+    (lambda: S.from_dict({"op": "source", "start": 1.0}), "'source' node is missing field 'path'"),
+    (lambda: S.from_dict({"op": "concat"}), "'concat' node is missing field 'parts'"),
+    (lambda: S.from_dict({"op": "source", "path": "x.mp4", "start": "soon"}), "'source' node has a field of the wrong type"),
+    (lambda: S.from_dict({"op": "overlay", "parts": 3}), "'overlay' node has a field of the wrong type"),
+    (lambda: S.from_json('{"op":"combine","video":{"op":"source"}}'), "'source' node is missing field 'path'"),
 ])
 def test_bad_specs_are_refused(make, match):
     with pytest.raises(MediaError, match=match):

@@ -151,3 +151,26 @@ def test_cli_errors_and_skip(tmp_path, capsys):
     assert len(out.splitlines()) == 1
     assert "read 2 records from 1 file(s): 1 out, 1 skipped" in err
     assert "skipped        1  templ_values: template/value count mismatch" in err
+
+
+def test_cli_output_piped_into_head_ends_quietly(tmp_path, capsys, monkeypatch):
+    """`cavpref prep read ... | head -1`: the closed pipe ends the listing without a traceback."""
+
+    class ClosedPipe:  # what sys.stdout does once the reading end of its pipe has gone
+        def __init__(self, fd):
+            self.fd = fd
+
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            pass
+
+        def fileno(self):
+            return self.fd
+
+    f = write(tmp_path, "m/json/avqa-test.json", [GOOD, GOOD])
+    with open(tmp_path / "stdout", "w") as sink:
+        monkeypatch.setattr("sys.stdout", ClosedPipe(sink.fileno()))
+        assert main(["--source", "music_avqa", f]) == 0
+    assert "read 2 records from 1 file(s): 2 out, 0 skipped" in capsys.readouterr()[1]

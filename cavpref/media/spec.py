@@ -190,8 +190,20 @@ def to_dict(spec: MediaSpec) -> dict[str, Any]:
 
 
 def from_dict(d: dict[str, Any]) -> MediaSpec:
+    """Inverse of ``to_dict``; a node with a missing or mistyped field is a MediaError naming it."""
     if not isinstance(d, dict) or d.get("op") not in _NODES:
         raise MediaError(f"not a MediaSpec dict (needs 'op' in {sorted(_NODES)}): {d!r}")
+    try:
+        return _from_dict(d)
+    except MediaError:
+        raise
+    except KeyError as err:
+        raise MediaError(f"MediaSpec {d['op']!r} node is missing field {err.args[0]!r}: {d!r}") from None
+    except (TypeError, ValueError) as err:
+        raise MediaError(f"MediaSpec {d['op']!r} node has a field of the wrong type ({err}): {d!r}") from None
+
+
+def _from_dict(d: dict[str, Any]) -> MediaSpec:
     op = d["op"]
     if op == "source":
         return Source(d["path"], float(d.get("start", 0.0)), None if d.get("end") is None else float(d["end"]))

@@ -8,6 +8,7 @@ release contains before building; counts (read, skipped by reason, and what the 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Literal
@@ -36,8 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ReaderError, ValueError) as err:
         print(f"cavpref prep read: error: {err}", file=sys.stderr)
         return 1
-    for record in result.records:
-        sys.stdout.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+    try:
+        for record in result.records:
+            sys.stdout.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `cavpref prep read ... | head`: the reader of the pipe has seen enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
     _, would_exclude = filter_single_modality(result.records)
     print(f"read {result.n_in} records from {len(extra.files)} file(s): {len(result.records)} out, "
           f"{sum(result.skipped.values())} skipped", file=sys.stderr)
