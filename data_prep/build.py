@@ -89,6 +89,9 @@ class PrepConfig:
     quiet_gain: float = 0.3
     exclude_single_modality: bool = True
     tables_override: str | None = field(default=None, metadata={"help": "user-edited tables JSON"})
+    tables_group_level: int = field(default=0, metadata={
+        "help": "depth of the T2 groups in the AudioSet ontology (0: top-level supercategories; 1: one level "
+                "below, e.g. 'Vehicle' instead of 'Sounds of things')"})
     on_error: Literal["raise", "skip"] = "raise"
     check_media: bool = field(default=True, metadata={"help": "error (or skip) when a media file is missing"})
     negatives: Literal["template", "llm"] = "template"
@@ -486,10 +489,11 @@ def versions() -> dict[str, str]:
 
 
 def build_tables(records: list[QARecord], config: PrepConfig, out: Path):
-    from data_prep.tables import DEFAULT_FILENAME, apply_overrides
+    from data_prep.tables import DEFAULT_FILENAME, TablesConfig, apply_overrides
     from data_prep.tables import build_tables as derive
 
-    tables = derive(records, ontology=config.audioset_ontology)
+    tables = derive(records, ontology=config.audioset_ontology,
+                    config=TablesConfig(group_level=config.tables_group_level))
     if config.tables_override:
         tables = apply_overrides(tables, config.tables_override)
     tables.save(out / DEFAULT_FILENAME)

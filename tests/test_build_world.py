@@ -108,3 +108,14 @@ def test_similarity_scores_switch(tmp_path):
         assert (p.avsm_delta_v is not None) == (p.task == "MVIT") and (p.avsm_delta_a is not None) == (
             p.task == "MAT"
         )
+
+
+def test_tables_group_level_reaches_the_saved_tables(world, tmp_path):
+    """`tables_group_level` picks the T2 depth from the prep config (0: top-level supercategories)."""
+    groups = {}
+    for level in (0, 1):
+        out = tmp_path / f"lvl{level}"
+        build(PrepConfig(world=str(world), output_dir=str(out), formats=["jsonl"], progress=False,
+                         tasks=["MCIT"], tables_group_level=level))
+        groups[level] = set(json.loads((out / "lookup_tables.json").read_text())["t2"])
+    assert groups[0] != groups[1] and len(groups[1]) > len(groups[0])
