@@ -59,6 +59,18 @@ def test_y_only_no_robust_equals_trl_sigmoid_dpo():
     assert math.isclose(float(out.components["y"].per_sample[0]), math.log1p(math.exp(-0.15)), rel_tol=1e-6)
 
 
+def test_bf16_logps_are_combined_in_fp32():
+    """bf16 log-probs (a bf16 forward) are cast before any arithmetic: the ratios -299 and -300 are exact in fp32,
+    while bf16 subtraction would round -300 - (-1) to -300 and turn the margin 1 into 0."""
+    bf = torch.bfloat16
+    pol = {"y_w": torch.tensor([-300.0], dtype=bf), "y_l": torch.tensor([-302.0], dtype=bf)}
+    ref = {"y_w": torch.tensor([-1.0], dtype=bf), "y_l": torch.tensor([-2.0], dtype=bf)}
+    out = cavpref_loss(pol, ref, beta={"y": 1.0}, robust="paper")
+    assert out.loss.dtype == torch.float32 and out.components["y"].weights.dtype == torch.float32
+    assert float(out.components["y"].margins[0]) == 1.0
+    assert math.isclose(float(out.loss), math.log1p(math.exp(-1.0)), rel_tol=1e-6)
+
+
 def test_paper_robust_value_by_hand():
     # margins 2 and -1, beta 1, lambda 0.5: L = log sigmoid(m)
     pol = logps(y_w=[0.0, 0.0], y_l=[-2.0, 1.0])

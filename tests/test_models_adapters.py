@@ -77,6 +77,39 @@ def test_response_logps_hand_computed():
     assert response_logps(logits.to(torch.bfloat16), labels).dtype == torch.float32
 
 
+def test_response_index_gathers_exactly_the_labelled_positions():
+    """Rows with responses at different offsets (right padding): positions t predict labels[t+1]; gathering the
+    logits there and summing gives response_logps over the full logits, bit for bit."""
+    from cavpref.models.common import gathered_logps, response_index, response_logps
+
+    labels = torch.tensor([[-100, -100, 5, 6, 7, -100], [-100, 3, -100, -100, -100, -100], [-100] * 4 + [1, 2]])
+    positions, targets, valid = response_index(labels)
+    assert positions.tolist() == [[1, 2, 3], [0, 0, 0], [3, 4, 0]]
+    assert valid.tolist() == [[True] * 3, [True, False, False], [True, True, False]]
+    assert targets.tolist() == [[5, 6, 7], [3, 0, 0], [1, 2, 0]]
+    logits = torch.randn(3, 6, 9, generator=torch.Generator().manual_seed(0))
+    picked = logits.gather(1, positions.unsqueeze(-1).expand(-1, -1, 9))
+    assert torch.equal(gathered_logps(picked, targets, valid), response_logps(logits, labels))
+
+
+def test_output_head_runs_only_at_response_positions(ad):
+    """logps feeds the output head the hidden states of the response positions only (B, K, hidden), not the whole
+    (B, L, hidden) sequence — the (B, L, V) logits of a long media prompt are never built."""
+    rows = _cavpref_rows()
+    batch = ad.collate(rows)
+    seen = []
+    handle = ad.model.get_output_embeddings().register_forward_hook(lambda m, i, o: seen.append(tuple(o.shape)))
+    with torch.no_grad():
+        lp = ad.logps(ad.model, batch)
+        full = ad.forward_logits(ad.model, batch)
+    handle.remove()
+    k = int((batch["labels"][:, 1:] != -100).sum(-1).max())
+    assert seen[0] == (len(rows), k, full.shape[-1]) and seen[1] == tuple(full.shape) and k < full.shape[1] // 4
+    from cavpref.models.common import response_logps
+
+    torch.testing.assert_close(lp, response_logps(full, batch["labels"]), atol=1e-5, rtol=0)
+
+
 def _manual_inputs(ad, kind, prompt, response, media):
     """Model inputs from the processor alone, over the full chat text (prompt + response + end of turn)."""
     proc = ad.processor

@@ -182,6 +182,19 @@ def test_use_audio_in_video_interleaves_and_keeps_video_only_rows_right(qwen_dir
     assert len(ad.generate(ad.model, [both, video_only], max_new_tokens=2)) == 2
 
 
+def test_rope_positions_come_from_collate_and_equal_the_forward_ones(qwen_dir):
+    """Qwen's 3D rope positions are computed once per batch in collate (CPU side) — the same values the forward
+    would compute row by row, so log-probs are unchanged without them."""
+    ad = load_adapter(str(qwen_dir), dtype="float32", use_audio_in_video=True)
+    rows = [Row("Q", "violin", demo_media(0), None, "av"), Row("Q", "piano", demo_media(1, audio=False)),
+            Row("Where?", "The audio is missing.", demo_media(2, video=False)), Row("yes?", "no")]
+    batch = ad.collate(rows)
+    assert batch["position_ids"].shape == (3, *batch["input_ids"].shape)
+    without = {k: v for k, v in batch.items() if k != "position_ids"}
+    with torch.no_grad():
+        assert torch.equal(ad.logps(ad.model, batch), ad.logps(ad.model, without))
+
+
 def test_cli_builds_loadable_models(tmp_path):
     corpus = tmp_path / "words.txt"
     corpus.write_text("marimba glockenspiel\n" * 10)

@@ -414,3 +414,35 @@ def test_non_finite_logps_raise_or_skip_the_batch(fx, adapter, prefs, tmp_path):
     assert all(torch.equal(before[k], v) for k, v in tr.model.named_parameters())  # no step applied
     report = json.loads((tmp_path / "skip" / "out" / "skipped_rows.json").read_text())
     assert report["count"] >= 1 and "batch skipped" in report["rows"][0]["reason"]
+
+
+# ----------------------------------------------------------------------------- bring your own AVLLM
+
+
+def test_composed_avllm_trains_with_the_same_trainer(fx, prefs, tmp_path):
+    """The bring-your-own example (vision tower + Whisper + projectors + any causal LM, one adapter class) goes
+    through the same collator, trainer and loss as the Qwen thinker: one policy + one reference forward with
+    the needed rows, step-0 loss log 2 per component, and an update to the language model only (encoders and
+    projectors frozen by ``prepare_model``)."""
+    from cavpref.models import ModelConfig, load_adapter, prepare_model
+    from cavpref.models.tiny import build_tiny_composed
+
+    folder = build_tiny_composed(
+        tmp_path / "composed", text_model_type="llama", extra_corpus=[e.prompt for e in F.examples(1)]
+    )
+    cfg = ModelConfig(model_name_or_path=str(folder), dtype="float32", lora_r=0)
+    composed = load_adapter(cfg)
+    assert type(composed).__name__ == "ComposedAVAdapter"
+    model = prepare_model(composed.model, cfg, composed)
+    before = {k: v.detach().clone() for k, v in model.named_parameters()}
+    data = prefs.select([i for i, t in enumerate(prefs["task"]) if t in ("MCIT", "MVIT", "MAIT", "COT-Swap")])
+    counting = CountingAdapter(composed)
+    tr = trainer(fx, counting, data, tmp_path, model=model, max_steps=2, learning_rate=1e-2)
+    tr.train()
+    assert counting.calls == [12, 12, 12, 12]  # per step: policy and reference, 12 distinct rows each
+    first, second = tr.state.log_history[0], tr.state.log_history[1]
+    assert first["loss"] == pytest.approx(3 * LOG2, abs=1e-5) and first["v/n"] == 2 and first["a/n"] == 1
+    assert second["y/margin"] != 0.0
+    after = dict(tr.model.named_parameters())
+    changed = {k for k, v in before.items() if not torch.equal(after[k], v)}
+    assert changed and all(k.startswith("language_model.") for k in changed)

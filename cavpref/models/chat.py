@@ -28,10 +28,13 @@ from cavpref.models.base import AdapterError, AVAdapter, Row
 from cavpref.models.common import (
     IGNORE_INDEX,
     EncodedMedia,
+    HeadAtPositions,
     check_media,
     describe_row,
+    gathered_logps,
     model_load_kwargs,
     pad,
+    response_index,
     response_logps,
     unwrap,
 )
@@ -120,7 +123,9 @@ class ChatAdapter(AVAdapter):
         raise NotImplementedError(f"{type(self).__name__}.stack_media")
 
     def forward_logits(self, model: torch.nn.Module, batch: dict, *, reuse_encoders: bool) -> torch.Tensor:
-        """(B, L, V) logits; encoders once per distinct media when ``reuse_encoders``."""
+        """(B, L, V) logits; encoders once per distinct media when ``reuse_encoders``. Inside ``logps`` the output
+        head (``get_output_embeddings()``) is hooked to run only at the response positions, so the same code
+        returns (B, K, V) there — call ``model(...)`` once and return its ``.logits``."""
         raise NotImplementedError(f"{type(self).__name__}.forward_logits")
 
     def generate_ids(self, model: torch.nn.Module, batch: dict, **generation_kwargs) -> torch.Tensor:
@@ -253,8 +258,13 @@ class ChatAdapter(AVAdapter):
 
     # ----- device side ---------------------------------------------------------------------------------------
     def logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool = True) -> torch.Tensor:
-        logits = self.forward_logits(model, batch, reuse_encoders=reuse_encoders)
-        return response_logps(logits, batch["labels"].to(logits.device))
+        labels = batch["labels"]
+        positions, targets, valid = response_index(labels)
+        with HeadAtPositions(model, positions, labels.shape) as head:  # logits at response positions only
+            logits = self.forward_logits(model, batch, reuse_encoders=reuse_encoders)
+        if head.fired and logits.shape[:2] == positions.shape:
+            return gathered_logps(logits, targets.to(logits.device), valid.to(logits.device))
+        return response_logps(logits, labels.to(logits.device))
 
     def generate(self, model: torch.nn.Module, rows: Sequence[Row], **generation_kwargs) -> list[str]:
         kw = {"max_new_tokens": 32, "do_sample": False}

@@ -31,6 +31,63 @@ def response_logps(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return out.index_add(0, b_idx, token_logps)
 
 
+def response_index(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Where a row's response log-prob needs logits: (B, K) positions t whose logits predict a labelled token
+    (labels[t+1] != -100), in order and padded to the longest response K; the (B, K) target ids; a (B, K)
+    validity mask. Lets the output head run on K positions per row instead of the whole sequence."""
+    target_mask = labels[:, 1:] != IGNORE_INDEX
+    counts = target_mask.sum(-1)
+    k = max(int(counts.max()) if counts.numel() else 0, 1)
+    order = torch.sort((~target_mask).to(torch.int8), dim=1, stable=True).indices[:, :k]  # labelled first, in order
+    valid = torch.arange(order.shape[1], device=labels.device)[None] < counts[:, None]
+    positions = torch.where(valid, order, torch.zeros_like(order))
+    targets = labels[:, 1:].gather(1, positions).masked_fill(~valid, 0)
+    return positions, targets, valid
+
+
+def gathered_logps(logits: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """``response_logps`` for logits already gathered at ``response_index`` positions: (B, K, V) -> (B,) fp32."""
+    b_idx, j_idx = valid.nonzero(as_tuple=True)
+    picked = logits[b_idx, j_idx].float().log_softmax(-1)
+    token_logps = picked.gather(-1, targets[b_idx, j_idx].unsqueeze(-1)).squeeze(-1)
+    out = torch.zeros(valid.shape[0], dtype=torch.float32, device=logits.device)
+    return out.index_add(0, b_idx, token_logps)
+
+
+class HeadAtPositions:
+    """Context manager: the model's output head (``get_output_embeddings()``) runs only on the hidden states at
+    ``positions`` (B, K) instead of all (B, L) positions, so ``model(...).logits`` is (B, K, V).
+
+    The (B, L, V) logits of a long audio-visual prompt are the largest activation of a log-prob forward (and
+    at a 150K vocabulary a large share of its FLOPs) while only the response positions are used. A forward
+    pre-hook on the head does the gathering, so the call still goes through DDP / DeepSpeed / PEFT wrappers.
+    The hook fires once, and only on a (B, L, hidden) input; ``fired`` says whether it did — when not (a model
+    whose head is called differently), the logits are the full ones and the caller falls back."""
+
+    def __init__(self, model: torch.nn.Module, positions: torch.Tensor, seq_shape: tuple[int, int]):
+        get_head = getattr(unwrap(model), "get_output_embeddings", None)
+        self.head = get_head() if callable(get_head) else None
+        self.positions, self.seq_shape, self.fired, self._handle = positions, tuple(seq_shape), False, None
+
+    def _hook(self, module, args):
+        if self.fired or not args or not torch.is_tensor(args[0]) or args[0].dim() != 3 \
+                or tuple(args[0].shape[:2]) != self.seq_shape:
+            return None
+        self.fired = True
+        hidden = args[0]
+        index = self.positions.to(hidden.device).unsqueeze(-1).expand(-1, -1, hidden.shape[-1])
+        return (hidden.gather(1, index), *args[1:])
+
+    def __enter__(self):
+        if isinstance(self.head, torch.nn.Module):
+            self._handle = self.head.register_forward_pre_hook(self._hook)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+
+
 def describe_row(index: int, row: Row) -> str:
     return f"row {index}" + (f" (row_id={row.row_id!r})" if row.row_id else "")
 

@@ -85,6 +85,9 @@ class ComposedAVForCausalLM(PreTrainedModel):
         self.video_projector = Projector(config.vision_config.hidden_size, hidden)
         self.audio_projector = Projector(config.audio_config.d_model, hidden)
         self.language_model = AutoModelForCausalLM.from_config(config.text_config)
+        # The language model generates; sharing its generation config lets trainers (TRL sets pad/eos ids on
+        # ``model.generation_config``) and ``generate`` see one set of ids.
+        self.generation_config = self.language_model.generation_config
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Module:

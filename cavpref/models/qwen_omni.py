@@ -3,9 +3,10 @@
 
 Facts this module relies on (see /work/shared/QWEN_OMNI_NOTES.md): the processor's class default video size
 overrides the video processor's, so size and fps are passed on every call; ``attention_mask`` is always passed;
-3D rope positions are computed here per row (``get_rope_index``) and passed as ``position_ids``, because the
-model's ``use_audio_in_video`` is one flag per forward while a CAVPref batch mixes interleaved audio+video rows
-with video-only rows (MAT) — positions would silently be wrong for one kind otherwise.
+3D rope positions are computed here per row (``get_rope_index``, in ``collate``: CPU side, once per batch) and
+passed as ``position_ids``, because the model's ``use_audio_in_video`` is one flag per forward while a CAVPref
+batch mixes interleaved audio+video rows with video-only rows (MAT) — positions would silently be wrong for one
+kind otherwise.
 
 Encoder reuse: each unique video goes through the vision encoder once and its features are handed to the model
 as ``mm_encoder_outputs`` (one entry per row that shows it); each unique audio goes through the audio encoder
@@ -130,6 +131,16 @@ class QwenOmniAdapter(ChatAdapter):
             enc.audio["audio_num_tokens"] = torch.tensor([len(enc.expansions[self.audio_token_id])])
         return enc
 
+    def collate(self, rows):
+        """The ChatAdapter batch plus ``position_ids`` (3, B, L). Qwen's 3D rope positions depend only on the
+        token layout and the config, so they are computed here, on the CPU side of the data pipeline (in
+        data-loader workers, once per batch, shared by the policy and the reference forward), rather than row
+        by row with small device ops inside every forward. Without a loaded model the forward computes them."""
+        batch = super().collate(rows)
+        if self.model is not None:
+            batch["position_ids"] = self._row_positions(unwrap(self.model), batch)
+        return batch
+
     def stack_media(self, videos: list[dict], audios: list[dict]) -> dict[str, torch.Tensor]:
         out = {}
         for items in (videos, audios):
@@ -176,7 +187,7 @@ class QwenOmniAdapter(ChatAdapter):
         vrows = [int(v) for v in b["row_video"] if v >= 0]
         arows = [int(a) for a in b["row_audio"] if a >= 0]
         kw: dict[str, Any] = {"input_ids": ids, "attention_mask": b["attention_mask"], "use_cache": False,
-                              "position_ids": self._row_positions(core, b)}
+                              "position_ids": b["position_ids"] if "position_ids" in b else self._row_positions(core, b)}
         if vrows:
             kw["video_grid_thw"] = media["video_grid_thw"][vrows]
             kw["video_second_per_grid"] = media["video_second_per_grid"][vrows]
