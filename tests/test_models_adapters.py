@@ -13,13 +13,7 @@ from cavpref.models.tiny import build_tiny_composed, build_tiny_qwen_omni, demo_
 KINDS = ("qwen", "composed")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models gain nothing from intra-op threads; on busy shared cores they lose 5-20x to contention."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
