@@ -1,9 +1,11 @@
 """``cavpref quickstart`` — the embedded default, end to end, on a CPU.
 
 synthetic world -> AVTrustBench items + preference data -> tiny Qwen2.5-Omni thinker -> SFT on the clean
-questions (the paper's "zero-shot" starting model) -> the four methods of Table 5 (SFT, DPO, CAVPref w/o
-Robustness, CAVPref) from that checkpoint, same data, steps and seed -> evaluation of all five on the test
-split (9 tasks + CLEAN, instruction setting, CircularEval and vanilla) -> report.md with the Table-5 layout.
+questions plus ground-truth captions of the train clips, encoders trained too (the paper's "zero-shot"
+starting model: a real AVLLM arrives pretrained, a random one must first learn to see and hear) -> the four
+methods of Table 5 (SFT, DPO, CAVPref w/o Robustness, CAVPref) from that checkpoint, same data, steps and
+seed, language model only -> evaluation of all five on the test split (9 tasks + CLEAN, instruction setting,
+CircularEval and vanilla) -> report.md with the Table-5 layout, CLEAN after training, categories, a plot.
 
 Every stage writes into its own folder under ``--out`` and is skipped when it has finished before, so a
 second run only redoes what is missing. The recipes the stage trains with are written next to the
@@ -33,54 +35,64 @@ LABELS = {"start": "ZS (start)", "sft": "SFT", "dpo": "DPO", "cavpref_norobust":
           "cavpref": "CAVPref"}
 
 
+# Full-size defaults and the --small (CI pipeline check) ones, for every field left unset (None).
+DEFAULTS = {
+    "num_clips": (96, 12), "hidden_size": (128, 32), "num_hidden_layers": (4, 1), "num_attention_heads": (4, 2),
+    "num_key_value_heads": (2, 1), "intermediate_size": (384, 64), "vision_hidden_size": (64, 32),
+    "vision_depth": (2, 1), "audio_d_model": (64, 32), "audio_layers": (2, 1), "num_frames": (8, 4),
+    "sft_steps": (2000, 6), "pref_steps": (120, 3), "eval_limit": (None, 3),
+}
+
+
 @dataclass
 class QuickstartConfig:
+    """Every knob of the run. Fields left at None take the full default or, with ``--small``, the CI one
+    (``DEFAULTS``): --small checks the pipeline in about a minute, it says nothing about the science."""
+
     out: str = field(default="runs/quickstart", metadata={"help": "run folder (every stage writes below it)"})
-    small: bool = field(default=False, metadata={"help": "a few-minute pipeline check (CI): tiny world, few steps"})
+    small: bool = field(default=False, metadata={"help": "a one-minute pipeline check (CI): tiny world, few steps"})
     seed: int = field(default=0, metadata={"help": "seed of the world, the splits, the model and the training"})
     num_clips: int | None = field(default=None, metadata={"help": "clips per source (default 96; --small 12)"})
     # model
-    hidden_size: int = 64
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 4
-    num_key_value_heads: int = 2
-    intermediate_size: int = 128
-    vision_hidden_size: int = 32
-    vision_depth: int = 1
-    audio_d_model: int = 32
-    audio_layers: int = 1
-    num_frames: int = 4
+    hidden_size: int | None = None
+    num_hidden_layers: int | None = None
+    num_attention_heads: int | None = None
+    num_key_value_heads: int | None = None
+    intermediate_size: int | None = None
+    vision_hidden_size: int | None = None
+    vision_depth: int | None = None
+    audio_d_model: int | None = None
+    audio_layers: int | None = None
+    vocab_size: int = field(default=1500, metadata={"help": "BPE vocabulary, trained on the world's own text"})
+    num_frames: int | None = None
     frame_size: int = 56
     # training
-    sft_steps: int | None = field(default=None, metadata={"help": "steps of the starting model's SFT (default 400)"})
-    pref_steps: int | None = field(default=None, metadata={"help": "steps of each Table-5 method (default 120)"})
+    sft_steps: int | None = field(default=None, metadata={"help": "steps of the starting model's SFT"})
+    pref_steps: int | None = field(default=None, metadata={"help": "steps of each Table-5 method"})
     batch_size: int = 8
-    sft_learning_rate: float = 1e-3
+    sft_learning_rate: float = 5e-4
     pref_learning_rate: float = 2e-4
     beta: float = 0.1
     calibrate_beta: bool = False
     methods: list[str] = field(default_factory=lambda: list(METHODS))
     # evaluation
-    eval_limit: int | None = field(default=None, metadata={"help": "items per task (default: all; --small 6)"})
+    eval_limit: int | None = field(default=None, metadata={"help": "items per task and setting (default: all)"})
     eval_mode: str = field(default="generate", metadata={"help": "generate (paper protocol) | likelihood"})
 
     def __post_init__(self):
         unknown = sorted(set(self.methods) - set(METHODS))
         if unknown:
             raise ValueError(f"--methods: unknown {unknown}; choose from {list(METHODS)}")
-        small = self.small
-        self.num_clips = self.num_clips or (12 if small else 96)
-        self.sft_steps = self.sft_steps if self.sft_steps is not None else (8 if small else 400)
-        self.pref_steps = self.pref_steps if self.pref_steps is not None else (4 if small else 120)
-        if self.eval_limit is None and small:
-            self.eval_limit = 6
+        for name, (full, small) in DEFAULTS.items():
+            if getattr(self, name) is None:
+                setattr(self, name, small if self.small else full)
 
 
 class Stage:
     """A folder with a ``.done.json`` marker: a finished stage is reused, an unfinished one redone."""
 
     def __init__(self, root: Path, name: str):
-        self.name, self.dir = name, root / name
+        self.root, self.name, self.dir = root, name, root / name
         self.marker = self.dir / ".done.json"
 
     @property
@@ -98,6 +110,25 @@ def _say(msg: str) -> None:
     print(f"[quickstart] {msg}", flush=True)
 
 
+class Stages:
+    """Runs named stages under one root, reusing finished ones and timing the rest."""
+
+    def __init__(self, cfg: QuickstartConfig, root: Path):
+        self.cfg, self.root, self.timings = cfg, root, {}
+
+    def __call__(self, name: str, fn, *args, **kwargs) -> Stage:
+        st = Stage(self.root, name)
+        if st.done:
+            _say(f"{name}: done before, reused ({st.dir})")
+            return st
+        _say(f"{name}: running ...")
+        t0 = time.perf_counter()
+        fn(self.cfg, st, *args, **kwargs)
+        self.timings[name] = time.perf_counter() - t0
+        _say(f"{name}: finished in {self.timings[name]:.1f} s")
+        return st
+
+
 def _world(cfg: QuickstartConfig, stage: Stage) -> None:
     from data_prep.synthetic import WorldConfig, generate_world
 
@@ -113,7 +144,74 @@ def _prep(cfg: QuickstartConfig, stage: Stage, world: Path) -> None:
     stage.finish(stats_file=str(stage.dir / "stats.json"), items=stats.get("items"))
 
 
-def _model(cfg: QuickstartConfig, stage: Stage) -> None:
+def _corpus(data: Path) -> list[str]:
+    """The training split's own text (prompts, chosen and rejected answers): the tiny tokenizer learns whole
+    words for it, so an answer is a few tokens and copying an option's text is a short, learnable step."""
+    from datasets import load_from_disk
+
+    rows = load_from_disk(str(data / "preferences"))["train"]
+    return sorted({t for col in ("prompt", "chosen", "rejected") for t in rows[col] if t})
+
+
+SLOT_ORDER = {"left": 0, "middle": 1, "right": 2}
+
+
+def _name(entity: dict) -> str:
+    return str(entity["name"]).replace("_", " ").capitalize()
+
+
+def clip_captions(clip: dict) -> list[tuple[str, str]]:
+    """(prompt, response) pairs that describe one clip from the world's ground truth: what is seen (left to
+    right), what is heard (by onset) and who is sounding where. They stand in for the audio-visual
+    pretraining a real AVLLM has before the paper's "zero-shot" evaluation: without them a randomly
+    initialised thinker learns the clean questions' text priors and ignores both streams (measured)."""
+    entities = clip.get("instruments") or clip.get("sources") or []
+    seen = sorted((e for e in entities if e.get("visible") and e.get("slot")), key=lambda e: SLOT_ORDER[e["slot"]])
+    heard = sorted((e for e in entities if e.get("sounding")),
+                   key=lambda e: (e["first_onset"], SLOT_ORDER.get(e.get("slot"), 3)))
+    def place(e: dict) -> str:
+        if not (e.get("visible") and e.get("slot")):
+            return "off screen"
+        return "in the middle" if e["slot"] == "middle" else f"on the {e['slot']}"
+
+    where = [f"{_name(e)} {place(e)}" for e in heard]
+    return [("What do you see, from left to right?", ", ".join(_name(e) for e in seen) or "Nothing"),
+            ("What do you hear, in order of onset?", ", ".join(_name(e) for e in heard) or "Nothing"),
+            ("Which objects are sounding, and where?", ", ".join(where) or "Nothing")]
+
+
+def _captions(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> None:
+    """The starting model's SFT data: CLEAN's train rows plus ``clip_captions`` of every *train* clip (a clip
+    of the test split never appears: the split is by source clip)."""
+    from datasets import Dataset, concatenate_datasets, load_from_disk
+
+    from cavpref.media.spec import clip as clip_spec
+    from cavpref.media.spec import to_json
+
+    prefs = load_from_disk(str(data / "preferences"))
+    test_files = {f for ids in prefs["test"]["source_ids"] for f in ids}
+    train_files = {f for ids in prefs["train"]["source_ids"] for f in ids} - test_files
+    clean = prefs["train"].filter(lambda r: r["task"] == CLEAN_TASK)
+    manifest = json.loads((world / "world.json").read_text())
+    rows = []
+    for source in ("music_avqa", "avqa", "audioset"):
+        for clip in manifest.get(source, []):
+            if clip["file"] not in train_files:
+                continue
+            for k, (prompt, response) in enumerate(clip_captions(clip)):
+                row = {name: None for name in clean.column_names}
+                row.update(id=f"caption:{clip['file']}:{k}", task=CLEAN_TASK, source=source, category="Existential",
+                           prompt=prompt, media=to_json(clip_spec(clip["file"])), chosen=response,
+                           rejected="Nothing" if response != "Nothing" else "Something", source_ids=[clip["file"]])
+                rows.append(row)
+    if not rows:
+        raise RuntimeError(f"no train clips of {world / 'world.json'} in {data / 'preferences'}")
+    captions = Dataset.from_list(rows, features=clean.features)
+    concatenate_datasets([clean, captions]).shuffle(seed=cfg.seed).save_to_disk(str(stage.dir / "train"))
+    stage.finish(clean=len(clean), captions=len(captions), clips=len(train_files))
+
+
+def _model(cfg: QuickstartConfig, stage: Stage, data: Path) -> None:
     from cavpref.models.tiny import build_tiny_qwen_omni
 
     build_tiny_qwen_omni(
@@ -121,33 +219,45 @@ def _model(cfg: QuickstartConfig, stage: Stage) -> None:
         num_attention_heads=cfg.num_attention_heads, num_key_value_heads=cfg.num_key_value_heads,
         intermediate_size=cfg.intermediate_size, vision_hidden_size=cfg.vision_hidden_size,
         vision_depth=cfg.vision_depth, audio_d_model=cfg.audio_d_model, audio_layers=cfg.audio_layers,
-        frame_pixels=cfg.frame_size * cfg.frame_size, seed=cfg.seed,
+        frame_pixels=cfg.frame_size * cfg.frame_size, extra_corpus=_corpus(data), vocab_size=cfg.vocab_size,
+        seed=cfg.seed,
     )
     stage.finish()
 
 
-def _recipe(cfg: QuickstartConfig, *, method: str, model: Path, data: Path, world: Path, out: Path,
-            steps: int, lr: float, tasks: list[str]) -> dict:
+def recipe(cfg: QuickstartConfig, *, method: str, model: Path, data: Path, world: Path, out: Path,
+           steps: int, lr: float, tasks: list[str], seed: int | None = None, encoders: bool = False,
+           **overrides: Any) -> dict:
+    """The ``cavpref train`` recipe of one stage (``overrides``: any other recipe key, e.g. ``lambda_a``).
+
+    ``encoders=True`` trains the vision and audio towers too. The adapters freeze them by default (right for a
+    pretrained AVLLM, and kept for the Table-5 methods, as in the paper), but the starting model is random:
+    with frozen random towers it never learns to see or hear (measured: caption accuracy 0 %, identical
+    accuracy with either stream removed) and falls back on the questions' text priors."""
+    seed = cfg.seed if seed is None else seed
     beta = {} if cfg.calibrate_beta and method.startswith("cavpref") else {
         "beta": cfg.beta, "beta_y": cfg.beta, "beta_v": cfg.beta, "beta_a": cfg.beta}
     return {
         "method": method, **beta,
         "train_dataset": str(data / "preferences"), "train_tasks": tasks, "media_root": str(world),
         "output_dir": str(out), "learning_rate": lr, "max_steps": steps, "lr_scheduler_type": "cosine",
-        "warmup_steps": max(1, steps // 20), "per_device_train_batch_size": cfg.batch_size, "seed": cfg.seed,
-        "data_seed": cfg.seed, "logging_steps": max(1, steps // 20), "save_strategy": "steps",
+        "warmup_steps": max(1, steps // 20), "per_device_train_batch_size": cfg.batch_size, "seed": seed,
+        "data_seed": seed, "logging_steps": max(1, steps // 20), "save_strategy": "steps",
         "save_steps": max(1, steps // 2), "save_total_limit": 1, "use_cpu": True, "bf16": False,
         "activation_checkpointing": False, "dataloader_num_workers": 0, "report_to": "none",
         "model": {"model_name_or_path": str(model), "dtype": "float32", "lora_r": 0,
-                  "num_frames": cfg.num_frames, "frame_height": cfg.frame_size, "frame_width": cfg.frame_size},
+                  "num_frames": cfg.num_frames, "frame_height": cfg.frame_size, "frame_width": cfg.frame_size,
+                  "freeze_vision": not encoders, "freeze_audio": not encoders, "train_projectors": encoders},
+        **overrides,
     }
 
 
-def _train(cfg: QuickstartConfig, stage: Stage, recipe: dict) -> None:
+def train_stage(cfg: QuickstartConfig, stage: Stage, recipe: dict) -> None:
+    """``cavpref train`` on the stage's recipe (written to ``<root>/recipes/``), resuming a partial run."""
     from cavpref.train import main as train_main
 
     stage.dir.mkdir(parents=True, exist_ok=True)
-    path = stage.dir.parent / "recipes" / f"{stage.name}.yaml"
+    path = stage.root / "recipes" / f"{stage.name.replace('/', '__')}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(recipe, sort_keys=False))
     argv = [str(path)]
@@ -159,14 +269,19 @@ def _train(cfg: QuickstartConfig, stage: Stage, recipe: dict) -> None:
     stage.finish(recipe=str(path))
 
 
-def _evaluate(cfg: QuickstartConfig, stage: Stage, model: Path, data: Path, world: Path, label: str) -> dict:
+def eval_stage(cfg: QuickstartConfig, stage: Stage, model: Path, data: Path, world: Path, label: str, *,
+               tasks: list[str] | None = None, drop_stream: str | None = None) -> dict:
+    """The paper protocol on the test split: instruction setting, CircularEval (vanilla = its first pass)."""
     from eval.pipeline import EvalArgs, evaluate
 
-    args = EvalArgs(model=str(model), data=str(data), output=str(stage.dir), tasks=[*TASKS, CLEAN_TASK],
+    args = EvalArgs(model=str(model), data=str(data), output=str(stage.dir), tasks=tasks or [*TASKS, CLEAN_TASK],
                     setting="instruction", circular=True, limit=cfg.eval_limit, mode=cfg.eval_mode, label=label,
                     media_root=str(world), num_frames=cfg.num_frames, frame_height=cfg.frame_size,
-                    frame_width=cfg.frame_size, max_new_tokens=16, no_judge=True)
+                    frame_width=cfg.frame_size, max_new_tokens=24, no_judge=True, drop_stream=drop_stream)
     results = evaluate(args)
+    if not results["metrics"]["counts"]["evaluated"]:
+        raise RuntimeError(f"evaluation {stage.name}: no test items of {args.tasks} in {data} (world too small for "
+                           f"a test split? raise --num_clips)")
     stage.finish(label=label)
     return results
 
@@ -175,37 +290,94 @@ def run(cfg: QuickstartConfig) -> dict:
     root = Path(cfg.out)
     root.mkdir(parents=True, exist_ok=True)
     (root / "quickstart_config.json").write_text(json.dumps(asdict(cfg), indent=1))
-    timings: dict[str, float] = {}
-
-    def stage(name: str, fn, *args) -> Stage:
-        st = Stage(root, name)
-        if st.done:
-            _say(f"{name}: done before, reused ({st.dir})")
-            return st
-        _say(f"{name}: running ...")
-        t0 = time.perf_counter()
-        fn(cfg, st, *args)
-        timings[name] = time.perf_counter() - t0
-        _say(f"{name}: finished in {timings[name]:.1f} s")
-        return st
-
+    stage = Stages(cfg, root)
     world = stage("world", _world).dir
     data = stage("data", _prep, world).dir
-    init = stage("model_init", _model).dir
-    start = stage("start", _train, _recipe(cfg, method="sft", model=init, data=data, world=world,
-                                           out=root / "start", steps=cfg.sft_steps, lr=cfg.sft_learning_rate,
-                                           tasks=[CLEAN_TASK])).dir
+    init = stage("model_init", _model, data).dir
+    start_data = stage("start_data", _captions, world, data).dir
+    start = stage("start", train_stage, recipe(cfg, method="sft", model=init, data=data, world=world,
+                                               out=root / "start", steps=cfg.sft_steps,
+                                               lr=cfg.sft_learning_rate, tasks=[CLEAN_TASK],
+                                               train_dataset=str(start_data / "train"), encoders=True)).dir
     trained = {}
     for method in cfg.methods:
-        trained[method] = stage(method, _train, _recipe(
+        trained[method] = stage(method, train_stage, recipe(
             cfg, method=method, model=start, data=data, world=world, out=root / method, steps=cfg.pref_steps,
             lr=cfg.pref_learning_rate, tasks=list(TASKS))).dir
     runs = {}
     for name, model in {"start": start, **trained}.items():
-        runs[name] = stage(f"eval/{name}", _evaluate, model, data, world, LABELS[name]).dir
-    report = write_report(cfg, root, runs, timings)
+        runs[name] = stage(f"eval/{name}", eval_stage, model, data, world, LABELS[name]).dir
+    times = root / "timings.json"  # every stage's wall time, from the invocation that ran it
+    recorded = {**(json.loads(times.read_text()) if times.exists() else {}), **stage.timings}
+    times.write_text(json.dumps(recorded, indent=1))
+    report = write_report(cfg, root, runs, recorded)
     _say(f"report: {report}")
-    return {"report": str(report), "runs": {k: str(v) for k, v in runs.items()}, "timings": timings}
+    return {"report": str(report), "runs": {k: str(v) for k, v in runs.items()}, "timings": stage.timings,
+            "root": str(root), "world": str(world), "data": str(data), "start": str(start)}
+
+
+# ----- report ---------------------------------------------------------------------------------------------
+
+def task_accuracy(results: dict, task: str, metric: str = "circular") -> float | None:
+    """Accuracy (%) of one task in the instruction setting: ``circular`` or ``vanilla``."""
+    block = results["metrics"]["settings"].get("instruction", {}).get("tasks", {}).get(task)
+    return None if block is None else block.get(metric)
+
+
+def clean_chance(data: Path, limit: int | None = None) -> float:
+    """Vanilla chance on CLEAN's instruction test items: the mean of 1 / (number of options)."""
+    from datasets import load_from_disk
+
+    rows = load_from_disk(str(data / "benchmark" / CLEAN_TASK))["test"]
+    rows = sorted((r for r in rows if r["setting"] == "instruction"), key=lambda r: r["id"])[:limit]
+    return 100.0 * sum(1 / len(r["option_letters"]) for r in rows) / max(1, len(rows))
+
+
+def _fmt(v: float | None) -> str:
+    return "–" if v is None else f"{v:.2f}"
+
+
+def category_table(results: dict[str, dict]) -> list[str]:
+    """Rows: methods; columns: question categories; cell: circular accuracy macro-averaged over the 9 tasks
+    that have the category (instruction setting). CLEAN is left out (it is in its own column elsewhere)."""
+    from cavpref.data import CATEGORIES
+
+    def cell(res: dict, cat: str) -> float | None:
+        tasks = res["metrics"]["settings"].get("instruction", {}).get("tasks", {})
+        vals = [b["categories"][cat]["circular"] for t, b in tasks.items()
+                if t in TASKS and cat in b.get("categories", {}) and b["categories"][cat].get("circular") is not None]
+        return sum(vals) / len(vals) if vals else None
+
+    cats = [c for c in CATEGORIES if any(cell(r, c) is not None for r in results.values())]
+    lines = ["| Method | " + " | ".join(cats) + " |", "|---" * (len(cats) + 1) + "|"]
+    lines += [f"| {LABELS.get(n, n)} | " + " | ".join(_fmt(cell(r, c)) for c in cats) + " |" for n, r in results.items()]
+    return lines
+
+
+def plot_methods(results: dict[str, dict], path: Path) -> Path:
+    """Grouped bars: every method's circular and vanilla accuracy per task (instruction setting)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = [*TASKS, CLEAN_TASK]
+    fig, axes = plt.subplots(2, 1, figsize=(12, 6.5), sharex=True)
+    width = 0.8 / max(1, len(results))
+    for ax, metric in zip(axes, ("circular", "vanilla")):
+        for i, (name, res) in enumerate(results.items()):
+            ys = [task_accuracy(res, t, metric) or 0.0 for t in tasks]
+            ax.bar([k + i * width for k in range(len(tasks))], ys, width, label=LABELS.get(name, name))
+        ax.set_ylabel(f"{metric} accuracy (%)")
+        ax.grid(axis="y", alpha=0.3)
+    axes[1].set_xticks([k + 0.4 - width / 2 for k in range(len(tasks))], tasks, rotation=20)
+    axes[0].legend(ncol=len(results), fontsize=8, loc="upper left")
+    fig.suptitle("cavpref quickstart: synthetic AVTrustBench test split, instruction setting")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timings: dict[str, float]) -> Path:
@@ -213,11 +385,33 @@ def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timin
 
     results = {name: json.loads((path / "results.json").read_text()) for name, path in runs.items()}
     names = list(results)
-    table = compare([results[n] for n in names], [LABELS[n] for n in names], setting="instruction")
-    lines = ["# cavpref quickstart", "", f"config: `{json.dumps(asdict(cfg))}`", "",
-             "## Table 5 layout (instruction setting; difference from the starting model)", "", table, ""]
-    lines += ["## Stage wall time (this invocation)", "", "| stage | seconds |", "| --- | --- |"]
-    lines += [f"| {k} | {v:.1f} |" for k, v in timings.items()]
+    labels = [LABELS[n] for n in names]
+    table = compare([results[n] for n in names], labels, setting="instruction") if len(names) > 1 else ""
+    vanilla = compare([results[n] for n in names], labels, setting="instruction", metric="vanilla") \
+        if len(names) > 1 else ""
+    chance = clean_chance(root / "data", cfg.eval_limit)
+    start = results["start"]
+    clean = [f"| {LABELS[n]} | {_fmt(task_accuracy(r, CLEAN_TASK, 'vanilla'))} | "
+             f"{_fmt(task_accuracy(r, CLEAN_TASK, 'circular'))} | {_fmt(r['metrics']['overall'].get('unparsed_rate'))} |"
+             for n, r in results.items()]
+    plot = plot_methods(results, root / "plots" / "methods.png")
+    lines = [
+        "# cavpref quickstart", "",
+        f"config: `{json.dumps(asdict(cfg))}`", "",
+        (f"Starting model (SFT on the clean questions) on CLEAN test, instruction setting: vanilla "
+         f"{_fmt(task_accuracy(start, CLEAN_TASK, 'vanilla'))} % (chance {chance:.2f} %), circular "
+         f"{_fmt(task_accuracy(start, CLEAN_TASK, 'circular'))} %."), "",
+        "β is fixed for every method (no CLAP / CLIP checkpoints offline; see the module docstring).", "",
+        "## Table 5 layout — CircularEval (instruction setting; difference from the starting model)", "", table, "",
+        "## Table 5 layout — vanilla (first pass only)", "", vanilla, "",
+        "## CLEAN after training (exposes 'always abstain' collapse: 7 of 9 tasks reward abstention)", "",
+        "| Method | CLEAN vanilla | CLEAN circular | unparsed % (all tasks) |", "|---|---|---|---|", *clean, "",
+        "## Per category (circular, macro over the 9 tasks that have it)", "", *category_table(results), "",
+        f"Per-source task x category tables: `eval/<method>/report.md`. Plot: `{plot.relative_to(root)}`.", "",
+        "## Stage wall time (when each stage ran; reused stages keep their time)", "", "| stage | seconds |",
+        "| --- | --- |", *[f"| {k} | {v:.1f} |" for k, v in timings.items()],
+        f"| total | {sum(timings.values()):.1f} |",
+    ]
     path = root / "report.md"
     path.write_text("\n".join(lines) + "\n")
     print(table)

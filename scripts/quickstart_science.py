@@ -1,0 +1,276 @@
+"""The quickstart's science on the embedded default: seeds, the stream ablation and the λ sweep (Fig. 6).
+
+    python scripts/quickstart_science.py --out runs/quickstart [--seeds 0,1,2] [--grid 0.5,1,2] [quickstart flags]
+
+1. runs (or reuses) ``cavpref quickstart`` in ``--out`` with the given flags;
+2. seeds: DPO and CAVPref again from the *same* starting model with preference-training seeds ``--seeds``
+   (data order and sampling; the quickstart's own seed is reused, not retrained) -> mean ± std (sample std,
+   ddof=1) per task, and for the modality tasks (MVIT, MAIT, MVT, MAT) against the rest;
+3. ablation: the starting model and the seed-0 DPO / CAVPref evaluated with the video or the audio removed
+   (``EvalArgs.drop_stream``): if accuracy does not drop, the model does not use that stream;
+4. sweep: CAVPref with one λ scaled by each ``--grid`` factor at a time (the others at the paper values),
+   read on MCIT (λ_y), MVIT (λ_V) and MAIT (λ_A) as in Fig. 6; plotted with ``scripts/sweep.py``'s plot.
+
+Every run is a quickstart stage (``.done.json``): a second call reuses what finished. Writes
+``science.json``, ``science.md`` and ``plots/lambda_sweep.png`` in ``--out``. The evaluation is the
+quickstart's (instruction setting, CircularEval, generation) and is never changed per result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from cavpref.config import PAPER_LAMBDAS
+from cavpref.data import CLEAN_TASK, TASKS
+from cavpref.quickstart import (
+    LABELS,
+    QuickstartConfig,
+    Stages,
+    eval_stage,
+    recipe,
+    run,
+    task_accuracy,
+    train_stage,
+)
+
+MODALITY = ("MVIT", "MAIT", "MVT", "MAT")
+REST = tuple(t for t in TASKS if t not in MODALITY)
+FIG6 = {"lambda_y": ("y", "MCIT"), "lambda_v": ("v", "MVIT"), "lambda_a": ("a", "MAIT")}
+COMPARED = ("dpo", "cavpref")
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof=1; 0 for a single value); NaN where a task had no items."""
+    x = np.asarray(values, dtype=float)
+    return float(x.mean()), (float(x.std(ddof=1)) if len(x) > 1 else 0.0)
+
+
+def group_mean(results: dict, tasks: tuple[str, ...], metric: str = "circular") -> float:
+    """Macro mean over ``tasks`` of one run (a task without items counts as missing, not as zero)."""
+    vals = [v for t in tasks if (v := task_accuracy(results, t, metric)) is not None]
+    return statistics.fmean(vals) if vals else float("nan")
+
+
+def _nan(v: float | None) -> float:
+    return float("nan") if v is None else v
+
+
+def _load(path: Path) -> dict:
+    return json.loads((path / "results.json").read_text())
+
+
+def _sweep_plot():
+    spec = importlib.util.spec_from_file_location("sweep", Path(__file__).with_name("sweep.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.plot
+
+
+def seeds_block(cfg, stage: Stages, qs: dict, seeds: list[int]) -> dict:
+    """{method: {seed: results}} for DPO and CAVPref; the quickstart's own runs stand for its seed."""
+    root, data, world, start = Path(qs["root"]), Path(qs["data"]), Path(qs["world"]), Path(qs["start"])
+    out: dict[str, dict[int, dict]] = {m: {} for m in COMPARED}
+    for seed in seeds:
+        for method in COMPARED:
+            if seed == cfg.seed:
+                out[method][seed] = _load(root / "eval" / method)
+                continue
+            name = f"seeds/{seed}/{method}"
+            model = stage(name, train_stage, recipe(cfg, method=method, model=start, data=data, world=world,
+                                                    out=root / name, steps=cfg.pref_steps,
+                                                    lr=cfg.pref_learning_rate, tasks=list(TASKS), seed=seed)).dir
+            ev = stage(f"seeds/{seed}/eval/{method}", eval_stage, model, data, world, f"{LABELS[method]} s{seed}")
+            out[method][seed] = _load(ev.dir)
+    return out
+
+
+def seeds_table(per_seed: dict[str, dict[int, dict]], start: dict, metric: str = "circular"
+                ) -> tuple[list[str], dict]:
+    cols = [*TASKS, CLEAN_TASK, "modality (MVIT MAIT MVT MAT)", "rest (5 tasks)"]
+
+    def values(res: dict) -> list[float]:
+        return [*(_nan(task_accuracy(res, t, metric)) for t in (*TASKS, CLEAN_TASK)),
+                group_mean(res, MODALITY, metric), group_mean(res, REST, metric)]
+
+    stats = {}
+    lines = ["| Method | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|",
+             "| ZS (start) | " + " | ".join(f"{v:.2f}" for v in values(start)) + " |"]
+    for method, runs in per_seed.items():
+        rows = [values(r) for r in runs.values()]
+        ms = [mean_std([row[i] for row in rows]) for i in range(len(cols))]
+        stats[method] = dict(zip(cols, ms))
+        lines.append(f"| {LABELS[method]} (n={len(rows)}) | " + " | ".join(f"{m:.2f} ± {s:.2f}" for m, s in ms) + " |")
+    a, b = (list(per_seed[m].values()) for m in COMPARED)
+    diffs = [[x - y for x, y in zip(values(rb), values(ra))] for ra, rb in zip(a, b)]
+    ms = [mean_std([d[i] for d in diffs]) for i in range(len(cols))]
+    stats["cavpref_minus_dpo"] = dict(zip(cols, ms))
+    lines.append("| CAVPref − DPO (paired by seed) | " + " | ".join(f"{m:+.2f} ± {s:.2f}" for m, s in ms) + " |")
+    return lines, stats
+
+
+def ablation(cfg, stage: Stages, qs: dict) -> tuple[list[str], dict]:
+    root, data, world = Path(qs["root"]), Path(qs["data"]), Path(qs["world"])
+    models = {"start": Path(qs["start"]), **{m: root / m for m in COMPARED}}
+    rows, stats = [], {}
+    for name, model in models.items():
+        full = _load(root / "eval" / name)
+        res = {"both": full}
+        for stream in ("video", "audio"):
+            ev = stage(f"ablation/{name}/no_{stream}", eval_stage, model, data, world,
+                       f"{LABELS[name]} without {stream}", drop_stream=stream)
+            res[f"no_{stream}"] = _load(ev.dir)
+        for metric in ("vanilla", "circular"):
+            cells = {k: (task_accuracy(r, CLEAN_TASK, metric), group_mean(r, MODALITY, metric),
+                         group_mean(r, REST, metric)) for k, r in res.items()}
+            stats.setdefault(name, {})[metric] = cells
+            rows.append(f"| {LABELS[name]} | {metric} | " + " | ".join(
+                " / ".join("–" if v is None else f"{v:.1f}" for v in cells[k]) for k in ("both", "no_video", "no_audio")) + " |")
+    head = ["| Model | metric | both streams | video removed | audio removed |", "|---|---|---|---|---|"]
+    return ["Cells: CLEAN / modality-task mean / rest mean (%)", "", *head, *rows], stats
+
+
+def likelihood_probe(cfg, stage: Stages, qs: dict) -> tuple[list[str], dict]:
+    """A diagnostic beside the paper protocol, never instead of it: the starting model on CLEAN scored by
+    option log-likelihood ("A. <text>"), with each stream removed. Generation needs the model to point at
+    the right letter *and* copy its text; the likelihood also rewards knowing the answer's text, so the two
+    together tell "does not know" from "knows but cannot point"."""
+    data, world, start = Path(qs["data"]), Path(qs["world"]), Path(qs["start"])
+    lik = replace(cfg, eval_mode="likelihood")
+    cells = {}
+    for drop in (None, "video", "audio"):
+        name = f"probe/start_likelihood_{'both' if drop is None else 'no_' + drop}"
+        res = _load(stage(name, lambda c, st, *a, **k: eval_stage(lik, st, *a, **k), start, data, world,
+                          f"ZS likelihood {drop or 'both'}", tasks=[CLEAN_TASK], drop_stream=drop).dir)
+        cells[drop or "both"] = (task_accuracy(res, CLEAN_TASK, "vanilla"), task_accuracy(res, CLEAN_TASK))
+    lines = ["| CLEAN, likelihood mode | both streams | video removed | audio removed |", "|---|---|---|---|"]
+    lines += [f"| {metric} | " + " | ".join(f"{cells[k][i]:.2f}" for k in ("both", "video", "audio")) + " |"
+              for i, metric in enumerate(("vanilla", "circular"))]
+    return lines, cells
+
+
+def caption_probe(cfg, qs: dict) -> tuple[list[str], dict]:
+    """Does the starting model see and hear? Greedy answers to the three caption prompts on every *test*
+    clip (never trained on), exact match against the world's ground truth (``clip_captions``)."""
+    from datasets import load_from_disk
+
+    from cavpref.media.decode import FramePolicy, decode
+    from cavpref.media.spec import clip, to_json
+    from cavpref.models.base import Row
+    from cavpref.models.registry import load_adapter
+    from cavpref.quickstart import clip_captions
+
+    world = Path(qs["world"])
+    test = {f for ids in load_from_disk(str(Path(qs["data"]) / "preferences"))["test"]["source_ids"] for f in ids}
+    manifest = json.loads((world / "world.json").read_text())
+    clips = [c for src in ("music_avqa", "avqa", "audioset") for c in manifest[src] if c["file"] in test]
+    adapter = load_adapter(qs["start"], dtype="float32", num_frames=cfg.num_frames, frame_height=cfg.frame_size,
+                           frame_width=cfg.frame_size)
+    policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.frame_size))
+    hits, prompts = None, None
+    for c in clips:
+        media = decode(to_json(clip(c["file"])), str(world), frames=policy)
+        caps = clip_captions(c)
+        prompts = [p for p, _ in caps]
+        out = adapter.generate(adapter.model, [Row(p, "", media, c["file"], c["file"]) for p in prompts],
+                               max_new_tokens=24)
+        ok = [int(o.strip() == t) for o, (_, t) in zip(out, caps)]
+        hits = ok if hits is None else [a + b for a, b in zip(hits, ok)]
+    acc = {p: 100.0 * h / len(clips) for p, h in zip(prompts or [], hits or [])}
+    lines = ["| caption prompt (test clips, exact match) | accuracy % |", "|---|---|"]
+    lines += [f"| {p} | {a:.1f} |" for p, a in acc.items()] + ["", f"{len(clips)} test clips."]
+    return lines, acc
+
+
+def sweep(cfg, stage: Stages, qs: dict, grid: list[float]) -> tuple[dict, Path]:
+    root, data, world, start = Path(qs["root"]), Path(qs["data"]), Path(qs["world"]), Path(qs["start"])
+    summary = {"tasks": {axis: task for axis, (_, task) in FIG6.items()}, "axes": {}}
+    for axis, (key, task) in FIG6.items():
+        summary["axes"][axis] = []
+        for factor in grid:
+            value = round(PAPER_LAMBDAS[key] * factor, 4)
+            if factor == 1.0:
+                res = _load(root / "eval" / "cavpref")
+            else:
+                name = f"sweep/{axis}={value:g}"
+                model = stage(name, train_stage, recipe(cfg, method="cavpref", model=start, data=data, world=world,
+                                                        out=root / name, steps=cfg.pref_steps,
+                                                        lr=cfg.pref_learning_rate, tasks=list(TASKS),
+                                                        **{axis: value})).dir
+                res = _load(stage(f"sweep/eval/{axis}={value:g}", eval_stage, model, data, world,
+                                  f"CAVPref {axis}={value:g}", tasks=[t for _, t in FIG6.values()]).dir)
+            acc = {t: _nan(task_accuracy(res, t)) for _, t in FIG6.values()}
+            summary["axes"][axis].append({"value": value, "factor": factor, "accuracy": acc, "train": {}})
+    path = root / "plots" / "lambda_sweep.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _sweep_plot()(summary, path)
+    return summary, path
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--seeds", default="0,1,2", help="preference-training seeds (the first run is the quickstart's)")
+    p.add_argument("--grid", default="0.5,1,2", help="factors applied to one paper λ at a time")
+    p.add_argument("--no_ablation", action="store_true")
+    p.add_argument("--no_sweep", action="store_true")
+    args, rest = p.parse_known_args(argv)
+    from transformers import HfArgumentParser
+
+    (cfg,) = HfArgumentParser(QuickstartConfig).parse_args_into_dataclasses(args=rest)
+    return args, cfg
+
+
+def main(argv=None) -> int:
+    args, cfg = parse(argv)
+    t0 = time.perf_counter()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if cfg.seed not in seeds:
+        seeds = [cfg.seed, *seeds]
+    cfg = replace(cfg, methods=list(dict.fromkeys([*cfg.methods, *COMPARED])))
+    qs = run(cfg)
+    root = Path(qs["root"])
+    stage = Stages(cfg, root)
+    start = _load(root / "eval" / "start")
+    per_seed = seeds_block(cfg, stage, qs, seeds)
+    table, seed_stats = seeds_table(per_seed, start)
+    vtable, vstats = seeds_table(per_seed, start, "vanilla")
+    report = ["# cavpref quickstart — science", "",
+              (f"Seeds {seeds} (preference training; one starting model). Circular accuracy (%), "
+               "instruction setting, mean ± sample std."), "", *table, "", "Vanilla (first pass only), same runs:", "", *vtable, ""]
+    science = {"seeds": seeds, "per_seed": {m: {s: {t: task_accuracy(r, t) for t in (*TASKS, CLEAN_TASK)}
+                                                for s, r in runs.items()} for m, runs in per_seed.items()},
+               "seed_stats": seed_stats, "seed_stats_vanilla": vstats}
+    if not args.no_ablation:
+        lines, science["ablation"] = ablation(cfg, stage, qs)
+        report += ["## Stream ablation (test split, instruction setting)", "", *lines, ""]
+    lines, science["caption_probe"] = caption_probe(cfg, qs)
+    report += ["## Starting model: does it see and hear? (caption probe)", "", *lines, ""]
+    lines, science["likelihood_probe"] = likelihood_probe(cfg, stage, qs)
+    report += ["## Starting model, CLEAN scored by option likelihood (diagnostic, not the protocol)", "", *lines, ""]
+    if not args.no_sweep:
+        grid = [float(g) for g in args.grid.split(",")]
+        science["sweep"], png = sweep(cfg, stage, qs, grid)
+        report += ["## λ sweep (Fig. 6 style; circular accuracy)", "", "| axis | value | MCIT | MVIT | MAIT |",
+                   "|---|---|---|---|---|"]
+        report += [f"| {axis} | {r['value']:g} | " + " | ".join(f"{r['accuracy'][t]:.2f}" for t in ("MCIT", "MVIT", "MAIT"))
+                   + " |" for axis, runs in science["sweep"]["axes"].items() for r in runs]
+        report += ["", f"Plot: `{png.relative_to(root)}`", ""]
+    science["timings"] = stage.timings
+    science["wall_s"] = time.perf_counter() - t0
+    report += [f"Wall time of this invocation: {science['wall_s']:.0f} s", ""]
+    (root / "science.json").write_text(json.dumps(science, indent=1, default=str))
+    (root / "science.md").write_text("\n".join(report))
+    print("\n".join(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

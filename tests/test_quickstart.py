@@ -1,0 +1,97 @@
+"""`cavpref quickstart --small` end to end: every stage's real output, then a second run that reuses them all.
+
+This is the pipeline check CI runs (tiny world, a few steps); it asserts what the pipeline wrote, not the
+science (the full-size numbers are in the README, measured with the default size).
+"""
+
+import json
+import re
+import time
+
+import pytest
+
+from cavpref.cli import main as cli_main
+from cavpref.data import CLEAN_TASK, TASKS
+from cavpref.quickstart import METHODS, QuickstartConfig, clean_chance
+
+STAGES = ["world", "data", "model_init", "start_data", "start", *METHODS, *(f"eval/{n}" for n in ("start", *METHODS))]
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("qs") / "run"
+    t0 = time.perf_counter()
+    assert cli_main(["quickstart", "--small", "--out", str(out)]) == 0
+    return out, time.perf_counter() - t0
+
+
+def test_small_run_writes_every_stage_and_the_report(small_run):
+    out, _ = small_run
+    for name in STAGES:
+        assert (out / name / ".done.json").exists(), name
+    for method in ("start", *METHODS):  # trained checkpoints load through the normal HF path
+        assert (out / method / "model.safetensors").exists()
+        assert (out / method / "config.json").exists()
+    cfg = json.loads((out / "quickstart_config.json").read_text())
+    assert cfg["small"] and cfg["sft_steps"] == 6 and cfg["eval_limit"] == 3
+    for name in ("start", *METHODS):
+        res = json.loads((out / "eval" / name / "results.json").read_text())
+        tasks = res["metrics"]["settings"]["instruction"]["tasks"]
+        assert CLEAN_TASK in tasks and len(tasks) >= 6 and set(tasks) <= {*TASKS, CLEAN_TASK}
+        for block in tasks.values():
+            assert 0.0 <= block["circular"] <= block["vanilla"] <= 100.0  # circular needs every pass right
+            assert block["n"] <= 3  # --small: eval_limit 3 per task and setting
+    # the training recipes were written and the pref stages started from the SFT'd starting model
+    dpo = (out / "recipes" / "dpo.yaml").read_text()
+    assert f"model_name_or_path: {out / 'start'}" in dpo and "method: dpo" in dpo
+
+
+def test_report_has_table5_clean_categories_and_plot(small_run):
+    out, _ = small_run
+    report = (out / "report.md").read_text()
+    start = json.loads((out / "eval" / "start" / "results.json").read_text())
+    evaluated = start["metrics"]["settings"]["instruction"]["tasks"]
+    header = "| Method | " + " | ".join(t for t in [*TASKS, CLEAN_TASK] if t in evaluated) + " |"
+    assert report.count(header) == 2  # circular and vanilla Table-5 layouts
+    for label in ("ZS (start) (zero-shot)", "| SFT |", "| DPO |", "CAVPref w/o Robustness", "| CAVPref |"):
+        assert label in report
+    clean = start["metrics"]["settings"]["instruction"]["tasks"][CLEAN_TASK]["vanilla"]
+    m = re.search(r"vanilla ([0-9.]+) % \(chance ([0-9.]+) %\)", report)
+    assert m and float(m.group(1)) == pytest.approx(clean, abs=0.01)
+    assert float(m.group(2)) == pytest.approx(clean_chance(out / "data", 3), abs=0.01)
+    assert "## Per category" in report and "## CLEAN after training" in report
+    png = out / "plots" / "methods.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_second_run_reuses_every_stage(small_run, capsys):
+    out, first = small_run
+    before = {n: (out / n / ".done.json").stat().st_mtime_ns for n in STAGES}
+    t0 = time.perf_counter()
+    assert cli_main(["quickstart", "--small", "--out", str(out)]) == 0
+    second = time.perf_counter() - t0
+    said = capsys.readouterr().out
+    for name in STAGES:
+        assert f"{name}: done before, reused" in said
+        assert (out / name / ".done.json").stat().st_mtime_ns == before[name]
+    assert second < first / 3, (first, second)
+
+
+def test_clean_chance_is_mean_inverse_option_count(tmp_path):
+    from datasets import Dataset, DatasetDict
+
+    rows = [{"id": "a", "setting": "instruction", "option_letters": ["A", "B"]},
+            {"id": "b", "setting": "instruction", "option_letters": ["A", "B", "C", "D"]},
+            {"id": "c", "setting": "base", "option_letters": ["A", "B", "C"]}]
+    DatasetDict({"test": Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "benchmark" / CLEAN_TASK))
+    assert clean_chance(tmp_path) == pytest.approx(100 * (1 / 2 + 1 / 4) / 2)  # base items are not scored
+    assert clean_chance(tmp_path, limit=1) == pytest.approx(50.0)
+
+
+def test_small_and_full_defaults_resolve():
+    small, full = QuickstartConfig(small=True), QuickstartConfig()
+    assert small.num_clips < full.num_clips and small.sft_steps < full.sft_steps
+    assert full.eval_limit is None and small.eval_limit == 3
+    assert QuickstartConfig(small=True, sft_steps=7).sft_steps == 7  # explicit values win over --small
+    with pytest.raises(ValueError, match="--methods"):
+        QuickstartConfig(methods=["ppo"])
