@@ -9,6 +9,7 @@ import re
 import av
 import numpy as np
 import pytest
+from source_facts import MUSIC_AVQA_ANSWERS as MUSIC_ANSWERS
 
 from cavpref.cli import main as cavpref_main
 from data_prep.synthetic import WorldConfig, generate_world
@@ -24,50 +25,6 @@ MUSIC_PAIRS = {
     ("Audio-Visual", "Location"),
     ("Audio-Visual", "Comparative"),
     ("Audio-Visual", "Temporal"),
-}
-MUSIC_ANSWERS = {
-    "accordion",
-    "acoustic_guitar",
-    "bagpipe",
-    "banjo",
-    "bassoon",
-    "cello",
-    "clarinet",
-    "congas",
-    "drum",
-    "electric_bass",
-    "erhu",
-    "flute",
-    "guzheng",
-    "piano",
-    "pipa",
-    "saxophone",
-    "suona",
-    "trumpet",
-    "tuba",
-    "ukulele",
-    "violin",
-    "xylophone",
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "more than ten",
-    "yes",
-    "no",
-    "left",
-    "middle",
-    "right",
-    "indoor",
-    "outdoor",
-    "simultaneously",
 }
 AVQA_TYPES = {"Which", "Come From", "Happening", "Where", "Why", "Before Next", "When", "Used For"}
 PLACEHOLDER = re.compile(r"<(Object|LR|LL|TH|FL|BA|LRer)>")

@@ -4,34 +4,10 @@ import json
 
 import numpy as np
 import pytest
+from source_facts import MUSIC_AVQA_INSTRUMENTS
 
 from data_prep.synthetic import avqa_questions, catalogue, music_questions, scenes, sounds, visuals
 from data_prep.synthetic.config import WorldConfig
-
-MUSIC_AVQA_INSTRUMENTS = {
-    "accordion",
-    "acoustic_guitar",
-    "bagpipe",
-    "banjo",
-    "bassoon",
-    "cello",
-    "clarinet",
-    "congas",
-    "drum",
-    "electric_bass",
-    "erhu",
-    "flute",
-    "guzheng",
-    "piano",
-    "pipa",
-    "saxophone",
-    "suona",
-    "trumpet",
-    "tuba",
-    "ukulele",
-    "violin",
-    "xylophone",
-}
 
 
 # ----------------------------------------------------------------------------- sounds
