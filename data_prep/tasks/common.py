@@ -28,11 +28,10 @@ from tqdm.auto import tqdm
 
 from cavpref.data import (
     ABSTAIN_TASKS,
+    ALL_TASKS,
     LETTERS,
     NONE_OF_THE_ABOVE,
     SETTINGS,
-    ALL_TASKS,
-    TASKS,
     AnchorPair,
     BenchmarkItem,
     PreferenceExample,
@@ -207,6 +206,18 @@ class Draft:
     visual: tuple[int, MediaSpec, MediaSpec] | None = None
     audio: tuple[int, MediaSpec, MediaSpec] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+def stream_draft(record: QARecord, opts: list[str], rng: random.Random, own: MediaSpec, media: MediaSpec,
+                 stream: str, meta: dict[str, Any] | None = None) -> Draft:
+    """The abstention draft of a task that perturbs one stream (MVIT/MAIT swap it, MVT/MAT remove it): the
+    original answer is the tempting rejected option, and that stream's anchor pairs it under the clean
+    media vs the perturbed media (paper Eq. 2/3)."""
+    opts, (answer,) = shuffled(opts, rng, 0)
+    anchor = (answer, own, media)
+    return Draft(record, record.question, opts, None, answer, media, record.category,
+                 visual=anchor if stream == "video" else None, audio=anchor if stream == "audio" else None,
+                 meta=meta or {})
 
 
 def emit(

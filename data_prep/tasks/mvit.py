@@ -14,7 +14,7 @@ import random
 from cavpref.data import SETTINGS
 from cavpref.media.spec import combine
 from data_prep.records import QARecord
-from data_prep.tasks.common import Draft, run, shuffled
+from data_prep.tasks.common import Draft, run, stream_draft
 from data_prep.tasks.context import Context, plausible_options, record_spec
 
 TASK = "MVIT"
@@ -31,20 +31,7 @@ def mismatched(record: QARecord, ctx: Context, rng: random.Random, stream: str) 
     partner, check = found
     own, other = record_spec(record), record_spec(partner)
     media = combine(video=other, audio=own) if stream == "video" else combine(video=own, audio=other)
-    opts, (answer,) = shuffled(opts, rng, 0)
-    anchor = (answer, own, media)
-    return Draft(
-        record,
-        record.question,
-        opts,
-        None,
-        answer,
-        media,
-        record.category,
-        visual=anchor if stream == "video" else None,
-        audio=anchor if stream == "audio" else None,
-        meta={"partner": partner.key, "partner_check": check},
-    )
+    return stream_draft(record, opts, rng, own, media, stream, {"partner": partner.key, "partner_check": check})
 
 
 def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:

@@ -14,7 +14,7 @@ import random
 from cavpref.data import SETTINGS
 from cavpref.media.spec import drop_video, mute
 from data_prep.records import QARecord
-from data_prep.tasks.common import SINGLE_MODALITY_LABELS, Draft, run, shuffled
+from data_prep.tasks.common import SINGLE_MODALITY_LABELS, Draft, run, stream_draft
 from data_prep.tasks.context import Context, plausible_options, record_spec
 
 TASK = "MVT"
@@ -29,19 +29,7 @@ def missing(record: QARecord, ctx: Context, rng: random.Random, stream: str) -> 
         return opts
     own = record_spec(record)
     media = drop_video(own) if stream == "video" else mute(own)
-    opts, (answer,) = shuffled(opts, rng, 0)
-    anchor = (answer, own, media)
-    return Draft(
-        record,
-        record.question,
-        opts,
-        None,
-        answer,
-        media,
-        record.category,
-        visual=anchor if stream == "video" else None,
-        audio=anchor if stream == "audio" else None,
-    )
+    return stream_draft(record, opts, rng, own, media, stream)
 
 
 def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
