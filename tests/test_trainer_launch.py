@@ -13,6 +13,7 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -83,7 +84,9 @@ def test_two_processes_match_one_process_on_the_global_batch(fx, tmp_path):
     rec = recipe(fx, tmp_path / "r.yaml")
     one, two = tmp_path / "one", tmp_path / "two"
     assert main([str(rec), "--output_dir", str(one), "--per_device_train_batch_size", "4"]) == 0
-    port = str(29600 + random.Random().randrange(300))
+    with socket.socket() as sock:  # a port the OS says is free, not a guess that may collide
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
     cmd = [
         sys.executable,
         "-m",
