@@ -23,6 +23,7 @@ in ``batch["skipped"]`` so the trainer can count it.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -119,6 +120,11 @@ class CAVPrefCollator:
     sample_rate: int = 16000
     skip_bad_rows: bool = False
     decode: Callable[[str], Any] | None = None
+    cache_size: int = 0  # decoded media kept (LRU), keyed by the MediaSpec JSON; 0 = no cache
+
+    def __post_init__(self):
+        if self.cache_size > 0:  # per process: each dataloader worker keeps its own
+            self._decode = functools.lru_cache(maxsize=self.cache_size)(self._decode)
 
     def slots_for(self, example: Mapping[str, Any]) -> tuple[str, ...]:
         if self.method == "all":

@@ -111,6 +111,13 @@ class CAVPrefConfig(DPOConfig):
     )
     # Where media live; which frames are decoded is the model's business (cavpref.models.config.ModelConfig).
     media_root: str = field(default=".", metadata={"help": "Data root that MediaSpec paths are relative to"})
+    media_cache_size: int = field(
+        default=0,
+        metadata={
+            "help": "Decoded clips the collator keeps in memory (LRU; 0 = decode every time). The same clip "
+            "recurs across tasks, anchors and epochs; a 10-s clip at 8 frames of 56x56 is ~0.7 MB"
+        },
+    )
     save_merged: bool = field(
         default=True,
         metadata={

@@ -139,6 +139,7 @@ class CAVPrefTrainer(DPOTrainer):
                 frames=frames,
                 skip_bad_rows=args.skip_bad_rows,
                 sample_rate=sample_rate or getattr(adapter, "sample_rate", None) or 16000,
+                cache_size=args.media_cache_size,
             )
         self._collator = data_collator
         try:

@@ -8,12 +8,17 @@
    ddof=1) per task, and for the modality tasks (MVIT, MAIT, MVT, MAT) against the rest;
 3. ablation: the starting model and the seed-0 DPO / CAVPref evaluated with the video or the audio removed
    (``EvalArgs.drop_stream``): if accuracy does not drop, the model does not use that stream;
-4. sweep: CAVPref with one λ scaled by each ``--grid`` factor at a time (the others at the paper values),
+4. clean mix: DPO and CAVPref per seed again with CLEAN's rows added to the preference mix, so that
+   "always abstain" is no longer free (``clean_mix_block``);
+5. probes of the starting model: CLEAN in both answer modes with each stream removed, and caption exact
+   match on the test clips;
+6. sweep: CAVPref with one λ scaled by each ``--grid`` factor at a time (the others at the paper values),
    read on MCIT (λ_y), MVIT (λ_V) and MAIT (λ_A) as in Fig. 6; plotted with ``scripts/sweep.py``'s plot.
 
-Every run is a quickstart stage (``.done.json``): a second call reuses what finished. Writes
+Every run is a quickstart stage (``.done.json``): a second call reuses what finished, so the stages may
+also be produced by several processes first (each calling these functions for its share). Writes
 ``science.json``, ``science.md`` and ``plots/lambda_sweep.png`` in ``--out``. The evaluation is the
-quickstart's (instruction setting, CircularEval, generation) and is never changed per result.
+quickstart's (instruction setting, CircularEval, its answer mode) and is never changed per result.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ def _sweep_plot():
 def seeds_block(cfg, stage: Stages, qs: dict, seeds: list[int]) -> dict:
     """{method: {seed: results}} for DPO and CAVPref; the quickstart's own runs stand for its seed."""
     root, data, world, start = Path(qs["root"]), Path(qs["data"]), Path(qs["world"]), Path(qs["start"])
+    prefs = Path(qs["pref_data"])
     out: dict[str, dict[int, dict]] = {m: {} for m in COMPARED}
     for seed in seeds:
         for method in COMPARED:
@@ -85,10 +91,34 @@ def seeds_block(cfg, stage: Stages, qs: dict, seeds: list[int]) -> dict:
                 out[method][seed] = _load(root / "eval" / method)
                 continue
             name = f"seeds/{seed}/{method}"
-            model = stage(name, train_stage, recipe(cfg, method=method, model=start, data=data, world=world,
+            model = stage(name, train_stage, recipe(cfg, method=method, model=start, train=prefs, world=world,
                                                     out=root / name, steps=cfg.pref_steps,
                                                     lr=cfg.pref_learning_rate, tasks=list(TASKS), seed=seed)).dir
             ev = stage(f"seeds/{seed}/eval/{method}", eval_stage, model, data, world, f"{LABELS[method]} s{seed}")
+            out[method][seed] = _load(ev.dir)
+    return out
+
+
+def clean_mix_block(cfg, stage: Stages, qs: dict, seeds: list[int], only: set | None = None) -> dict:
+    """DPO and CAVPref per seed with CLEAN's rows added to the nine tasks' preference mix ("clean_mix/...").
+
+    In the paper's mix 7 of 9 tasks reward abstaining and nothing rewards answering, so "always abstain" is
+    a cheap optimum that needs neither stream; with CLEAN rows (chosen = the right answer, no anchors) it
+    costs accuracy, and abstaining pays only where the model can tell the perturbed inputs apart. ``only``:
+    the (seed, method) pairs to run, for splitting the work across processes."""
+    root, data, world, start = Path(qs["root"]), Path(qs["data"]), Path(qs["world"]), Path(qs["start"])
+    prefs = Path(qs["pref_data"])
+    out: dict[str, dict[int, dict]] = {m: {} for m in COMPARED}
+    for seed in seeds:
+        for method in COMPARED:
+            if only is not None and (seed, method) not in only:
+                continue
+            name = f"clean_mix/{seed}/{method}"
+            model = stage(name, train_stage, recipe(cfg, method=method, model=start, train=prefs, world=world,
+                                                    out=root / name, steps=cfg.pref_steps, seed=seed,
+                                                    lr=cfg.pref_learning_rate, tasks=[*TASKS, CLEAN_TASK])).dir
+            ev = stage(f"clean_mix/{seed}/eval/{method}", eval_stage, model, data, world,
+                       f"{LABELS[method]} +CLEAN s{seed}")
             out[method][seed] = _load(ev.dir)
     return out
 
@@ -138,22 +168,25 @@ def ablation(cfg, stage: Stages, qs: dict) -> tuple[list[str], dict]:
     return ["Cells: CLEAN / modality-task mean / rest mean (%)", "", *head, *rows], stats
 
 
-def likelihood_probe(cfg, stage: Stages, qs: dict) -> tuple[list[str], dict]:
-    """A diagnostic beside the paper protocol, never instead of it: the starting model on CLEAN scored by
-    option log-likelihood ("A. <text>"), with each stream removed. Generation needs the model to point at
-    the right letter *and* copy its text; the likelihood also rewards knowing the answer's text, so the two
-    together tell "does not know" from "knows but cannot point"."""
+def protocol_probe(cfg, stage: Stages, qs: dict) -> tuple[list[str], dict]:
+    """The starting model on CLEAN in both answer modes, with each stream removed. Generation (the paper's
+    protocol) needs the model to point at the right letter *and* copy its text; option likelihood
+    ("A. <text>") also rewards knowing the answer's text — together they tell "does not know" from "knows
+    but cannot point at the letter". The quickstart's own mode is read from its runs, the other one is run."""
     data, world, start = Path(qs["data"]), Path(qs["world"]), Path(qs["start"])
-    lik = replace(cfg, eval_mode="likelihood")
     cells = {}
-    for drop in (None, "video", "audio"):
-        name = f"probe/start_likelihood_{'both' if drop is None else 'no_' + drop}"
-        res = _load(stage(name, lambda c, st, *a, **k: eval_stage(lik, st, *a, **k), start, data, world,
-                          f"ZS likelihood {drop or 'both'}", tasks=[CLEAN_TASK], drop_stream=drop).dir)
-        cells[drop or "both"] = (task_accuracy(res, CLEAN_TASK, "vanilla"), task_accuracy(res, CLEAN_TASK))
-    lines = ["| CLEAN, likelihood mode | both streams | video removed | audio removed |", "|---|---|---|---|"]
-    lines += [f"| {metric} | " + " | ".join(f"{cells[k][i]:.2f}" for k in ("both", "video", "audio")) + " |"
-              for i, metric in enumerate(("vanilla", "circular"))]
+    for mode in ("likelihood", "generate"):
+        in_mode = Stages(replace(cfg, eval_mode=mode), stage.root)  # the same stages, evaluated in ``mode``
+        for drop in (None, "video", "audio"):
+            name = f"probe/start_{mode}_{'both' if drop is None else 'no_' + drop}"
+            res = _load(in_mode(name, eval_stage, start, data, world, f"ZS {mode} {drop or 'both'}",
+                                tasks=[CLEAN_TASK], drop_stream=drop).dir)
+            cells[f"{mode}/{drop or 'both'}"] = (task_accuracy(res, CLEAN_TASK, "vanilla"),
+                                                 task_accuracy(res, CLEAN_TASK))
+        stage.timings.update(in_mode.timings)
+    lines = ["| CLEAN | both streams | video removed | audio removed |", "|---|---|---|---|"]
+    lines += [f"| {mode}, {metric} | " + " | ".join(f"{cells[f'{mode}/{k}'][i]:.2f}" for k in ("both", "video", "audio"))
+              + " |" for mode in ("likelihood", "generate") for i, metric in enumerate(("vanilla", "circular"))]
     return lines, cells
 
 
@@ -192,6 +225,7 @@ def caption_probe(cfg, qs: dict) -> tuple[list[str], dict]:
 
 def sweep(cfg, stage: Stages, qs: dict, grid: list[float]) -> tuple[dict, Path]:
     root, data, world, start = Path(qs["root"]), Path(qs["data"]), Path(qs["world"]), Path(qs["start"])
+    prefs = Path(qs["pref_data"])
     summary = {"tasks": {axis: task for axis, (_, task) in FIG6.items()}, "axes": {}}
     for axis, (key, task) in FIG6.items():
         summary["axes"][axis] = []
@@ -201,7 +235,7 @@ def sweep(cfg, stage: Stages, qs: dict, grid: list[float]) -> tuple[dict, Path]:
                 res = _load(root / "eval" / "cavpref")
             else:
                 name = f"sweep/{axis}={value:g}"
-                model = stage(name, train_stage, recipe(cfg, method="cavpref", model=start, data=data, world=world,
+                model = stage(name, train_stage, recipe(cfg, method="cavpref", model=start, train=prefs, world=world,
                                                         out=root / name, steps=cfg.pref_steps,
                                                         lr=cfg.pref_learning_rate, tasks=list(TASKS),
                                                         **{axis: value})).dir
@@ -221,6 +255,7 @@ def parse(argv=None):
     p.add_argument("--grid", default="0.5,1,2", help="factors applied to one paper λ at a time")
     p.add_argument("--no_ablation", action="store_true")
     p.add_argument("--no_sweep", action="store_true")
+    p.add_argument("--no_clean_mix", action="store_true", help="skip DPO / CAVPref with CLEAN in the preference mix")
     args, rest = p.parse_known_args(argv)
     from transformers import HfArgumentParser
 
@@ -248,13 +283,20 @@ def main(argv=None) -> int:
     science = {"seeds": seeds, "per_seed": {m: {s: {t: task_accuracy(r, t) for t in (*TASKS, CLEAN_TASK)}
                                                 for s, r in runs.items()} for m, runs in per_seed.items()},
                "seed_stats": seed_stats, "seed_stats_vanilla": vstats}
+    if not args.no_clean_mix:
+        mix = clean_mix_block(cfg, stage, qs, seeds)
+        table, science["clean_mix"] = seeds_table(mix, start)
+        vtable, science["clean_mix_vanilla"] = seeds_table(mix, start, "vanilla")
+        report += ["## The same comparison with CLEAN in the preference mix", "",
+                   "Circular accuracy (%), mean ± sample std over the seeds:", "", *table, "", "Vanilla:", "",
+                   *vtable, ""]
     if not args.no_ablation:
         lines, science["ablation"] = ablation(cfg, stage, qs)
         report += ["## Stream ablation (test split, instruction setting)", "", *lines, ""]
     lines, science["caption_probe"] = caption_probe(cfg, qs)
     report += ["## Starting model: does it see and hear? (caption probe)", "", *lines, ""]
-    lines, science["likelihood_probe"] = likelihood_probe(cfg, stage, qs)
-    report += ["## Starting model, CLEAN scored by option likelihood (diagnostic, not the protocol)", "", *lines, ""]
+    lines, science["protocol_probe"] = protocol_probe(cfg, stage, qs)
+    report += ["## Starting model on CLEAN: option likelihood vs generation (paper protocol)", "", *lines, ""]
     if not args.no_sweep:
         grid = [float(g) for g in args.grid.split(",")]
         science["sweep"], png = sweep(cfg, stage, qs, grid)

@@ -268,6 +268,29 @@ def test_collator_builds_only_needed_rows_and_maps_them_back(fx, adapter, prefs)
     )
 
 
+def test_media_cache_decodes_each_clip_once_and_changes_nothing(fx, adapter, prefs):
+    """cache_size > 0: a clip seen again (another batch, another task's row of the same clip) is not decoded
+    again, and the batch is identical to the uncached one."""
+    from cavpref.media.decode import decode
+
+    calls = []
+
+    def counting(spec):
+        calls.append(spec)
+        return decode(spec, str(fx["media"]), frames=frames(), sample_rate=16000)
+
+    rows = by_task(prefs, "MCIT", "MVIT", "MAIT", "COT-Swap")
+    plain = CAVPrefCollator(adapter, DEFAULT_SWITCHES, method="cavpref", decode=counting)(rows)
+    first = len(calls)
+    cached = CAVPrefCollator(adapter, DEFAULT_SWITCHES, method="cavpref", decode=counting, cache_size=64)
+    a, b = cached(rows), cached(rows)
+    assert len(calls) == 2 * first  # the cached collator decoded once for both batches
+    for batch in (a, b):
+        for key, value in plain["model_inputs"].items():
+            if torch.is_tensor(value):
+                assert torch.equal(value, batch["model_inputs"][key]), key
+
+
 def test_bad_rows_raise_naming_row_and_field_or_are_counted(fx, adapter, prefs):
     mvit, mcit, cat = (dict(r) for r in by_task(prefs, "MVIT", "MCIT", "CAT"))
     mvit["visual_perturbed"] = None
