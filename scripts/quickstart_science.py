@@ -80,32 +80,11 @@ def _sweep_plot():
     return module.plot
 
 
-def seeds_block(cfg, stage: Stages, qs: dict, seeds: list[int]) -> dict:
-    """{method: {seed: results}} for DPO and CAVPref; the quickstart's own runs stand for its seed."""
-    root, data, world, start = Path(qs["root"]), Path(qs["data"]), Path(qs["world"]), Path(qs["start"])
-    prefs = Path(qs["pref_data"])
-    out: dict[str, dict[int, dict]] = {m: {} for m in COMPARED}
-    for seed in seeds:
-        for method in COMPARED:
-            if seed == cfg.seed:
-                out[method][seed] = _load(root / "eval" / method)
-                continue
-            name = f"seeds/{seed}/{method}"
-            model = stage(name, train_stage, recipe(cfg, method=method, model=start, train=prefs, world=world,
-                                                    out=root / name, steps=cfg.pref_steps,
-                                                    lr=cfg.pref_learning_rate, tasks=list(TASKS), seed=seed)).dir
-            ev = stage(f"seeds/{seed}/eval/{method}", eval_stage, model, data, world, f"{LABELS[method]} s{seed}")
-            out[method][seed] = _load(ev.dir)
-    return out
-
-
-def clean_mix_block(cfg, stage: Stages, qs: dict, seeds: list[int], only: set | None = None) -> dict:
-    """DPO and CAVPref per seed with CLEAN's rows added to the nine tasks' preference mix ("clean_mix/...").
-
-    In the paper's mix 7 of 9 tasks reward abstaining and nothing rewards answering, so "always abstain" is
-    a cheap optimum that needs neither stream; with CLEAN rows (chosen = the right answer, no anchors) it
-    costs accuracy, and abstaining pays only where the model can tell the perturbed inputs apart. ``only``:
-    the (seed, method) pairs to run, for splitting the work across processes."""
+def per_seed_runs(cfg, stage: Stages, qs: dict, seeds: list[int], *, prefix: str, tasks: list[str],
+                  tag: str = "", own: bool = False, only: set | None = None) -> dict:
+    """{method: {seed: results}} for DPO and CAVPref trained on ``tasks`` with each preference seed, as stages
+    ``<prefix>/<seed>/<method>``. ``own``: the quickstart's runs stand for its own seed. ``only``: the
+    (seed, method) pairs to run, for splitting the work across processes."""
     root, data, world, start = Path(qs["root"]), Path(qs["data"]), Path(qs["world"]), Path(qs["start"])
     prefs = Path(qs["pref_data"])
     out: dict[str, dict[int, dict]] = {m: {} for m in COMPARED}
@@ -113,14 +92,32 @@ def clean_mix_block(cfg, stage: Stages, qs: dict, seeds: list[int], only: set | 
         for method in COMPARED:
             if only is not None and (seed, method) not in only:
                 continue
-            name = f"clean_mix/{seed}/{method}"
+            if own and seed == cfg.seed:
+                out[method][seed] = _load(root / "eval" / method)
+                continue
+            name = f"{prefix}/{seed}/{method}"
             model = stage(name, train_stage, recipe(cfg, method=method, model=start, train=prefs, world=world,
                                                     out=root / name, steps=cfg.pref_steps, seed=seed,
-                                                    lr=cfg.pref_learning_rate, tasks=[*TASKS, CLEAN_TASK])).dir
-            ev = stage(f"clean_mix/{seed}/eval/{method}", eval_stage, model, data, world,
-                       f"{LABELS[method]} +CLEAN s{seed}")
+                                                    lr=cfg.pref_learning_rate, tasks=list(tasks))).dir
+            ev = stage(f"{prefix}/{seed}/eval/{method}", eval_stage, model, data, world,
+                       f"{LABELS[method]}{tag} s{seed}")
             out[method][seed] = _load(ev.dir)
     return out
+
+
+def seeds_block(cfg, stage: Stages, qs: dict, seeds: list[int]) -> dict:
+    """DPO and CAVPref on the paper's mix (the nine tasks), one run per seed."""
+    return per_seed_runs(cfg, stage, qs, seeds, prefix="seeds", tasks=list(TASKS), own=True)
+
+
+def clean_mix_block(cfg, stage: Stages, qs: dict, seeds: list[int], only: set | None = None) -> dict:
+    """DPO and CAVPref per seed with CLEAN's rows added to the nine tasks' preference mix ("clean_mix/...").
+
+    In the paper's mix 7 of 9 tasks reward abstaining and nothing rewards answering, so "always abstain" is
+    a cheap optimum that needs neither stream; with CLEAN rows (chosen = the right answer, no anchors) it
+    costs accuracy, and abstaining pays only where the model can tell the perturbed inputs apart."""
+    return per_seed_runs(cfg, stage, qs, seeds, prefix="clean_mix", tasks=[*TASKS, CLEAN_TASK], tag=" +CLEAN",
+                         only=only)
 
 
 def seeds_table(per_seed: dict[str, dict[int, dict]], start: dict, metric: str = "circular"
@@ -172,7 +169,7 @@ def protocol_probe(cfg, stage: Stages, qs: dict) -> tuple[list[str], dict]:
     """The starting model on CLEAN in both answer modes, with each stream removed. Generation (the paper's
     protocol) needs the model to point at the right letter *and* copy its text; option likelihood
     ("A. <text>") also rewards knowing the answer's text — together they tell "does not know" from "knows
-    but cannot point at the letter". The quickstart's own mode is read from its runs, the other one is run."""
+    but cannot point at the letter"."""
     data, world, start = Path(qs["data"]), Path(qs["world"]), Path(qs["start"])
     cells = {}
     for mode in ("likelihood", "generate"):
