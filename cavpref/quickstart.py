@@ -319,7 +319,7 @@ def recipe(cfg: QuickstartConfig, *, method: str, model: Path, train: Path, worl
         "data_seed": seed, "logging_steps": max(1, steps // 20), "save_strategy": "steps",
         "save_steps": max(1, steps // 2), "save_total_limit": 1, "use_cpu": True, "bf16": False,
         "activation_checkpointing": False, "dataloader_num_workers": 0, "report_to": "none",
-        "media_cache_size": 2048,  # ~0.7 MB per decoded 10-s clip; the world's clips recur across tasks and epochs
+        "media_cache_size": 2048,  # a decoded 4-s world clip is 0.33 MB; clips recur across tasks and epochs
         "model": {"model_name_or_path": str(model), "dtype": "float32", "lora_r": 0,
                   "num_frames": cfg.num_frames, "frame_height": cfg.frame_size, "frame_width": cfg.frame_size,
                   "freeze_vision": not encoders, "freeze_audio": not encoders, "train_projectors": encoders},
