@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from cavpref.data import CLEAN_TASK, TASKS
+from cavpref.data import CLEAN_TASK, NONE_OF_THE_ABOVE, TASKS
 
 METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref")
 LABELS = {"start": "ZS (start)", "sft": "SFT", "dpo": "DPO", "cavpref_norobust": "CAVPref w/o Robustness",
@@ -91,6 +91,8 @@ class QuickstartConfig:
         unknown = sorted(set(self.methods) - set(METHODS))
         if unknown:
             raise ValueError(f"--methods: unknown {unknown}; choose from {list(METHODS)}")
+        if self.eval_mode not in ("likelihood", "generate"):  # checked now, not after the training stages
+            raise ValueError(f"--eval_mode must be likelihood or generate, got {self.eval_mode!r}")
         for name, (full, small) in DEFAULTS.items():
             if getattr(self, name) is None:
                 setattr(self, name, small if self.small else full)
@@ -188,25 +190,36 @@ def clip_captions(clip: dict) -> list[tuple[str, str]]:
             ("Which objects are sounding, and where?", ", ".join(where) or "Nothing")]
 
 
+def rotated_view(item, k: int) -> tuple[dict[str, str], dict[str, str], str]:
+    """Pass ``k`` of CircularEval for one item, exactly as the evaluator shows it: the rotated options, the
+    map old letter -> new letter, and the prompt ("None of the above" rotates too, as in the evaluation)."""
+    from eval.avtrustbench import format_prompt
+    from eval.circular import rotate
+
+    options, new_of = rotate(item.options, k)
+    abstain = None if item.abstain_letter is None else new_of[item.abstain_letter]
+    return options, new_of, format_prompt(item, options, abstain)
+
+
 def rotated_rows(items, columns: list[str]) -> list[dict]:
-    """One SFT row per CircularEval view of every item: the options shifted as pass k of the evaluation shows
-    them ("None of the above" moves too), the chosen response naming the correct option at its new letter.
+    """One SFT row per CircularEval view of every item, the chosen response naming the correct option at its
+    new letter.
 
     Without it the starting model only ever sees "None of the above" last and the answers at their drawn
     letters, learns letter priors, and fails the rotations: CLEAN CircularEval was 0 % even by option
     likelihood (78.8 % vanilla); with it, 70.6 % circular / 78.1 % vanilla on all 146 CLEAN test items."""
-    from eval.avtrustbench import AVTrustBench, format_prompt
+    from eval.circular import n_passes
 
-    bench, rows = AVTrustBench(), []
+    rows = []
     for item in items:
-        for k in range(bench.n_passes(item)):
-            options, answer, abstain = bench.view(item, k)
-            wrong = next(x for x in options if x not in (answer, abstain))
+        for k in range(n_passes(item.options)):
+            options, new_of, prompt = rotated_view(item, k)
+            answer = new_of[item.answer]
+            wrong = next(x for x in options if x != answer and options[x] != NONE_OF_THE_ABOVE)
             row = {name: None for name in columns}
             row.update(id=f"{item.id}:rot{k}", task=item.task, source=item.source, category=item.category,
-                       prompt=format_prompt(item, options, abstain), media=item.media,
-                       chosen=f"{answer}. {options[answer]}", rejected=f"{wrong}. {options[wrong]}",
-                       source_ids=list(item.source_ids))
+                       prompt=prompt, media=item.media, chosen=f"{answer}. {options[answer]}",
+                       rejected=f"{wrong}. {options[wrong]}", source_ids=list(item.source_ids))
             rows.append(row)
     return rows
 
@@ -227,20 +240,19 @@ def _rotated_preferences(cfg: QuickstartConfig, stage: Stage, data: Path) -> Non
 
     from datasets import load_from_disk
 
-    from eval.avtrustbench import AVTrustBench, format_prompt
-    from eval.circular import rotate as rotate_options
+    from eval.circular import n_passes
     from eval.loader import load_items
 
     prefs = load_from_disk(str(data / "preferences"))
     items = {i.id: i for i in load_items(data, split="train").items}
-    bench = AVTrustBench()
 
     def rotate(row: dict) -> dict:
-        item = items[row["id"]]
-        k = random.Random(f"{cfg.seed}:{row['id']}").randrange(bench.n_passes(item))
-        options, new_of = rotate_options(item.options, k)
-        abstain = None if item.abstain_letter is None else new_of[item.abstain_letter]
-        row["prompt"] = format_prompt(item, options, abstain)
+        item = items.get(row["id"])
+        if item is None:
+            raise ValueError(f"{data / 'preferences'}: train row {row['id']!r} has no benchmark item of that id "
+                             f"under {data} (prep output from another run?)")
+        k = random.Random(f"{cfg.seed}:{row['id']}").randrange(n_passes(item.options))
+        _, new_of, row["prompt"] = rotated_view(item, k)
         for col in ("chosen", "rejected", "visual_response", "audio_response"):
             row[col] = rotate_response(row[col], new_of)
         return row
@@ -248,6 +260,15 @@ def _rotated_preferences(cfg: QuickstartConfig, stage: Stage, data: Path) -> Non
     prefs["train"] = prefs["train"].map(rotate, desc="rotating options")
     prefs.save_to_disk(str(stage.dir))
     stage.finish(rows=len(prefs["train"]))
+
+
+def split_clips(data: Path) -> tuple[set[str], set[str]]:
+    """(train, test) source clip files of the prep output (the split is by source clip, so they are disjoint)."""
+    from datasets import load_from_disk
+
+    prefs = load_from_disk(str(data / "preferences"))
+    test = {f for ids in prefs["test"]["source_ids"] for f in ids}
+    return {f for ids in prefs["train"]["source_ids"] for f in ids} - test, test
 
 
 def _captions(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> None:
@@ -260,10 +281,8 @@ def _captions(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> N
     from cavpref.media.spec import to_json
     from eval.loader import load_items
 
-    prefs = load_from_disk(str(data / "preferences"))
-    test_files = {f for ids in prefs["test"]["source_ids"] for f in ids}
-    train_files = {f for ids in prefs["train"]["source_ids"] for f in ids} - test_files
-    features = prefs["train"].features
+    train_files, _ = split_clips(data)
+    features = load_from_disk(str(data / "preferences"))["train"].features
     clean = rotated_rows(load_items(data, split="train",
                                     keep=lambda it: it.task == CLEAN_TASK).items, list(features))
     manifest = json.loads((world / "world.json").read_text())

@@ -190,16 +190,14 @@ def protocol_probe(cfg, stage: Stages, qs: dict) -> tuple[list[str], dict]:
 def caption_probe(cfg, qs: dict) -> tuple[list[str], dict]:
     """Does the starting model see and hear? Greedy answers to the three caption prompts on every *test*
     clip (never trained on), exact match against the world's ground truth (``clip_captions``)."""
-    from datasets import load_from_disk
-
     from cavpref.media.decode import FramePolicy, decode
     from cavpref.media.spec import clip, to_json
     from cavpref.models.base import Row
     from cavpref.models.registry import load_adapter
-    from cavpref.quickstart import clip_captions
+    from cavpref.quickstart import clip_captions, split_clips
 
     world = Path(qs["world"])
-    test = {f for ids in load_from_disk(str(Path(qs["data"]) / "preferences"))["test"]["source_ids"] for f in ids}
+    _, test = split_clips(Path(qs["data"]))
     manifest = json.loads((world / "world.json").read_text())
     clips = [c for src in ("music_avqa", "avqa", "audioset") for c in manifest[src] if c["file"] in test]
     adapter = load_adapter(qs["start"], dtype="float32", num_frames=cfg.num_frames, frame_height=cfg.frame_size,

@@ -151,3 +151,5 @@ def test_small_and_full_defaults_resolve():
     assert QuickstartConfig(small=True, sft_steps=7).sft_steps == 7  # explicit values win over --small
     with pytest.raises(ValueError, match="--methods"):
         QuickstartConfig(methods=["ppo"])
+    with pytest.raises(ValueError, match="--eval_mode"):  # refused before any stage runs
+        QuickstartConfig(eval_mode="loglik")
