@@ -169,8 +169,9 @@ def unique_by_norm(texts: Iterable[str]) -> list[str]:
 def render_prompt(question: str, options: dict[str, str], instruction: str = "") -> str:
     """THE prompt text of an item: question, one 'L. text' line per option, then the instruction (if any).
 
-    Benchmark evaluation and preference training both call this, so a model is trained on exactly the
-    text it is tested on; the evaluator calls it again on rotated options for CircularEval.
+    Benchmark items and preference examples both use this, so a model is trained on the text it is tested
+    on. The evaluator renders each CircularEval pass with ``eval.avtrustbench.format_prompt`` (the same
+    layout, with ``{abstain_letter}`` in the instruction filled in for the rotated letters).
     """
     lines = [question, *(f"{letter}. {text}" for letter, text in options.items())]
     if instruction:
