@@ -34,11 +34,11 @@ from typing import Any, Literal
 
 from cavpref.data import ALL_TASKS, CATEGORIES, SETTINGS, TASKS, BenchmarkItem, PreferenceExample
 from cavpref.media.spec import MediaError, from_json, resolve_path, sources
-from data_prep.records import SOURCES, QARecord
-from data_prep.tasks import generate_all, make_context
-from data_prep.tasks.common import LLMConfig, TaskOptions, stable_hash
-from data_prep.tasks.context import clip_id
-from data_prep.tasks.schema import write_outputs
+from cavpref.data_prep.records import SOURCES, QARecord
+from cavpref.data_prep.tasks import generate_all, make_context
+from cavpref.data_prep.tasks.common import LLMConfig, TaskOptions, stable_hash
+from cavpref.data_prep.tasks.context import clip_id
+from cavpref.data_prep.tasks.schema import write_outputs
 
 BUILD_VERSION = 1
 SPLITS = ("train", "validation", "test")
@@ -228,7 +228,7 @@ def fingerprint(config: PrepConfig) -> tuple[str, dict[str, Any]]:
 
 
 def read_records(config: PrepConfig, stats: dict) -> list[QARecord]:
-    from data_prep.readers import ReaderConfig, read_source
+    from cavpref.data_prep.readers import ReaderConfig, read_source
 
     reader_cfg = ReaderConfig(data_root=config.data_root, on_error=config.on_error)
     records, skipped, n_in = [], Counter(), 0
@@ -416,7 +416,7 @@ def build(config: PrepConfig) -> dict[str, Any]:
 
     excluded = Counter()
     if config.exclude_single_modality:
-        from data_prep.readers import exclusion_reason
+        from cavpref.data_prep.readers import exclusion_reason
 
         kept = []
         for r in records:
@@ -429,7 +429,7 @@ def build(config: PrepConfig) -> dict[str, Any]:
     stats["excluded_single_modality"] = dict(sorted(excluded.items()))
 
     tables = build_tables(records, config, out)
-    from data_prep.tasks.context import TableView
+    from cavpref.data_prep.tasks.context import TableView
 
     view, present, valid, invalid = TableView(tables), {}, [], Counter()
     for r in records:
@@ -489,8 +489,8 @@ def versions() -> dict[str, str]:
 
 
 def build_tables(records: list[QARecord], config: PrepConfig, out: Path):
-    from data_prep.tables import DEFAULT_FILENAME, TablesConfig, apply_overrides
-    from data_prep.tables import build_tables as derive
+    from cavpref.data_prep.tables import DEFAULT_FILENAME, TablesConfig, apply_overrides
+    from cavpref.data_prep.tables import build_tables as derive
 
     tables = derive(records, ontology=config.audioset_ontology,
                     config=TablesConfig(group_level=config.tables_group_level))
@@ -531,7 +531,7 @@ def dropped_total(stats: dict[str, Any]) -> int:
 def scoring_config(config: PrepConfig):
     from transformers import HfArgumentParser
 
-    from data_prep.scoring import ScoringConfig
+    from cavpref.data_prep.scoring import ScoringConfig
 
     if config.scoring_config:
         return HfArgumentParser(ScoringConfig).parse_yaml_file(config.scoring_config)[0]
@@ -541,7 +541,7 @@ def scoring_config(config: PrepConfig):
 def align(records: list[QARecord], config: PrepConfig) -> tuple[list[QARecord], dict[str, int]]:
     """The AudioSet alignment filter (paper: keep a clip when T_sim >= 0.70) over every AudioSet record —
     partners come from the whole pool, so every shard filters all of them — counting this shard's drops."""
-    from data_prep.scoring import alignment_filter
+    from cavpref.data_prep.scoring import alignment_filter
 
     segments = [r for r in records if r.source == "audioset"]
     if not segments:
@@ -555,7 +555,7 @@ def align(records: list[QARecord], config: PrepConfig) -> tuple[list[QARecord], 
 
 
 def score(prefs: list[PreferenceExample], config: PrepConfig) -> list[PreferenceExample]:
-    from data_prep.scoring import score_preferences
+    from cavpref.data_prep.scoring import score_preferences
 
     return score_preferences(prefs, config.data_root, scoring_config(config))
 
@@ -644,8 +644,8 @@ def merge(output_dir: str | os.PathLike, shard_dirs: list[str]) -> dict[str, Any
     every shard index once. Rows are re-sorted by id and counts summed, so the result does not depend on
     the order of ``shard_dirs`` and equals the single-process build.
     """
-    from data_prep.tables import DEFAULT_FILENAME
-    from data_prep.tasks.schema import load_outputs
+    from cavpref.data_prep.tables import DEFAULT_FILENAME
+    from cavpref.data_prep.tasks.schema import load_outputs
 
     if not shard_dirs:
         raise ValueError("merge: no shard folders given")

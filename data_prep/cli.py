@@ -14,7 +14,7 @@ import sys
 import yaml
 from transformers import HfArgumentParser
 
-from data_prep.build import PrepConfig, PrepError, build, format_stats, merge
+from cavpref.data_prep.build import PrepConfig, PrepError, build, format_stats, merge
 
 USAGE = __doc__
 
@@ -41,7 +41,7 @@ def parse_config(argv: list[str]) -> PrepConfig:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "read":
-        from data_prep.readers.cli import main as read_main
+        from cavpref.data_prep.readers.cli import main as read_main
 
         return read_main(argv[1:])
     if not argv or argv == ["-h"] or argv == ["--help"]:

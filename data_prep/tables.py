@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from cavpref.data import CATEGORIES
-from data_prep.readers.audioset import Ontology, read_ontology
-from data_prep.records import QARecord
+from cavpref.data_prep.readers.audioset import Ontology, read_ontology
+from cavpref.data_prep.records import QARecord
 
 TABLES_VERSION = 1
 DEFAULT_FILENAME = "lookup_tables.json"

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cavpref.data import ABSTAIN_TASKS, BenchmarkItem
-from eval import circular as circ
-from eval.choice_judge import JUDGE_ERROR, ChoiceJudge, build_query
-from eval.extract import ABSTAIN, ABSTENTION_RESPONSES, Extraction, is_correct, match_choice
-from eval.metrics import ItemOutcome
-from eval.runner import Job, PassRequest
+from cavpref.eval import circular as circ
+from cavpref.eval.choice_judge import JUDGE_ERROR, ChoiceJudge, build_query
+from cavpref.eval.extract import ABSTAIN, ABSTENTION_RESPONSES, Extraction, is_correct, match_choice
+from cavpref.eval.metrics import ItemOutcome
+from cavpref.eval.runner import Job, PassRequest
 
 
 @dataclass

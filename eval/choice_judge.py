@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cavpref.data import LETTERS
-from eval.extract import ABSTAIN, Extraction, normalise
-from eval.judge import ChatClient
+from cavpref.eval.extract import ABSTAIN, Extraction, normalise
+from cavpref.eval.judge import ChatClient
 
 PROMPT_VERSION = "avtrustbench-choice/v1"
 

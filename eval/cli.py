@@ -10,7 +10,7 @@
                                    (reasoning / long-video benchmarks: see eval/benchmarks/cli.py)
 
 Flags are the fields of ``eval.pipeline.EvalArgs`` (HfArgumentParser; a YAML file works too).
-Multi-GPU / multi-process: ``accelerate launch -m cavpref.cli eval avtrustbench …``.
+Multi-GPU / multi-process: ``accelerate launch -m cavpref.apps.cli eval avtrustbench …``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class PromptsArgs:
 def _parse(argv: list[str], *extra):
     from transformers import HfArgumentParser
 
-    from eval.pipeline import EvalArgs
+    from cavpref.eval.pipeline import EvalArgs
 
     parser = HfArgumentParser((EvalArgs, *extra))
     if len(argv) == 1 and argv[0].endswith((".yaml", ".yml")):
@@ -47,7 +47,7 @@ def _parse(argv: list[str], *extra):
 def _compare(argv: list[str]) -> int:
     import argparse
 
-    from eval.report import compare
+    from cavpref.eval.report import compare
 
     ap = argparse.ArgumentParser(prog="cavpref eval compare", description="paper Table 5 from run folders")
     ap.add_argument("runs", nargs="+", help="run folders (or results.json files); the first is the zero-shot run")
@@ -76,13 +76,13 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0
     command, rest = argv[0], argv[1:]
-    from eval.benchmarks import cli as benchmarks  # AURA / MMAR / TraceAV-Bench
+    from cavpref.eval.benchmarks import cli as benchmarks  # AURA / MMAR / TraceAV-Bench
 
     if command in benchmarks.BENCHMARKS or (command == "score" and benchmarks.benchmark_in(rest) is not None):
         return benchmarks.main(command, rest)
     try:
         if command == "avtrustbench":
-            from eval.pipeline import evaluate
+            from cavpref.eval.pipeline import evaluate
 
             (args,) = _parse(rest)
             for name in ("model", "data", "output"):
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"wrote {args.output}/results.json, report.md, plots/")
             return 0
         if command == "score":
-            from eval.pipeline import score_predictions
+            from cavpref.eval.pipeline import score_predictions
 
             args, sargs = _parse(rest, ScoreArgs)
             if not sargs.predictions or not args.data:
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(results["metrics"]["overall"]))
             return 0
         if command == "prompts":
-            from eval.pipeline import export_prompts
+            from cavpref.eval.pipeline import export_prompts
 
             args, pargs = _parse(rest, PromptsArgs)
             if not pargs.prompts_out or not args.data:
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         if command == "compare":
             return _compare(rest)
         if command == "report":
-            from eval.report import write_reports
+            from cavpref.eval.report import write_reports
 
             if len(rest) != 1:
                 raise ValueError("usage: cavpref eval report RUN_FOLDER")

@@ -18,12 +18,12 @@ from typing import Any
 from cavpref.data import ALL_TASKS, TASKS
 from cavpref.media.decode import FramePolicy
 from cavpref.media.spec import drop_video, mute, to_json
-from eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
-from eval.extract import ABSTAIN, Extraction, is_correct
-from eval.loader import DataError, LoadResult, load_items
-from eval.metrics import ItemOutcome, summarize
-from eval.report import write_reports
-from eval.runner import Job, RunConfig, Runner
+from cavpref.eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
+from cavpref.eval.extract import ABSTAIN, Extraction, is_correct
+from cavpref.eval.loader import DataError, LoadResult, load_items
+from cavpref.eval.metrics import ItemOutcome, summarize
+from cavpref.eval.report import write_reports
+from cavpref.eval.runner import Job, RunConfig, Runner
 
 
 @dataclass
@@ -109,8 +109,8 @@ def load(args: EvalArgs) -> LoadResult:
 
 def build_judge(args: EvalArgs):
     """The step-2 judge, or None when none is configured (or --no_judge)."""
-    from eval.choice_judge import ChoiceJudge
-    from eval.judge import ChatClient, ChatConfig
+    from cavpref.eval.choice_judge import ChoiceJudge
+    from cavpref.eval.judge import ChatClient, ChatConfig
 
     if args.no_judge or not (args.judge_model or os.environ.get("CAVPREF_JUDGE_MODEL")):
         return None
@@ -123,17 +123,17 @@ def build_judge(args: EvalArgs):
 
 def build_backend(args: EvalArgs):
     """An endpoint backend for http(s) models, else the checkpoint's adapter on this process's device."""
-    from eval.backends import AdapterBackend, EndpointBackend
+    from cavpref.eval.backends import AdapterBackend, EndpointBackend
 
     if args.model.startswith(("http://", "https://")):
-        from eval.judge import ChatClient, ChatConfig
+        from cavpref.eval.judge import ChatClient, ChatConfig
 
         client = ChatClient(ChatConfig(base_url=args.model, model=args.endpoint_model, env_prefix="CAVPREF_ENDPOINT",
                                        api_key_env=args.endpoint_api_key_env, max_tokens=args.max_new_tokens,
                                        max_concurrency=args.endpoint_concurrency, timeout_s=300.0))
         return EndpointBackend(client, media_format=args.media_format, max_tokens=args.max_new_tokens)
     from cavpref.models import load_adapter
-    from eval.runner import dist_state
+    from cavpref.eval.runner import dist_state
 
     adapter = load_adapter(args.model, adapter=args.adapter, dtype=args.dtype)
     adapter.model.to(dist_state().device).eval()

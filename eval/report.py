@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cavpref.data import ALL_TASKS, DIMENSIONS, TASKS
-from eval.metrics import primary
+from cavpref.eval.metrics import primary
 
 CATEGORY_ABBR = {"Existential": "E", "Localization": "L", "Count": "Cn", "Temporal": "T", "Comparative": "Co",
                  "World knowledge": "WK"}
@@ -195,7 +195,7 @@ def write_reports(results: dict, out_dir: str | Path) -> None:
     (out_dir / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
                                           encoding="utf-8")
     if results.get("benchmark") in ("aura", "mmar", "traceav"):  # their own tables and plots
-        from eval.benchmarks.reports import write
+        from cavpref.eval.benchmarks.reports import write
 
         return write(results, out_dir)
     (out_dir / "report.md").write_text(render_markdown(results) + "\n", encoding="utf-8")

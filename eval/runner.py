@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cavpref.media.decode import DecodedMedia, FramePolicy
-from eval.metrics import ItemOutcome
+from cavpref.eval.metrics import ItemOutcome
 
 
 @dataclass

@@ -77,10 +77,10 @@ def main() -> None:
 
     torch.set_num_threads(ns.threads)
     from cavpref.models import build_tiny_qwen_omni, load_adapter
-    from eval.backends import AdapterBackend
-    from eval.choice_judge import ChoiceJudge
-    from eval.judge import ChatClient, ChatConfig
-    from eval.pipeline import EvalArgs, evaluate
+    from cavpref.eval.backends import AdapterBackend
+    from cavpref.eval.choice_judge import ChoiceJudge
+    from cavpref.eval.judge import ChatClient, ChatConfig
+    from cavpref.eval.pipeline import EvalArgs, evaluate
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_eval_"))
     data = make_bench(tmp, ns.items)

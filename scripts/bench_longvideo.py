@@ -18,7 +18,7 @@ import numpy as np
 from cavpref.media.decode import FramePolicy, decode
 from cavpref.media.spec import clip
 from cavpref.media.write import write_mp4
-from eval.benchmarks.longvideo import LongVideoPolicy, decode_long
+from cavpref.eval.benchmarks.longvideo import LongVideoPolicy, decode_long
 
 
 def main() -> None:

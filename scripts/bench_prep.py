@@ -17,10 +17,10 @@ import time
 
 from cavpref.data import TASKS
 from cavpref.media.spec import Source, to_json
-from data_prep.records import QARecord
-from data_prep.tables import LookupTables
-from data_prep.tasks import GENERATORS, TaskOptions, make_context
-from data_prep.tasks.common import stable_hash
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tables import LookupTables
+from cavpref.data_prep.tasks import GENERATORS, TaskOptions, make_context
+from cavpref.data_prep.tasks.common import stable_hash
 
 
 def synthetic_tables(n_groups: int = 12, per_group: int = 25) -> tuple[LookupTables, list[str]]:

@@ -36,7 +36,7 @@ class BenchConfig:
 
 def _media(n: int, seed: int = 0):
     from cavpref.media.decode import DecodedMedia
-    from data_prep.scoring import KeyedMedia
+    from cavpref.data_prep.scoring import KeyedMedia
 
     rng = np.random.default_rng(seed)
     return [
@@ -65,8 +65,8 @@ def main() -> None:
 
 
 def run_bench(cfg: BenchConfig, tmp: Path) -> None:
-    from data_prep.scoring import Scorers, ScoringConfig
-    from data_prep.scoring.tiny import save_tiny_clap, save_tiny_clip, save_tiny_pe_audio_video
+    from cavpref.data_prep.scoring import Scorers, ScoringConfig
+    from cavpref.data_prep.scoring.tiny import save_tiny_clap, save_tiny_clip, save_tiny_pe_audio_video
 
     clap, clip = str(save_tiny_clap(tmp / "clap")), str(save_tiny_clip(tmp / "clip"))
     try:

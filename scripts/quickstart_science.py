@@ -36,7 +36,7 @@ import numpy as np
 
 from cavpref.config import PAPER_LAMBDAS
 from cavpref.data import CLEAN_TASK, TASKS
-from cavpref.quickstart import (
+from cavpref.apps.quickstart import (
     LABELS,
     QuickstartConfig,
     Stages,
@@ -194,7 +194,7 @@ def caption_probe(cfg, qs: dict) -> tuple[list[str], dict]:
     from cavpref.media.spec import clip, to_json
     from cavpref.models.base import Row
     from cavpref.models.registry import load_adapter
-    from cavpref.quickstart import clip_captions, split_clips
+    from cavpref.apps.quickstart import clip_captions, split_clips
 
     world = Path(qs["world"])
     _, test = split_clips(Path(qs["data"]))

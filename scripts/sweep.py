@@ -94,8 +94,8 @@ def evaluate_run(args, run_dir: Path, task: str | None) -> dict | None:
     if args.no_eval or not args.eval_data:
         return None
     try:
-        from eval.metrics import primary
-        from eval.pipeline import EvalArgs, evaluate
+        from cavpref.eval.metrics import primary
+        from cavpref.eval.pipeline import EvalArgs, evaluate
     except ImportError as err:  # eval is a separate stage; keep the sweep usable without it
         print(f"[sweep] evaluation unavailable ({err}); plotting training metrics", file=sys.stderr)
         return None

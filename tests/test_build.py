@@ -11,12 +11,12 @@ from datasets import Dataset, load_from_disk
 
 from cavpref.data import TASKS, BenchmarkItem, PreferenceExample
 from cavpref.media.spec import from_json, sources
-from data_prep.build import PrepConfig, PrepError, build, format_stats, merge, validate
-from data_prep.cli import main
-from data_prep.readers import ReaderError
-from data_prep.records import QARecord
-from data_prep.tasks.context import TableView
-from data_prep.tasks.schema import load_outputs
+from cavpref.data_prep.build import PrepConfig, PrepError, build, format_stats, merge, validate
+from cavpref.data_prep.cli import main
+from cavpref.data_prep.readers import ReaderError
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tasks.context import TableView
+from cavpref.data_prep.tasks.schema import load_outputs
 
 ONTOLOGY = [
     ("/m/music", "Music", ["/m/inst"]),
@@ -351,7 +351,7 @@ def test_cli(built, tmp_path, capsys):
 
 def test_items_straddling_the_split_are_dropped_and_counted():
     from cavpref.media.spec import Source, combine, to_json
-    from data_prep.build import assign_splits, split_of_path
+    from cavpref.data_prep.build import assign_splits, split_of_path
 
     cfg = PrepConfig(output_dir="x", test_fraction=0.5)
     paths = [f"v/{k}.mp4" for k in range(20)]
@@ -386,7 +386,7 @@ def test_items_straddling_the_split_are_dropped_and_counted():
 
 
 def test_shard_flags_take_the_issue_spelling():
-    from data_prep.cli import parse_config
+    from cavpref.data_prep.cli import parse_config
 
     dashed = parse_config(["--world", "w", "--output_dir", "o", "--num-shards", "4", "--shard-index", "3"])
     under = parse_config(["--world", "w", "--output_dir", "o", "--num_shards", "4", "--shard_index", "3"])

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from cavpref.media.write import write_mp4
-from data_prep.build import PrepConfig, build, format_stats, merge
-from data_prep.scoring import register_backend
-from data_prep.tasks.schema import load_outputs
+from cavpref.data_prep.build import PrepConfig, build, format_stats, merge
+from cavpref.data_prep.scoring import register_backend
+from cavpref.data_prep.tasks.schema import load_outputs
 
 RGB = {"red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255)}
 TONES = {"red": 500, "green": 1000, "blue": 1500}

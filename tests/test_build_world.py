@@ -10,11 +10,11 @@ import pytest
 from cavpref.data import TASKS
 from cavpref.media.decode import FramePolicy, decode
 from cavpref.media.spec import from_json, resolve_path, sources
-from data_prep.build import PrepConfig, build
-from data_prep.tasks.schema import load_outputs
+from cavpref.data_prep.build import PrepConfig, build
+from cavpref.data_prep.tasks.schema import load_outputs
 
-synthetic = pytest.importorskip("data_prep.synthetic.world")
-WorldConfig = pytest.importorskip("data_prep.synthetic.config").WorldConfig
+synthetic = pytest.importorskip("cavpref.data_prep.synthetic.world")
+WorldConfig = pytest.importorskip("cavpref.data_prep.synthetic.config").WorldConfig
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_build_from_generated_world(world, tmp_path):
 
 
 def test_similarity_scores_switch(tmp_path):
-    from data_prep.scoring.tiny import save_tiny_clap, save_tiny_clip
+    from cavpref.data_prep.scoring.tiny import save_tiny_clap, save_tiny_clip
 
     world = tmp_path / "w"  # a smaller world: every distinct clip is decoded and embedded
     synthetic.generate_world(

@@ -6,7 +6,7 @@ import pytest
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import Source, combine, has_audio, has_video, to_json
-from eval.pipeline import EvalArgs, load
+from cavpref.eval.pipeline import EvalArgs, load
 
 
 def _write(path):

@@ -10,11 +10,11 @@ from judge_server import LoopbackServer, completion
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip
-from eval.benchmarks import aura
-from eval.benchmarks.aura_judge import AuraJudges, is_scored, parse_fcs, parse_sanitized, score
-from eval.benchmarks.common import BenchmarkInputError, split_response
-from eval.judge import ChatClient, ChatConfig
-from eval.nli import NLIConfig, NLIScorer, entailment_index
+from cavpref.eval.benchmarks import aura
+from cavpref.eval.benchmarks.aura_judge import AuraJudges, is_scored, parse_fcs, parse_sanitized, score
+from cavpref.eval.benchmarks.common import BenchmarkInputError, split_response
+from cavpref.eval.judge import ChatClient, ChatConfig
+from cavpref.eval.nli import NLIConfig, NLIScorer, entailment_index
 
 RECORDS = [  # as the released generators write them (note the space in "implicit distractions")
     {"question": "What is behind the guitarist in the top half?", "options": {"A": "A red couch", "B": "A brick wall",
@@ -216,7 +216,7 @@ def test_metric_edge_cases():
 
 
 def test_cli_run_rescores_a_failed_judge_and_scores_released_predictions(tmp_path, nli_dir):
-    from cavpref.cli import main as cavpref_main
+    from cavpref.apps.cli import main as cavpref_main
     from cavpref.media.write import write_mp4
 
     data = tmp_path / "aura"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from eval.circular import circular_outcome, n_passes, next_pass, rotate
-from eval.extract import ABSTAIN, ABSTENTIONS, is_correct, match_choice
+from cavpref.eval.circular import circular_outcome, n_passes, next_pass, rotate
+from cavpref.eval.extract import ABSTAIN, ABSTENTIONS, is_correct, match_choice
 
 YN = {"A": "Yes", "B": "No"}
 FOUR = {"A": "acoustic_guitar", "B": "Piano", "C": "Three", "D": "Thirty-three", "E": "None of the above"}

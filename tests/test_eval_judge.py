@@ -6,9 +6,9 @@ import sqlite3
 import pytest
 from judge_server import LoopbackServer, completion
 
-from eval.choice_judge import ChoiceJudge, build_query, parse_reply
-from eval.extract import ABSTAIN
-from eval.judge import ChatClient, ChatConfig, public_url
+from cavpref.eval.choice_judge import ChoiceJudge, build_query, parse_reply
+from cavpref.eval.extract import ABSTAIN
+from cavpref.eval.judge import ChatClient, ChatConfig, public_url
 
 SECRET = "sk-test-secret-do-not-write"
 

@@ -7,11 +7,11 @@ import re
 import pytest
 from judge_server import LoopbackServer, completion
 
-from eval.benchmarks import mmar
-from eval.benchmarks.common import BenchmarkInputError, trim_min_max
-from eval.benchmarks.mmar import MMARRecord, is_correct, parse_rubric_reply, string_match, summary
-from eval.benchmarks.mmar_judge import MMARJudge, ratings_of, score
-from eval.judge import ChatClient, ChatConfig
+from cavpref.eval.benchmarks import mmar
+from cavpref.eval.benchmarks.common import BenchmarkInputError, trim_min_max
+from cavpref.eval.benchmarks.mmar import MMARRecord, is_correct, parse_rubric_reply, string_match, summary
+from cavpref.eval.benchmarks.mmar_judge import MMARJudge, ratings_of, score
+from cavpref.eval.judge import ChatClient, ChatConfig
 
 
 def rubric(n=5):
@@ -158,7 +158,7 @@ def test_cli_audio_only_run_and_released_predictions(tmp_path, capsys):
     import numpy as np
     import soundfile as sf
 
-    from cavpref.cli import main as cavpref_main
+    from cavpref.apps.cli import main as cavpref_main
 
     root = tmp_path / "MMAR"
     (root / "audio").mkdir(parents=True)

@@ -10,9 +10,9 @@ from judge_server import LoopbackServer, completion
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, concat, drop_video, mute, to_json
 from cavpref.media.write import write_mp4
-from eval.backends import AdapterBackend, model_fingerprint
-from eval.pipeline import EvalArgs, evaluate
-from eval.runner import load_records
+from cavpref.eval.backends import AdapterBackend, model_fingerprint
+from cavpref.eval.pipeline import EvalArgs, evaluate
+from cavpref.eval.runner import load_records
 
 QUESTION = "Which instrument is playing?"
 SECRET = "sk-runner-secret-never-written"
@@ -187,8 +187,8 @@ def test_endpoint_model_receives_the_decoded_media(bench, tmp_path):
     import av
     import soundfile as sf
 
-    from eval.backends import EndpointBackend
-    from eval.judge import ChatClient, ChatConfig
+    from cavpref.eval.backends import EndpointBackend
+    from cavpref.eval.judge import ChatClient, ChatConfig
 
     seen = []
 

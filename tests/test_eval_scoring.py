@@ -6,11 +6,11 @@ import pytest
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, mute, to_json
-from eval.cli import main as eval_main
-from eval.loader import DataError, load_items
-from eval.metrics import ItemOutcome, accuracy_block, dimension_means, summarize
-from eval.pipeline import EvalArgs, score_predictions
-from eval.report import compare, write_reports
+from cavpref.eval.cli import main as eval_main
+from cavpref.eval.loader import DataError, load_items
+from cavpref.eval.metrics import ItemOutcome, accuracy_block, dimension_means, summarize
+from cavpref.eval.pipeline import EvalArgs, score_predictions
+from cavpref.eval.report import compare, write_reports
 
 MEDIA = to_json(clip("a.mp4"))
 
@@ -169,7 +169,7 @@ def test_report_plots_and_compare(tmp_path, bench):
     zs = score_predictions(EvalArgs(data=str(bench), label="ZS"), write_jsonl(tmp_path / "a.jsonl", always_a()))
     perfect = []
     for it in ITEMS:
-        from eval.circular import rotate
+        from cavpref.eval.circular import rotate
         for k in range(len(it.options)):
             _, new_of = rotate(it.options, k)
             perfect.append({"id": it.id, "rotation": k, "choice": "ABSTAIN" if it.answer is None else new_of[it.answer]})

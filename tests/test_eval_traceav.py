@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from judge_server import LoopbackServer, completion
 
-from cavpref.cli import main as cavpref_main
+from cavpref.apps.cli import main as cavpref_main
 from cavpref.media.spec import clip
 from cavpref.media.write import write_mp4
-from eval.benchmarks import traceav
-from eval.benchmarks.common import BenchmarkInputError
-from eval.benchmarks.longvideo import LongVideoPolicy, audio_windows, decode_long
-from eval.benchmarks.traceav import TraceRecord, parse_prediction, random_guess, traceav_metrics
+from cavpref.eval.benchmarks import traceav
+from cavpref.eval.benchmarks.common import BenchmarkInputError
+from cavpref.eval.benchmarks.longvideo import LongVideoPolicy, audio_windows, decode_long
+from cavpref.eval.benchmarks.traceav import TraceRecord, parse_prediction, random_guess, traceav_metrics
 
 
 def hop(minute, label="visual"):

@@ -8,7 +8,7 @@ import shutil
 import pytest
 import torch
 
-from cavpref.cli import main as cavpref_main
+from cavpref.apps.cli import main as cavpref_main
 from cavpref.models import (
     ModelConfig,
     Row,

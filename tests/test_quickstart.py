@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from cavpref.cli import main as cli_main
+from cavpref.apps.cli import main as cli_main
 from cavpref.data import CLEAN_TASK, TASKS
-from cavpref.quickstart import METHODS, QuickstartConfig, clean_chance, rotate_response, rotated_rows
+from cavpref.apps.quickstart import METHODS, QuickstartConfig, clean_chance, rotate_response, rotated_rows
 
 STAGES = ["world", "data", "model_init", "start_data", "start", "pref_data", *METHODS,
           *(f"eval/{n}" for n in ("start", *METHODS))]

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from cavpref.media.spec import Combine, Source, from_json
-from data_prep.readers import (
+from cavpref.data_prep.readers import (
     ReaderConfig,
     ReaderError,
     filter_single_modality,
@@ -17,7 +17,7 @@ from data_prep.readers import (
     read_ontology,
     read_source,
 )
-from data_prep.readers.categories import avqa_category
+from cavpref.data_prep.readers.categories import avqa_category
 
 # ----------------------------------------------------------------------------- fixtures (as released)
 

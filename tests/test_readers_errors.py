@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from data_prep.readers import ReaderConfig, ReaderError, read_avqa, read_music_avqa, read_source
-from data_prep.readers.cli import main
+from cavpref.data_prep.readers import ReaderConfig, ReaderError, read_avqa, read_music_avqa, read_source
+from cavpref.data_prep.readers.cli import main
 
 GOOD = {"video_id": "00000001", "question_id": 1, "type": '["Audio-Visual", "Existential"]',
         "question_content": "Is the <Object> in the video always playing?", "templ_values": '["piano"]',

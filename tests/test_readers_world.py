@@ -9,11 +9,11 @@ import pytest
 
 from cavpref.data import CATEGORIES
 from cavpref.media.spec import from_json, resolve_path, sources
-from data_prep.readers import filter_single_modality, read_source
-from data_prep.tables import build_tables
+from cavpref.data_prep.readers import filter_single_modality, read_source
+from cavpref.data_prep.tables import build_tables
 
-synthetic = pytest.importorskip("data_prep.synthetic.world")
-WorldConfig = pytest.importorskip("data_prep.synthetic.config").WorldConfig
+synthetic = pytest.importorskip("cavpref.data_prep.synthetic.world")
+WorldConfig = pytest.importorskip("cavpref.data_prep.synthetic.config").WorldConfig
 
 
 @pytest.fixture(scope="module")

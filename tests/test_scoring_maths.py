@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from cavpref.media.spec import clip, combine, concat, drop_video, mute, to_json
-from data_prep.scoring import audio_view, video_view
-from data_prep.scoring import maths as M
+from cavpref.data_prep.scoring import audio_view, video_view
+from cavpref.data_prep.scoring import maths as M
 
 
 def test_cosine_and_unit_interval():
@@ -86,7 +86,7 @@ def test_stream_views_share_keys_across_perturbations():
 
 
 def test_config_vocabulary_and_validation(tmp_path):
-    from data_prep.scoring import ScoringConfig
+    from cavpref.data_prep.scoring import ScoringConfig
 
     (tmp_path / "labels.txt").write_text("dog\n\ncat\npiano\n", encoding="utf-8")
     cfg = ScoringConfig(vocabulary=["piano", "violin"], vocabulary_file=str(tmp_path / "labels.txt"))

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from cavpref.media.decode import DecodedMedia
-from data_prep.scoring import KeyedMedia, Scorers, ScoringConfig
-from data_prep.scoring.tiny import save_tiny_clap, save_tiny_clip
+from cavpref.data_prep.scoring import KeyedMedia, Scorers, ScoringConfig
+from cavpref.data_prep.scoring.tiny import save_tiny_clap, save_tiny_clip
 
 SR = 8000  # the tiny CLAP's rate; its window is 1 s
 
@@ -143,7 +143,7 @@ def test_unknown_and_optional_backends_fail_clearly(tiny_models):
 
 def test_pe_audio_video_direct_backend(tmp_path):
     pytest.importorskip("timm")  # the PE video tower is a timm model
-    from data_prep.scoring.tiny import save_tiny_pe_audio_video
+    from cavpref.data_prep.scoring.tiny import save_tiny_pe_audio_video
 
     path = save_tiny_pe_audio_video(tmp_path / "pe")
     media = media_set(5)

@@ -16,8 +16,8 @@ import pytest
 from cavpref.data import PreferenceExample
 from cavpref.media.spec import clip, combine, drop_video, mute, to_json
 from cavpref.media.write import write_mp4
-from data_prep.records import QARecord
-from data_prep.scoring import (
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.scoring import (
     PAPER_THRESHOLD,
     Scorers,
     ScoringConfig,

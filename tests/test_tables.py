@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from data_prep.readers import read_ontology
-from data_prep.records import QARecord
-from data_prep.tables import (
+from cavpref.data_prep.readers import read_ontology
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tables import (
     LookupTables,
     TablesConfig,
     TablesError,

@@ -11,12 +11,12 @@ import pytest
 
 from cavpref.data import ABSTAIN_TASKS, NONE_OF_THE_ABOVE, TASKS, PreferenceExample
 from cavpref.media.spec import Concat, Overlay, Source, combine, concat, drop_video, from_json, mute, to_json
-from data_prep.records import QARecord
-from data_prep.tables import LookupTables
-from data_prep.tasks import GENERATORS, TEMPLATES, TaskOptions, generate_all, item_prompt, render_prompt
-from data_prep.tasks.common import norm
-from data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
-from data_prep.tasks.templates import ABSTENTIONS, ATTRIBUTE_WORDS, BINDINGS, ORDER_PHRASES, SIMULTANEOUS
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tables import LookupTables
+from cavpref.data_prep.tasks import GENERATORS, TEMPLATES, TaskOptions, generate_all, item_prompt, render_prompt
+from cavpref.data_prep.tasks.common import norm
+from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
+from cavpref.data_prep.tasks.templates import ABSTENTIONS, ATTRIBUTE_WORDS, BINDINGS, ORDER_PHRASES, SIMULTANEOUS
 
 GROUPS = {
     "Music": ["Piano", "Guitar", "Violin", "Drum", "Flute"],

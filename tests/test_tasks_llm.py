@@ -12,8 +12,8 @@ from typing import ClassVar
 import pytest
 from test_tasks import CAT, COW, DOG, SIREN, make_tables
 
-from data_prep.tasks import GENERATORS, LLMConfig, TaskOptions
-from data_prep.tasks.llm import parse_negatives
+from cavpref.data_prep.tasks import GENERATORS, LLMConfig, TaskOptions
+from cavpref.data_prep.tasks.llm import parse_negatives
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -129,7 +129,7 @@ def test_sigkill_and_resume_ends_with_the_uninterrupted_weights(fx, tmp_path):
     # The reference run goes through the same subprocess (same OMP_NUM_THREADS) as the killed and resumed
     # ones: an in-process run inherits this pytest process's torch thread count, whose different reduction
     # order alone moves weights by ~1e-7.
-    train_cmd = [sys.executable, "-m", "cavpref.cli", "train", str(rec)]
+    train_cmd = [sys.executable, "-m", "cavpref.apps.cli", "train", str(rec)]
     done = subprocess.run([*train_cmd, "--output_dir", str(full), "--save_strategy", "no"], cwd=ROOT, env=env(),
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

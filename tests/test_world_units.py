@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from source_facts import MUSIC_AVQA_INSTRUMENTS
 
-from data_prep.synthetic import avqa_questions, catalogue, music_questions, scenes, sounds, visuals
-from data_prep.synthetic.config import WorldConfig
+from cavpref.data_prep.synthetic import avqa_questions, catalogue, music_questions, scenes, sounds, visuals
+from cavpref.data_prep.synthetic.config import WorldConfig
 
 
 # ----------------------------------------------------------------------------- sounds

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from data_prep.readers.audioset import Ontology, label_names, read_class_labels, read_ontology, read_segments
-from data_prep.readers.avqa import read_avqa
-from data_prep.readers.categories import exclusion_reason, filter_single_modality
-from data_prep.readers.common import ReaderConfig, ReaderError, ReadResult
-from data_prep.readers.music_avqa import read_music_avqa
+from cavpref.data_prep.readers.audioset import Ontology, label_names, read_class_labels, read_ontology, read_segments
+from cavpref.data_prep.readers.avqa import read_avqa
+from cavpref.data_prep.readers.categories import exclusion_reason, filter_single_modality
+from cavpref.data_prep.readers.common import ReaderConfig, ReaderError, ReadResult
+from cavpref.data_prep.readers.music_avqa import read_music_avqa
 
 __all__ = [
     "Ontology",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cavpref.media.spec import MediaError, Source, to_json
-from data_prep.readers.common import (
+from cavpref.data_prep.readers.common import (
     ReaderConfig,
     ReaderError,
     ReadResult,
@@ -24,7 +24,7 @@ from data_prep.readers.common import (
     media_dir,
     require,
 )
-from data_prep.records import QARecord
+from cavpref.data_prep.records import QARecord
 
 DEFAULT_TEMPLATE = "clips/{ytid}_{start:d}.mp4"
 HEADER = ("YTID", "start_seconds", "end_seconds", "positive_labels")

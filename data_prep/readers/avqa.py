@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from cavpref.media.spec import MediaError, Source, to_json
-from data_prep.readers.categories import AVQA_PREFIX_RULES, AVQA_RELATIONS, AVQA_TYPE_LOOKUP, avqa_category
-from data_prep.readers.common import (
+from cavpref.data_prep.readers.categories import AVQA_PREFIX_RULES, AVQA_RELATIONS, AVQA_TYPE_LOOKUP, avqa_category
+from cavpref.data_prep.readers.common import (
     ReaderConfig,
     ReaderError,
     ReadResult,
@@ -22,7 +22,7 @@ from data_prep.readers.common import (
     media_dir,
     require,
 )
-from data_prep.records import QARecord
+from cavpref.data_prep.records import QARecord
 
 DEFAULT_TEMPLATE = "{video_name}.mp4"
 NUM_CHOICES = 4

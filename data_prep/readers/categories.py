@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from cavpref.data import CATEGORIES
-from data_prep.records import QARecord
+from cavpref.data_prep.records import QARecord
 
 # MUSIC-AVQA `type[1]` -> category (paper: "we retain the original category labels").
 MUSIC_AVQA_TYPES: dict[str, str] = {

@@ -15,7 +15,7 @@ from typing import Literal
 
 from transformers import HfArgumentParser
 
-from data_prep.readers import ReaderConfig, ReaderError, filter_single_modality, read_source
+from cavpref.data_prep.readers import ReaderConfig, ReaderError, filter_single_modality, read_source
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from tqdm.auto import tqdm
 
 from cavpref.media.spec import MediaError, Source
-from data_prep.records import QARecord
+from cavpref.data_prep.records import QARecord
 
 
 class ReaderError(ValueError):

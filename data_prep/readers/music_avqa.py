@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 from cavpref.media.spec import Combine, MediaError, Source, to_json
-from data_prep.readers.categories import MUSIC_AVQA_MODALITIES, MUSIC_AVQA_TYPES
-from data_prep.readers.common import (
+from cavpref.data_prep.readers.categories import MUSIC_AVQA_MODALITIES, MUSIC_AVQA_TYPES
+from cavpref.data_prep.readers.common import (
     ReaderConfig,
     ReaderError,
     ReadResult,
@@ -28,7 +28,7 @@ from data_prep.readers.common import (
     parse_list_field,
     require,
 )
-from data_prep.records import QARecord
+from cavpref.data_prep.records import QARecord
 
 DEFAULT_TEMPLATE = "{video_id}.mp4"
 PLACEHOLDER = re.compile(r"<([A-Za-z]+)>")

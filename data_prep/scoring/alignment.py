@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from data_prep.records import QARecord
+from cavpref.data_prep.records import QARecord
 
 from . import maths
 from .config import ScoringConfig

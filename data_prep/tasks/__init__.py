@@ -15,10 +15,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from cavpref.data import ALL_TASKS, SETTINGS, TASKS, BenchmarkItem, PreferenceExample
-from data_prep.tasks import cat, clean, cot_stitch, cot_swap, icit, mait, mat, mcit, mvit, mvt
-from data_prep.tasks.common import Draft, LLMConfig, TaskError, TaskOptions, item_prompt, render_prompt
-from data_prep.tasks.context import Context, TableView, make_context
-from data_prep.tasks.templates import ABSTENTIONS, TEMPLATES
+from cavpref.data_prep.tasks import cat, clean, cot_stitch, cot_swap, icit, mait, mat, mcit, mvit, mvt
+from cavpref.data_prep.tasks.common import Draft, LLMConfig, TaskError, TaskOptions, item_prompt, render_prompt
+from cavpref.data_prep.tasks.context import Context, TableView, make_context
+from cavpref.data_prep.tasks.templates import ABSTENTIONS, TEMPLATES
 
 GENERATORS: dict[str, Callable] = {
     m.TASK: m.generate for m in (mcit, icit, mvit, mait, cot_stitch, cot_swap, cat, mvt, mat, clean)

@@ -18,11 +18,11 @@ import random
 
 from cavpref.data import SETTINGS
 from cavpref.media.spec import Source, concat, overlay
-from data_prep.records import QARecord
-from data_prep.tasks.common import Draft, norm, run, shuffled, source_range, unique_by_norm
-from data_prep.tasks.context import Context, record_spec
-from data_prep.tasks.cot_stitch import distractor_pairs, event_pair
-from data_prep.tasks.templates import ATTRIBUTE_WORDS, BINDINGS, EQUAL_BINDINGS
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tasks.common import Draft, norm, run, shuffled, source_range, unique_by_norm
+from cavpref.data_prep.tasks.context import Context, record_spec
+from cavpref.data_prep.tasks.cot_stitch import distractor_pairs, event_pair
+from cavpref.data_prep.tasks.templates import ATTRIBUTE_WORDS, BINDINGS, EQUAL_BINDINGS
 
 TASK = "CAT"
 CATEGORY = "Comparative"

@@ -37,12 +37,12 @@ from cavpref.data import (
     PreferenceExample,
 )
 from cavpref.media.spec import MediaError, MediaSpec, Source, sources, to_json
-from data_prep.records import QARecord
-from data_prep.tables import normalise
-from data_prep.tasks.templates import ABSTENTIONS, TEMPLATES
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tables import normalise
+from cavpref.data_prep.tasks.templates import ABSTENTIONS, TEMPLATES
 
 if TYPE_CHECKING:
-    from data_prep.tasks.context import Context
+    from cavpref.data_prep.tasks.context import Context
 
 # Which sources each task draws its records from (paper App. A.2): the adversarial suite from AVQA and
 # MUSIC-AVQA, compositional reasoning from AudioSet, modality dependency from MUSIC-AVQA.
@@ -323,7 +323,7 @@ def run(
     bad = [s for s in settings if s not in SETTINGS]
     if bad or not settings:
         raise ValueError(f"settings must be a non-empty subset of {SETTINGS}, got {list(settings)}")
-    from data_prep.tasks.context import make_context
+    from cavpref.data_prep.tasks.context import make_context
 
     ctx = context or make_context(
         records, tables, seed=seed, options=options, partner_key=partner_key, ontology=ontology

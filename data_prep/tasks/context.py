@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cavpref.media.spec import MediaError, MediaSpec, from_json, sources
-from data_prep.records import QARecord
-from data_prep.tasks.common import (
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tasks.common import (
     CHECK_LEVELS,
     YES_NO,
     TaskError,
@@ -294,7 +294,7 @@ def make_context(
     segments hold a single event (their labels are one ancestor chain)."""
     view = tables if isinstance(tables, TableView) else TableView(tables)
     if isinstance(ontology, (str, os.PathLike)):
-        from data_prep.readers import read_ontology
+        from cavpref.data_prep.readers import read_ontology
 
         ontology = read_ontology(str(ontology))
     ordered = sorted(records, key=lambda r: r.key)

@@ -14,10 +14,10 @@ import random
 
 from cavpref.data import SETTINGS
 from cavpref.media.spec import concat
-from data_prep.records import QARecord
-from data_prep.tasks.common import Draft, TaskOptions, norm, rng_for, run, shuffled, unique_by_norm
-from data_prep.tasks.context import Context, make_context, record_spec
-from data_prep.tasks.templates import ORDER_PHRASES, SIMULTANEOUS
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tasks.common import Draft, TaskOptions, norm, rng_for, run, shuffled, unique_by_norm
+from cavpref.data_prep.tasks.context import Context, make_context, record_spec
+from cavpref.data_prep.tasks.templates import ORDER_PHRASES, SIMULTANEOUS
 
 TASK = "COT-Stitch"
 CATEGORY = "Temporal"
@@ -77,7 +77,7 @@ def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
     meta = {"partner": partner.key, "partner_check": check, "events": [a, b], "negatives": "template"}
     made = None
     if ctx.options.negatives == "llm":
-        from data_prep.tasks.llm import llm_order_options
+        from cavpref.data_prep.tasks.llm import llm_order_options
 
         made = llm_order_options(a, b, ctx, rng)
         meta["negatives"] = "llm" if made is not None else "template (llm reply unusable)"
@@ -92,7 +92,7 @@ def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
 def prefetch_llm(records, ctx: Context, select=None) -> None:
     """Send every LLM request of the build at once (bounded concurrency, cached), so the draft pass
     below finds each reply in the cache: same seeds, same partners, same prompts."""
-    from data_prep.tasks import llm
+    from cavpref.data_prep.tasks import llm
 
     requests = []
     for r in sorted(records, key=lambda r: r.key):

@@ -18,10 +18,10 @@ import random
 
 from cavpref.data import SETTINGS
 from cavpref.media.spec import combine, concat
-from data_prep.records import QARecord
-from data_prep.tasks.common import Draft, run
-from data_prep.tasks.context import Context, record_spec
-from data_prep.tasks.cot_stitch import CATEGORY, event_pair, order_options
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tasks.common import Draft, run
+from cavpref.data_prep.tasks.context import Context, record_spec
+from cavpref.data_prep.tasks.cot_stitch import CATEGORY, event_pair, order_options
 
 TASK = "COT-Swap"
 

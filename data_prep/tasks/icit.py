@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 
 from cavpref.data import SETTINGS
-from data_prep.records import QARecord
-from data_prep.tasks.common import YES_NO, Draft, norm, run, unique_by_norm
-from data_prep.tasks.context import Context, record_spec
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tasks.common import YES_NO, Draft, norm, run, unique_by_norm
+from cavpref.data_prep.tasks.context import Context, record_spec
 
 TASK = "ICIT"
 

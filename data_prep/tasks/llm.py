@@ -14,9 +14,9 @@ import json
 import random
 import re
 
-from data_prep.tasks.common import LLMConfig, norm, shuffled, unique_by_norm
-from data_prep.tasks.context import Context
-from data_prep.tasks.templates import ORDER_PHRASES
+from cavpref.data_prep.tasks.common import LLMConfig, norm, shuffled, unique_by_norm
+from cavpref.data_prep.tasks.context import Context
+from cavpref.data_prep.tasks.templates import ORDER_PHRASES
 
 SYSTEM = "You write wrong answer options for a multiple-choice audio-visual benchmark."
 PROMPT = (
@@ -38,7 +38,7 @@ def messages(a: str, b: str, right: str, k: int) -> list[dict]:
 def client(ctx: Context):
     """One ChatClient per context (per worker process)."""
     if "llm_client" not in ctx.memo:
-        from eval.judge import ChatClient, ChatConfig
+        from cavpref.eval.judge import ChatClient, ChatConfig
 
         cfg = ctx.options.llm or LLMConfig()
         ctx.memo["llm_client"] = ChatClient(

@@ -10,10 +10,10 @@ from __future__ import annotations
 import random
 
 from cavpref.data import SETTINGS
-from data_prep.records import QARecord
-from data_prep.tasks.common import Draft, run
-from data_prep.tasks.context import Context
-from data_prep.tasks.mvit import mismatched
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tasks.common import Draft, run
+from cavpref.data_prep.tasks.context import Context
+from cavpref.data_prep.tasks.mvit import mismatched
 
 TASK = "MAIT"
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import random
 
 from cavpref.data import SETTINGS
-from data_prep.records import QARecord
-from data_prep.tasks.common import YES_NO, Draft, norm, run, shuffled
-from data_prep.tasks.context import Context, plausible_options, record_spec
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tasks.common import YES_NO, Draft, norm, run, shuffled
+from cavpref.data_prep.tasks.context import Context, plausible_options, record_spec
 
 TASK = "MCIT"
 

@@ -13,9 +13,9 @@ import random
 
 from cavpref.data import SETTINGS
 from cavpref.media.spec import combine
-from data_prep.records import QARecord
-from data_prep.tasks.common import Draft, run, stream_draft
-from data_prep.tasks.context import Context, plausible_options, record_spec
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tasks.common import Draft, run, stream_draft
+from cavpref.data_prep.tasks.context import Context, plausible_options, record_spec
 
 TASK = "MVIT"
 

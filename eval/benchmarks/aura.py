@@ -30,8 +30,8 @@ from typing import Any
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip
-from eval.benchmarks.common import BenchmarkInputError, field, mean, read_records
-from eval.extract import match_choice
+from cavpref.eval.benchmarks.common import BenchmarkInputError, field, mean, read_records
+from cavpref.eval.extract import match_choice
 
 BENCHMARK = "aura"
 # Table 2 column order: (task code, released category, column title)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cavpref.data import BenchmarkItem
-from eval.benchmarks.aura import letter_of
-from eval.benchmarks.common import ask, parse_json_reply, score_from_reply
+from cavpref.eval.benchmarks.aura import letter_of
+from cavpref.eval.benchmarks.common import ask, parse_json_reply, score_from_reply
 
 PROMPT_VERSION = "aura-judge/v1"
 

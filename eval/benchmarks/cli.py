@@ -16,7 +16,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 
-from eval.benchmarks.pipeline import BENCHMARKS, BenchArgs
+from cavpref.eval.benchmarks.pipeline import BENCHMARKS, BenchArgs
 
 
 @dataclass
@@ -47,7 +47,7 @@ def main(command: str, argv: list[str]) -> int:
     """``command`` is a benchmark name (run a model) or "score" (external predictions)."""
     try:
         if command in BENCHMARKS:
-            from eval.benchmarks.pipeline import evaluate
+            from cavpref.eval.benchmarks.pipeline import evaluate
 
             (args,) = _parse(["--benchmark", command, *argv])
             if not args.model:
@@ -56,7 +56,7 @@ def main(command: str, argv: list[str]) -> int:
                 print(f"wrote {args.output}/results.json, report.md, plots/")
             return 0
         if command == "score":
-            from eval.benchmarks.external import score_predictions
+            from cavpref.eval.benchmarks.external import score_predictions
 
             args, pargs = _parse(argv, PredictionArgs)
             if not (pargs.predictions and args.data):

@@ -21,11 +21,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from eval.benchmarks import aura
-from eval.benchmarks.common import BenchmarkInputError, read_records, split_response
-from eval.benchmarks.pipeline import BenchArgs, assemble, build_benchmark, build_judge_client, load
-from eval.metrics import ItemOutcome
-from eval.runner import Job
+from cavpref.eval.benchmarks import aura
+from cavpref.eval.benchmarks.common import BenchmarkInputError, read_records, split_response
+from cavpref.eval.benchmarks.pipeline import BenchArgs, assemble, build_benchmark, build_judge_client, load
+from cavpref.eval.metrics import ItemOutcome
+from cavpref.eval.runner import Job
 
 
 def _key(args: BenchArgs, path, where, row: dict) -> str:
@@ -74,8 +74,8 @@ def read_predictions(args: BenchArgs, path: str | Path) -> dict[str, tuple[str, 
 
 def score_predictions(args: BenchArgs, predictions: str | Path, *, client=None, nli=None) -> dict[str, Any]:
     """Results (and, with --output, the run folder's results.json / report.md / plots) for the predictions."""
-    from eval.benchmarks.aura_judge import score as aura_score
-    from eval.benchmarks.mmar_judge import score as mmar_score
+    from cavpref.eval.benchmarks.aura_judge import score as aura_score
+    from cavpref.eval.benchmarks.mmar_judge import score as mmar_score
 
     items, media_root = load(args)
     preds = read_predictions(args, predictions)
@@ -100,7 +100,7 @@ def score_predictions(args: BenchArgs, predictions: str | Path, *, client=None, 
                        {"predictions": {"rows": len(preds), "unused": dict(unused)}})
     results["mode"] = "external predictions"
     if args.output:
-        from eval.report import write_reports
+        from cavpref.eval.report import write_reports
 
         Path(args.output).mkdir(parents=True, exist_ok=True)
         write_reports(results, args.output)

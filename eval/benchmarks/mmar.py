@@ -31,7 +31,7 @@ from typing import Any
 
 from cavpref.data import LETTERS, BenchmarkItem
 from cavpref.media.spec import clip, drop_video
-from eval.benchmarks.common import (
+from cavpref.eval.benchmarks.common import (
     BenchmarkInputError,
     field,
     grouped,

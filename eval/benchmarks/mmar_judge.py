@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cavpref.data import BenchmarkItem
-from eval.benchmarks.common import ask
-from eval.benchmarks.mmar import (
+from cavpref.eval.benchmarks.common import ask
+from cavpref.eval.benchmarks.mmar import (
     DEFAULT_RATERS,
     PROMPT_VERSION,
     is_correct,

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.benchmarks import aura, mmar, traceav
-from eval.benchmarks.longvideo import LongVideoPolicy
+from cavpref.eval.benchmarks import aura, mmar, traceav
+from cavpref.eval.benchmarks.longvideo import LongVideoPolicy
 
 BENCHMARKS = ("aura", "mmar", "traceav")
 DEFAULT_MAX_NEW_TOKENS = {"aura": 512, "mmar": 1024, "traceav": 32}
@@ -86,7 +86,7 @@ class BenchArgs:
 
     def long_policy(self, backend=None) -> LongVideoPolicy:
         """TraceAV's sampling; the audio window defaults to what the local model's processor takes."""
-        from eval.benchmarks.longvideo import window_from_processor
+        from cavpref.eval.benchmarks.longvideo import window_from_processor
 
         window = self.audio_window_s
         processor = getattr(getattr(backend, "adapter", None), "processor", None)
@@ -137,7 +137,7 @@ def build_judge_client(args: BenchArgs):
     configured = args.judge_model or os.environ.get("CAVPREF_JUDGE_MODEL")
     if args.benchmark == "traceav" or args.no_judge or not configured:
         return None
-    from eval.judge import ChatClient, ChatConfig
+    from cavpref.eval.judge import ChatClient, ChatConfig
 
     cache = args.judge_cache or (str(Path(args.output) / "judge_cache.sqlite") if args.output else None)
     return ChatClient(ChatConfig(base_url=args.judge_base_url, model=args.judge_model,
@@ -147,13 +147,13 @@ def build_judge_client(args: BenchArgs):
 
 def build_benchmark(args: BenchArgs, client=None, nli=None, backend=None):
     """The runner plug-in. AURA loads the NLI cross-encoder only when a judge is configured (CIS needs both)."""
-    from eval.benchmarks.aura_judge import AuraJudges
-    from eval.benchmarks.mmar_judge import MMARJudge
-    from eval.benchmarks.plugins import AuraBenchmark, MMARBenchmark, TraceAVBenchmark
+    from cavpref.eval.benchmarks.aura_judge import AuraJudges
+    from cavpref.eval.benchmarks.mmar_judge import MMARJudge
+    from cavpref.eval.benchmarks.plugins import AuraBenchmark, MMARBenchmark, TraceAVBenchmark
 
     if args.benchmark == "aura":
         if client is not None and nli is None:
-            from eval.nli import NLIConfig, NLIScorer
+            from cavpref.eval.nli import NLIConfig, NLIScorer
 
             nli = NLIScorer(NLIConfig(model=args.nli_model))
         return AuraBenchmark(AuraJudges(client, nli))
@@ -194,7 +194,7 @@ def metrics_for(args: BenchArgs, items, records: dict[str, dict], media_root: st
         return aura.aura_metrics([aura.AuraRecord(it.task, bool(r["correct"]), r["fcs"] or 0.0, r["cis"] or 0.0)
                                   for it, r in recs], reasoning=judged)
     if args.benchmark == "mmar":
-        from eval.benchmarks.mmar_judge import ratings_of
+        from cavpref.eval.benchmarks.mmar_judge import ratings_of
 
         rated = [mmar.MMARRecord(it.id, bool(r["correct"]), ratings_of(r) or (), it.task, it.category,
                                  it.meta.get("sub_category")) for it, r in recs]
@@ -208,8 +208,8 @@ def metrics_for(args: BenchArgs, items, records: dict[str, dict], media_root: st
 
 def assemble(args: BenchArgs, bench, items, media_root: str, outcomes, records: dict[str, dict],
              model: dict, extra: dict | None = None) -> dict[str, Any]:
-    from eval.metrics import counts
-    from eval.pipeline import versions
+    from cavpref.eval.metrics import counts
+    from cavpref.eval.pipeline import versions
 
     scored = {o.item_id for o in outcomes if o.status == "evaluated"}
     return {"benchmark": args.benchmark, "label": args.label, "mode": "generate", "config": args.public(),
@@ -224,9 +224,9 @@ def assemble(args: BenchArgs, bench, items, media_root: str, outcomes, records: 
 def evaluate(args: BenchArgs, *, backend=None, client=None, nli=None, rank: int | None = None,
              world: int | None = None) -> dict | None:
     """Run (or resume) one benchmark; the results dict on the main process, None elsewhere."""
-    from eval.pipeline import build_backend
-    from eval.report import write_reports
-    from eval.runner import RunConfig, Runner
+    from cavpref.eval.pipeline import build_backend
+    from cavpref.eval.report import write_reports
+    from cavpref.eval.runner import RunConfig, Runner
 
     if not (args.data and args.output):
         raise ValueError("--data and --output are required")

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from eval.benchmarks import aura, mmar, traceav
-from eval.benchmarks.aura_judge import AuraJudges, is_scored
-from eval.benchmarks.aura_judge import score as aura_score
-from eval.benchmarks.common import split_response
-from eval.benchmarks.longvideo import LongVideoPolicy, decode_long
-from eval.benchmarks.mmar_judge import MMARJudge, ratings_of
-from eval.benchmarks.mmar_judge import score as mmar_score
-from eval.metrics import ItemOutcome
-from eval.runner import Job, PassRequest
+from cavpref.eval.benchmarks import aura, mmar, traceav
+from cavpref.eval.benchmarks.aura_judge import AuraJudges, is_scored
+from cavpref.eval.benchmarks.aura_judge import score as aura_score
+from cavpref.eval.benchmarks.common import split_response
+from cavpref.eval.benchmarks.longvideo import LongVideoPolicy, decode_long
+from cavpref.eval.benchmarks.mmar_judge import MMARJudge, ratings_of
+from cavpref.eval.benchmarks.mmar_judge import score as mmar_score
+from cavpref.eval.metrics import ItemOutcome
+from cavpref.eval.runner import Job, PassRequest
 
 
 class _OnePass:

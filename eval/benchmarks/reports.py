@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval.benchmarks import aura, traceav
-from eval.report import _table, fmt
+from cavpref.eval.benchmarks import aura, traceav
+from cavpref.eval.report import _table, fmt
 
 TITLES = {"aura": "AURA", "mmar": "MMAR-Rubrics", "traceav": "TraceAV-Bench"}
 

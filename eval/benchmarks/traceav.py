@@ -30,8 +30,8 @@ from typing import Any
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip
-from eval.benchmarks.common import BenchmarkInputError, field, mean, parse_json_reply, read_records
-from eval.extract import letter_mentions
+from cavpref.eval.benchmarks.common import BenchmarkInputError, field, mean, parse_json_reply, read_records
+from cavpref.eval.extract import letter_mentions
 
 BENCHMARK = "traceav"
 # task_type -> (dimension, abbreviation), in the order of the paper's Tables 2 and 3

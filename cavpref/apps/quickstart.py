@@ -140,14 +140,14 @@ class Stages:
 
 
 def _world(cfg: QuickstartConfig, stage: Stage) -> None:
-    from data_prep.synthetic import WorldConfig, generate_world
+    from cavpref.data_prep.synthetic import WorldConfig, generate_world
 
     manifest = generate_world(WorldConfig(out=str(stage.dir), seed=cfg.seed, num_clips=cfg.num_clips))
     stage.finish(files=manifest.get("files", {}) and len(manifest["files"]))
 
 
 def _prep(cfg: QuickstartConfig, stage: Stage, world: Path) -> None:
-    from data_prep.build import PrepConfig, build
+    from cavpref.data_prep.build import PrepConfig, build
 
     stats = build(PrepConfig(output_dir=str(stage.dir), world=str(world), tasks=[*TASKS, CLEAN_TASK],
                              seed=cfg.seed, split_seed=cfg.seed, score=cfg.calibrate_beta))
@@ -193,8 +193,8 @@ def clip_captions(clip: dict) -> list[tuple[str, str]]:
 def rotated_view(item, k: int) -> tuple[dict[str, str], dict[str, str], str]:
     """Pass ``k`` of CircularEval for one item, exactly as the evaluator shows it: the rotated options, the
     map old letter -> new letter, and the prompt ("None of the above" rotates too, as in the evaluation)."""
-    from eval.avtrustbench import format_prompt
-    from eval.circular import rotate
+    from cavpref.eval.avtrustbench import format_prompt
+    from cavpref.eval.circular import rotate
 
     options, new_of = rotate(item.options, k)
     abstain = None if item.abstain_letter is None else new_of[item.abstain_letter]
@@ -208,7 +208,7 @@ def rotated_rows(items, columns: list[str]) -> list[dict]:
     Without it the starting model only ever sees "None of the above" last and the answers at their drawn
     letters, learns letter priors, and fails the rotations: CLEAN CircularEval was 0 % even by option
     likelihood (78.8 % vanilla); with it, 70.6 % circular / 78.1 % vanilla on all 146 CLEAN test items."""
-    from eval.circular import n_passes
+    from cavpref.eval.circular import n_passes
 
     rows = []
     for item in items:
@@ -240,8 +240,8 @@ def _rotated_preferences(cfg: QuickstartConfig, stage: Stage, data: Path) -> Non
 
     from datasets import load_from_disk
 
-    from eval.circular import n_passes
-    from eval.loader import load_items
+    from cavpref.eval.circular import n_passes
+    from cavpref.eval.loader import load_items
 
     prefs = load_from_disk(str(data / "preferences"))
     items = {i.id: i for i in load_items(data, split="train").items}
@@ -279,7 +279,7 @@ def _captions(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> N
 
     from cavpref.media.spec import clip as clip_spec
     from cavpref.media.spec import to_json
-    from eval.loader import load_items
+    from cavpref.eval.loader import load_items
 
     train_files, _ = split_clips(data)
     features = load_from_disk(str(data / "preferences"))["train"].features
@@ -366,7 +366,7 @@ def train_stage(cfg: QuickstartConfig, stage: Stage, recipe: dict) -> None:
 def eval_stage(cfg: QuickstartConfig, stage: Stage, model: Path, data: Path, world: Path, label: str, *,
                tasks: list[str] | None = None, drop_stream: str | None = None) -> dict:
     """The paper protocol on the test split: instruction setting, CircularEval (vanilla = its first pass)."""
-    from eval.pipeline import EvalArgs, evaluate
+    from cavpref.eval.pipeline import EvalArgs, evaluate
 
     args = EvalArgs(model=str(model), data=str(data), output=str(stage.dir), tasks=tasks or [*TASKS, CLEAN_TASK],
                     setting="instruction", circular=True, limit=cfg.eval_limit or None, mode=cfg.eval_mode, label=label,
@@ -476,7 +476,7 @@ def plot_methods(results: dict[str, dict], path: Path) -> Path:
 
 
 def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timings: dict[str, float]) -> Path:
-    from eval.report import compare
+    from cavpref.eval.report import compare
 
     results = {name: json.loads((path / "results.json").read_text()) for name, path in runs.items()}
     names = list(results)

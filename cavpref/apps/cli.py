@@ -11,12 +11,12 @@ import sys
 
 # name -> ("module:function", one-line help). The function takes argv (list[str]) and returns an exit code.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "world": ("data_prep.synthetic.cli:main", "generate the synthetic audio-visual world (embedded default data)"),
-    "prep": ("data_prep.cli:main", "read source datasets and build AVTrustBench items + preference data"),
+    "world": ("cavpref.data_prep.synthetic.cli:main", "generate the synthetic audio-visual world (embedded default data)"),
+    "prep": ("cavpref.data_prep.cli:main", "read source datasets and build AVTrustBench items + preference data"),
     "train": ("cavpref.train:main", "train with a recipe (SFT / DPO / CAVPref)"),
-    "eval": ("eval.cli:main", "evaluate a checkpoint (avtrustbench, compare, score, ...)"),
+    "eval": ("cavpref.eval.cli:main", "evaluate a checkpoint (avtrustbench, compare, score, ...)"),
     "model": ("cavpref.models.cli:main", "build tiny offline models (Qwen2.5-Omni thinker, composed AVLLM)"),
-    "quickstart": ("cavpref.quickstart:main", "the embedded default, end to end"),
+    "quickstart": ("cavpref.apps.quickstart:main", "the embedded default, end to end"),
 }
 
 
