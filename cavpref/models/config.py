@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 
 import torch
 
-from cavpref.media.decode import FramePolicy
+from cavpref.media.args import MediaArguments
 
 MISSING_MODALITY_POLICIES = ("drop", "zero_dummy")
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
@@ -20,8 +20,8 @@ DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up
 
 
 @dataclass
-class ModelConfig:
-    """How to load, feed and fine-tune one audio-visual LLM."""
+class ModelConfig(MediaArguments):
+    """How to load, feed and fine-tune one audio-visual LLM (the frame fields come from ``MediaArguments``)."""
 
     model_name_or_path: str = field(default="", metadata={"help": "HF hub id or local folder"})
     adapter: str | None = field(default=None, metadata={"help": "registered adapter name; None: from config.json"})
@@ -37,13 +37,6 @@ class ModelConfig:
     video_min_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel floor (None: adapter default)"})
     video_max_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel cap (None: adapter default)"})
     max_length: int | None = field(default=None, metadata={"help": "rows longer than this (tokens) are an error"})
-
-    # which frames the collator decodes (cavpref.media.decode.FramePolicy)
-    num_frames: int | None = 8
-    frames_fps: float | None = None
-    max_frames: int = 32
-    frame_height: int | None = None
-    frame_width: int | None = None
 
     # what trains
     lora_r: int = field(default=16, metadata={"help": "0 disables LoRA (full fine-tuning of the language model)"})
@@ -62,8 +55,7 @@ class ModelConfig:
                              f"{MISSING_MODALITY_POLICIES}")
         if self.dtype != "auto" and self.dtype not in DTYPES:
             raise ValueError(f"ModelConfig.dtype: {self.dtype!r} is not 'auto' or one of {sorted(DTYPES)}")
-        if (self.frame_height is None) != (self.frame_width is None):
-            raise ValueError("ModelConfig.frame_height / frame_width: set both or neither")
+        super().__post_init__()
 
     def torch_dtype(self) -> torch.dtype:
         """``auto`` means bf16 where the GPU supports it (training numerics stay fp32 in the loss), else fp32."""
@@ -72,10 +64,6 @@ class ModelConfig:
                 return torch.bfloat16
             return torch.float32
         return DTYPES[self.dtype]
-
-    def frame_policy(self) -> FramePolicy:
-        size = (self.frame_height, self.frame_width) if self.frame_height is not None else None
-        return FramePolicy(num_frames=self.num_frames, fps=self.frames_fps, max_frames=self.max_frames, size=size)
 
     @classmethod
     def from_kwargs(cls, model_name_or_path: str, **kwargs) -> ModelConfig:
