@@ -13,7 +13,7 @@ A CAVPref sample has up to six (prompt, response, media) rows (paper Eq. 1-3):
 The collator builds exactly the rows the method and each sample's switches need (``rows="needed"``), or
 every row the data has (``rows="all"``, for precomputing the reference once), removes duplicate rows
 (e.g. v_w == a_w when both switches are on), decodes each distinct MediaSpec once per batch, and hands
-the rows to the model adapter. ``slots`` maps every (slot, sample) to its row, -1 where absent, so the
+the rows to the model model_io. ``slots`` maps every (slot, sample) to its row, -1 where absent, so the
 trainer turns the flat (R,) log-probs back into the per-sample dict the loss takes.
 
 Bad input is never dropped silently: missing fields, empty responses and media that fail to decode raise
@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from cavpref.data import ALL_TASKS
-from cavpref.models.base import AdapterError, AVAdapter, Row
+from cavpref.models.base import ModelIOError, AVModelIO, Row
 
 SLOTS = ("y_w", "y_l", "v_w", "v_l", "a_w", "a_l")
 # slot -> (response column, media column)
@@ -103,7 +103,7 @@ def check_example(
 
 @dataclass
 class CAVPrefCollator:
-    """Collate preference examples (HF dataset rows, ``PreferenceExample.to_row`` columns) for the adapter.
+    """Collate preference examples (HF dataset rows, ``PreferenceExample.to_row`` columns) for the model_io.
 
     ``switches``: task -> (eta, gamma). ``method``: sft | dpo | cavpref_norobust | cavpref, or ``"all"``
     for reference precomputation. ``calibrated``: components whose β comes from scores (their score column
@@ -111,7 +111,7 @@ class CAVPrefCollator:
     with ``media_root`` / ``frames`` / ``sample_rate``.
     """
 
-    adapter: AVAdapter
+    model_io: AVModelIO
     switches: Mapping[str, tuple[int, int]]
     method: str = "cavpref"
     calibrated: Sequence[str] = ()
@@ -157,8 +157,8 @@ class CAVPrefCollator:
                 continue
             kept.append((ex, slots))
         batch = self._build(kept, media)
-        if batch is None:  # an AdapterError: find the offending examples one by one
-            kept, extra = self._isolate_adapter_errors(kept, media)
+        if batch is None:  # an ModelIOError: find the offending examples one by one
+            kept, extra = self._isolate_model_io_errors(kept, media)
             skipped += extra
             batch = self._build(kept, media)
         if not kept:
@@ -208,10 +208,10 @@ class CAVPrefCollator:
             return {}
         rows, slot_idx = self._rows(kept, media)
         try:
-            model_inputs = self.adapter.collate(rows)
-        except AdapterError as err:
+            model_inputs = self.model_io.collate(rows)
+        except ModelIOError as err:
             if not self.skip_bad_rows:
-                raise BadRowError(f"adapter rejected a row: {err}") from err
+                raise BadRowError(f"model_io rejected a row: {err}") from err
             return None
         batch: dict[str, Any] = {
             "model_inputs": model_inputs,
@@ -233,15 +233,15 @@ class CAVPrefCollator:
             }
         return batch
 
-    def _isolate_adapter_errors(self, kept, media):
+    def _isolate_model_io_errors(self, kept, media):
         good, bad = [], []
         for ex, slots in kept:
             rows, _ = self._rows([(ex, slots)], media)
             try:
-                self.adapter.collate(rows)
+                self.model_io.collate(rows)
                 good.append((ex, slots))
-            except AdapterError as err:
-                bad.append((str(ex.get("id", "?")), f"adapter rejected a row: {err}"))
+            except ModelIOError as err:
+                bad.append((str(ex.get("id", "?")), f"model_io rejected a row: {err}"))
         return good, bad
 
 

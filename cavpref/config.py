@@ -109,7 +109,7 @@ class CAVPrefConfig(DPOConfig):
         default=None,
         metadata={"help": "Where precomputed reference log-probs are cached (default: output_dir)"},
     )
-    # Where media live; which frames are decoded is the model's business (cavpref.models.config.ModelConfig).
+    # Where media live; which frames are decoded is the model's business (cavpref.models.config.AVModelArguments).
     media_root: str = field(default=".", metadata={"help": "Data root that MediaSpec paths are relative to"})
     media_cache_size: int = field(
         default=0,

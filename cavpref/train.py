@@ -1,12 +1,18 @@
 """``cavpref train RECIPE.yaml [overrides]`` — one recipe, one run folder.
 
-A recipe is YAML data (``yaml.safe_load``; nothing in it is executed): the training / loss keys of
-``CAVPrefConfig`` and the data keys of ``DataArguments`` at the top level, and a ``model:`` section for
-``cavpref.models.config.ModelConfig`` (kept apart because several of its keys — ``max_length``,
-``trust_remote_code``, ``gradient_checkpointing`` — also exist in ``TrainingArguments`` with another
-meaning). Both are parsed by TRL's / HF's parser, so every key is also a command-line override::
+A recipe is YAML data (``yaml.safe_load``; nothing in it is executed) with flat keys: the training / loss keys
+of ``CAVPrefConfig`` (a ``DPOConfig``), the data keys of ``DataArguments`` and the model keys of
+``cavpref.models.config.AVModelArguments``. No name repeats across the three, so one ``TrlParser``
+(``cavpref.parsing.parse_args``) reads them all and every key is also a command-line override::
 
-    cavpref train recipes/tiny/cavpref.yaml --lambda_a 0.5 --beta_y 0.2 --model.lora_r 8
+    cavpref train recipes/tiny/cavpref.yaml --lambda_a 0.5 --beta_y 0.2 --lora_r 8
+    cavpref train --config recipes/tiny/cavpref.yaml --num_frames 2
+    cavpref train recipes/tiny/cavpref.yaml --help      # every key of the three sections
+
+Recipes written before the flat layout (a nested ``model:`` section, ``--model.key`` overrides, the model keys
+``max_length`` / ``adapter`` / ``trust_remote_code`` / ``gradient_checkpointing``) still run, with a
+``FutureWarning`` naming the flat keys (``model_max_length`` / ``model_io`` / TRL's ``trust_remote_code`` /
+``activation_checkpointing``).
 
 The output folder gets ``run_config.yaml`` (the resolved config of all sections), ``versions.json``,
 ``loss.json`` (the resolved loss / switch table), ``logs.jsonl`` and the HF checkpoints; a killed run
@@ -20,11 +26,16 @@ import json
 import os
 import platform
 import sys
+import tempfile
+import warnings
 from dataclasses import dataclass, field
 
 import yaml
+from transformers.utils import logging
 
-SECTION = "model"
+from cavpref.parsing import config_argv, parse_args
+
+logger = logging.get_logger(__name__)
 
 
 @dataclass
@@ -59,69 +70,99 @@ class DataArguments:
             )
 
 
-def split_argv(argv: list[str]) -> tuple[str | None, list[str], list[str]]:
-    """(recipe path, top-level overrides, ``--model.key value`` overrides rewritten as ``--key value``)."""
-    argv = list(argv)
-    recipe = None
-    if argv and not argv[0].startswith("-"):
-        recipe = argv.pop(0)
-    if "--config" in argv:
-        i = argv.index("--config")
-        recipe = argv[i + 1]
-        del argv[i : i + 2]
-    top, model = [], []
+LEGACY_SECTION = "model"
+
+
+def _legacy_key(key: str) -> str:
+    """A key of the old nested ``model:`` section -> its flat name today."""
+    from cavpref.models.config import MOVED_TO_TRAINING, RENAMED_FIELDS
+
+    return RENAMED_FIELDS.get(key, MOVED_TO_TRAINING.get(key, key))
+
+
+def _warn_legacy(where: str, keys: list[str]) -> None:
+    renamed = ", ".join(f"{k} -> {_legacy_key(k)}" for k in keys if _legacy_key(k) != k)
+    warnings.warn(
+        f"{where}: the nested 'model:' section / --model.key overrides are deprecated; write the keys flat "
+        f"at the top level of the recipe (--key value on the command line)"
+        + (f"; renamed: {renamed}" if renamed else ""),
+        FutureWarning,
+        stacklevel=3,
+    )
+
+
+def flatten_legacy(argv: list[str], tmp_dir: str) -> list[str]:
+    """Pre-pass for pre-0.2 recipes: a nested ``model:`` section is flattened (old names renamed) into a copy
+    of the recipe under ``tmp_dir``, and ``--model.key value`` becomes ``--key value``, each with a
+    ``FutureWarning`` naming the new keys. Anything else is returned unchanged for ``parse_args``."""
+    argv = config_argv(argv)
+    out, model_keys = [], []
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg.startswith(f"--{SECTION}."):
-            key, eq, value = arg[len(SECTION) + 3 :].partition("=")
-            model.append(f"--{key}")
-            if eq:
-                model.append(value)
-            elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-                model.append(argv[i + 1])
-                i += 1
+        if arg == "--config" and i + 1 < len(argv):
+            out += ["--config", _flatten_recipe(argv[i + 1], tmp_dir)]
+            i += 2
+            continue
+        if arg.startswith(f"--{LEGACY_SECTION}."):
+            key, eq, value = arg[len(LEGACY_SECTION) + 3 :].partition("=")
+            model_keys.append(key)
+            out.append(f"--{_legacy_key(key)}" + (f"={value}" if eq else ""))
         else:
-            top.append(arg)
+            out.append(arg)
         i += 1
-    return recipe, top, model
+    if model_keys:
+        _warn_legacy("command line", model_keys)
+    return out
+
+
+def _flatten_recipe(path: str, tmp_dir: str) -> str:
+    with open(path) as f:
+        config = yaml.safe_load(f)
+    if not isinstance(config, dict):
+        raise TypeError(f"{path}: a recipe must be a YAML mapping, got {type(config).__name__}")
+    # Named before any dataclass is built (a config's own check, e.g. bf16 on CPU, would hide a typo).
+    unknown = sorted(set(config) - _recipe_keys() - {LEGACY_SECTION, "env"})
+    unknown += sorted(f"{LEGACY_SECTION}.{k}" for k in set(config.get(LEGACY_SECTION) or {})
+                      if _legacy_key(k) not in _recipe_keys())
+    if unknown:
+        raise ValueError(f"{path}: unknown recipe key(s) {unknown} (see cavpref train --help)")
+    if LEGACY_SECTION not in config:
+        return path
+    section = config.pop(LEGACY_SECTION) or {}
+    if not isinstance(section, dict):
+        raise TypeError(f"{path}: the '{LEGACY_SECTION}:' section must be a mapping")
+    _warn_legacy(path, list(section))
+    for key, value in section.items():
+        new = _legacy_key(key)
+        if new in config and config[new] != value:
+            raise ValueError(f"{path}: '{LEGACY_SECTION}.{key}' and top-level '{new}' disagree; keep one")
+        config[new] = value
+    flat = os.path.join(tmp_dir, os.path.basename(path))
+    with open(flat, "w") as f:
+        yaml.safe_dump(config, f, sort_keys=False)
+    return flat
+
+
+def _recipe_keys() -> set[str]:
+    from cavpref.config import CAVPrefConfig
+    from cavpref.models.config import AVModelArguments
+
+    return {f.name for t in (CAVPrefConfig, DataArguments, AVModelArguments) for f in dataclasses.fields(t) if f.init}
 
 
 def parse(argv: list[str]):
-    """Recipe + overrides -> (CAVPrefConfig, DataArguments, ModelConfig)."""
-    from transformers import HfArgumentParser
-    from trl import TrlParser
-
+    """Recipe + overrides -> (CAVPrefConfig, DataArguments, AVModelArguments): one flat namespace, parsed by
+    ``cavpref.parsing.parse_args`` (TRL's ``TrlParser``: ``--config``, overrides, ``env:``, unknown keys fail)."""
     from cavpref.config import CAVPrefConfig
-    from cavpref.models.config import ModelConfig
+    from cavpref.models.config import AVModelArguments
 
-    recipe, top, model_argv = split_argv(argv)
-    config: dict = {}
-    if recipe is not None:
-        with open(recipe) as f:
-            config = yaml.safe_load(f) or {}
-        if not isinstance(config, dict):
-            raise TypeError(f"{recipe}: a recipe must be a YAML mapping, got {type(config).__name__}")
-    model_section = config.pop(SECTION, None) or {}
-    if not isinstance(model_section, dict):
-        raise TypeError(f"{recipe}: the '{SECTION}:' section must be a mapping")
-    for key, value in (config.pop("env", None) or {}).items():
-        os.environ[str(key)] = str(value)
-
-    unknown = sorted(set(model_section) - {f.name for f in dataclasses.fields(ModelConfig)})
-    if unknown:
-        raise ValueError(f"{recipe}: unknown keys in the '{SECTION}:' section: {unknown}")
-    parser = TrlParser([CAVPrefConfig, DataArguments])
-    leftover = parser.set_defaults_with_config(**config)
-    if leftover:
-        raise ValueError(f"{recipe}: unknown recipe keys {leftover[::2]}")
-    train_args, data_args = parser.parse_args_into_dataclasses(args=top)
-
-    model_parser = HfArgumentParser(ModelConfig)
-    model_parser.set_defaults(**model_section)
-    (model_args,) = model_parser.parse_args_into_dataclasses(args=model_argv)
-    if model_args.trust_remote_code and not train_args.trust_remote_code:
-        train_args.trust_remote_code = True
+    with tempfile.TemporaryDirectory(prefix="cavpref-recipe-") as tmp:
+        train_args, data_args, model_args = parse_args(
+            [CAVPrefConfig, DataArguments, AVModelArguments], flatten_legacy(argv, tmp), prog="cavpref train"
+        )
+    # One field, one meaning: TRL's trust_remote_code also governs how the model I/O loads the model.
+    model_args.trust_remote_code = train_args.trust_remote_code
     return train_args, data_args, model_args
 
 
@@ -156,7 +197,7 @@ def _plain(obj):
 
 def write_run_files(output_dir: str, train_args, data_args, model_args) -> None:
     os.makedirs(output_dir, exist_ok=True)
-    resolved = {**_plain(train_args), **_plain(data_args), SECTION: _plain(model_args)}
+    resolved = {**_plain(train_args), **_plain(data_args), **_plain(model_args)}
     with open(os.path.join(output_dir, "run_config.yaml"), "w") as f:
         yaml.safe_dump(resolved, f, sort_keys=True)
     with open(os.path.join(output_dir, "versions.json"), "w") as f:
@@ -200,18 +241,18 @@ def needs_reference_model(train_args, model_args) -> bool:
 
 
 def build_trainer(train_args, data_args, model_args, callbacks=None):
-    """Load adapter + model (``cavpref.models``), make it trainable, load the data, make the trainer."""
+    """Load model_io + model (``cavpref.models``), make it trainable, load the data, make the trainer."""
     from transformers import set_seed
 
-    from cavpref.models import load_adapter, prepare_model
+    from cavpref.models import load_model_io, prepare_model
     from cavpref.trainer import CAVPrefTrainer, JsonlLogger
 
     set_seed(train_args.seed)
-    adapter = load_adapter(model_args)
-    model = prepare_model(adapter.model, model_args, adapter)
+    model_io = load_model_io(model_args)
+    model = prepare_model(model_io.model, model_args, model_io)
     # Loaded through the same path as the policy (not deep-copied), so sharded loading (ZeRO-3) applies too.
     ref_model = (
-        load_adapter(model_args).model.eval() if needs_reference_model(train_args, model_args) else None
+        load_model_io(model_args).model.eval() if needs_reference_model(train_args, model_args) else None
     )
     train = load_preferences(
         data_args.train_dataset, data_args.train_split, data_args.max_train_samples, data_args.train_tasks
@@ -223,7 +264,7 @@ def build_trainer(train_args, data_args, model_args, callbacks=None):
     )
     return CAVPrefTrainer(
         model,
-        adapter,
+        model_io,
         ref_model=ref_model,
         args=train_args,
         train_dataset=train,
@@ -258,7 +299,7 @@ def last_complete_checkpoint(output_dir: str) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
+    if not argv:
         print(__doc__)
         return 0
     train_args, data_args, model_args = parse(argv)
@@ -286,9 +327,7 @@ def save_merged(trainer, path: str) -> str | None:
     if not is_peft_model(model):
         return None
     if trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:
-        print(
-            f"[cavpref] sharded run: merge the adapter offline (peft merge_and_unload) instead of into {path}"
-        )
+        logger.warning(f"sharded run: merge the LoRA adapter offline (peft merge_and_unload) instead of into {path}")
         return None
     if trainer.accelerator.is_main_process:
         merged = model.merge_and_unload(adapter_names=["default"])

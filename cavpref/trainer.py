@@ -6,7 +6,7 @@ TRL's. What changes:
 
 * the data: preference rows with media (MediaSpec JSON) and anchor pairs; ``_prepare_dataset`` does not
   tokenise, it validates fields (raise, or count a skip when ``skip_bad_rows``); the ``CAVPrefCollator``
-  decodes media and builds only the rows some loss term needs, through the model's ``AVAdapter``;
+  decodes media and builds only the rows some loss term needs, through the model's ``AVModelIO``;
 * ``compute_loss``: one concatenated policy forward and one reference forward (or precomputed values, or
   the LoRA adapter disabled) over those rows, then the pure ``cavpref.loss`` functions. The robust
   normaliser and β's min-max see the *global* batch through ``accelerator.gather``; the loss's surrogate
@@ -51,7 +51,7 @@ from cavpref.collator import (
 from cavpref.config import CAVPrefConfig
 from cavpref.data import ALL_TASKS
 from cavpref.loss import calibrate_beta, cavpref_loss
-from cavpref.models.base import AVAdapter
+from cavpref.models.base import AVModelIO
 
 
 class _Indexed(torch.utils.data.Dataset):
@@ -71,9 +71,9 @@ class CAVPrefTrainer(DPOTrainer):
     """DPOTrainer for audio-visual preference data. See the module docstring.
 
     ``model``: the policy (a ``PreTrainedModel``, or a model id / path loaded like ``DPOTrainer`` does);
-    ``adapter``: the ``AVAdapter`` that turns rows into inputs and returns summed log-probs;
+    ``model_io``: the ``AVModelIO`` that turns rows into inputs and returns summed log-probs;
     ``ref_model``: optional frozen reference (default: a frozen copy of the initial policy, the LoRA base
-    when training an adapter, or nothing when log-probs are precomputed / the method is SFT).
+    when training a LoRA adapter, or nothing when log-probs are precomputed / the method is SFT).
     """
 
     _tag_names = ["trl", "dpo", "cavpref"]  # noqa: RUF012 - TRL's attribute, a list there too
@@ -82,7 +82,7 @@ class CAVPrefTrainer(DPOTrainer):
     def __init__(
         self,
         model,
-        adapter: AVAdapter,
+        model_io: AVModelIO,
         ref_model=None,
         args: CAVPrefConfig | None = None,
         data_collator=None,
@@ -100,16 +100,16 @@ class CAVPrefTrainer(DPOTrainer):
             args = CAVPrefConfig("cavpref-output")
         if not isinstance(args, CAVPrefConfig):
             raise TypeError(f"args must be a CAVPrefConfig, got {type(args).__name__}")
-        self.adapter = adapter
+        self.model_io = model_io
         self._skipped: list[tuple[str, str]] = []
         self._switches = args.switches()
         self._batch_sampler: PreferenceBatchSampler | None = None
         for name in ("processing_class", "processor", "tokenizer"):  # saved with every checkpoint
-            processing_class = processing_class or getattr(adapter, name, None)
+            processing_class = processing_class or getattr(model_io, name, None)
         if processing_class is None:
             raise ValueError(
                 "CAVPrefTrainer needs the tokenizer/processor: pass processing_class or give the "
-                "adapter a `processor` / `tokenizer` attribute"
+                "model_io a `processor` / `tokenizer` attribute"
             )
 
         uses_peft = peft_config is not None or is_peft_model(model)
@@ -131,14 +131,14 @@ class CAVPrefTrainer(DPOTrainer):
         if data_collator is None:
             calibrated = [c for c, b in args.fixed_betas.items() if b is None] if args.method != "sft" else []
             data_collator = CAVPrefCollator(
-                adapter=adapter,
+                model_io=model_io,
                 switches=self._switches,
                 method=args.method,
                 calibrated=calibrated,
                 media_root=args.media_root,
                 frames=frames,
                 skip_bad_rows=args.skip_bad_rows,
-                sample_rate=sample_rate or getattr(adapter, "sample_rate", None) or 16000,
+                sample_rate=sample_rate or getattr(model_io, "sample_rate", None) or 16000,
                 cache_size=args.media_cache_size,
             )
         self._collator = data_collator
@@ -166,7 +166,7 @@ class CAVPrefTrainer(DPOTrainer):
     # ------------------------------------------------------------------ data
 
     def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
-        """No tokenisation here (the adapter does it with the media); validate every row's fields so bad
+        """No tokenisation here (the model_io does it with the media); validate every row's fields so bad
         rows fail now, naming the row and field — or are skipped and counted when the user opted in."""
         if not isinstance(dataset, Dataset):
             return dataset  # IterableDataset: checked row by row in the collator
@@ -276,7 +276,7 @@ class CAVPrefTrainer(DPOTrainer):
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         mode = "train" if self.model.training else "eval"
         self._skipped.extend(inputs.get("skipped") or [])
-        flat = self.adapter.logps(model, inputs["model_inputs"]).to(torch.float32)
+        flat = self.model_io.logps(model, inputs["model_inputs"]).to(torch.float32)
         policy = self._unflatten(flat, inputs["slots"])
         if not self._needs_reference:
             ref = None
@@ -286,7 +286,7 @@ class CAVPrefTrainer(DPOTrainer):
             with self._reference_context():
                 ref_model = self.ref_model if self.ref_model is not None else model
                 ref = self._unflatten(
-                    self.adapter.logps(ref_model, inputs["model_inputs"]).float(), inputs["slots"]
+                    self.model_io.logps(ref_model, inputs["model_inputs"]).float(), inputs["slots"]
                 )
 
         bad = self._non_finite(inputs, policy, ref)
@@ -332,7 +332,7 @@ class CAVPrefTrainer(DPOTrainer):
         count so DDP averaging reproduces the one-process gradient."""
         labels = inputs["model_inputs"].get("labels")
         if labels is None:
-            raise KeyError("method=sft needs the adapter batch to carry 'labels' (response tokens != -100)")
+            raise KeyError("method=sft needs the model_io batch to carry 'labels' (response tokens != -100)")
         tokens = (labels != -100).sum(-1).to(policy["y_w"].device)
         idx = inputs["slots"]["y_w"].to(tokens.device)
         n_local = tokens[idx].sum().to(torch.float32)
@@ -439,8 +439,8 @@ class CAVPrefTrainer(DPOTrainer):
             collator.media_root,
             str(collator.frames),
             collator.sample_rate,
-            type(self.adapter).__name__,
-            *(repr(getattr(self.adapter, a, None)) for a in _ADAPTER_SETTINGS),
+            type(self.model_io).__name__,
+            *(repr(getattr(self.model_io, a, None)) for a in _ADAPTER_SETTINGS),
         )
         key = [Hasher.hash((dataset._fingerprint, self._precompute_model_hash, policy))]
         broadcast_object_list(key, from_process=0)
@@ -481,7 +481,7 @@ class CAVPrefTrainer(DPOTrainer):
             loader, desc=f"Reference log-probs ({name})", disable=not self.accelerator.is_local_main_process
         ):
             with self._reference_context():
-                flat = self.adapter.logps(model, batch["model_inputs"]).float()
+                flat = self.model_io.logps(model, batch["model_inputs"]).float()
             per = self._unflatten(flat, batch["slots"])
             block = torch.stack([per[s] for s in SLOTS], dim=1)
             pos = self._gather(batch["positions"].to(block.device))
@@ -566,7 +566,7 @@ class CAVPrefTrainer(DPOTrainer):
         return unique
 
 
-# Adapter settings that change log-probs (besides the weights, hashed separately): part of the cache key.
+# Model I/O settings that change log-probs (besides the weights, hashed separately): part of the cache key.
 _ADAPTER_SETTINGS = (
     "system_prompt",
     "missing_modality",

@@ -62,7 +62,7 @@ def model_fingerprint(adapter: Any, model: Any) -> str:
 
 
 class AdapterBackend:
-    """A cavpref ``AVAdapter`` and its model (``adapter.model`` unless given), greedy by default."""
+    """A cavpref ``AVModelIO`` and its model (``adapter.model`` unless given), greedy by default."""
 
     kind = "adapter"
 
@@ -70,7 +70,7 @@ class AdapterBackend:
         self.adapter = adapter
         self.model = model if model is not None else adapter.model
         if self.model is None:
-            raise ValueError(f"{type(adapter).__name__}: no model (pass model= or load with load_adapter)")
+            raise ValueError(f"{type(adapter).__name__}: no model (pass model= or load with load_model_io)")
         self.generation = {"max_new_tokens": 64, "do_sample": False, **(generation or {})}
         self.fingerprint = model_fingerprint(adapter, self.model)
 

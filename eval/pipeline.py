@@ -132,10 +132,10 @@ def build_backend(args: EvalArgs):
                                        api_key_env=args.endpoint_api_key_env, max_tokens=args.max_new_tokens,
                                        max_concurrency=args.endpoint_concurrency, timeout_s=300.0))
         return EndpointBackend(client, media_format=args.media_format, max_tokens=args.max_new_tokens)
-    from cavpref.models import load_adapter
+    from cavpref.models import load_model_io
     from cavpref.eval.runner import dist_state
 
-    adapter = load_adapter(args.model, adapter=args.adapter, dtype=args.dtype)
+    adapter = load_model_io(args.model, model_io=args.adapter, dtype=args.dtype)
     adapter.model.to(dist_state().device).eval()
     return AdapterBackend(adapter, generation={"max_new_tokens": args.max_new_tokens, "do_sample": False})
 

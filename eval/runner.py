@@ -247,7 +247,7 @@ class Runner:
     def _infer(self, jobs: list[Job], media: dict) -> None:
         """Run the model on a batch; a row the adapter rejects is isolated and recorded, not fatal."""
         from cavpref.media.spec import MediaError
-        from cavpref.models.base import AdapterError
+        from cavpref.models.base import ModelIOError
 
         prompts = [j.request.prompt for j in jobs]
         decoded = [media[j.item.id] for j in jobs]
@@ -257,7 +257,7 @@ class Runner:
                 outputs = self.backend.generate(prompts, decoded, keys)
             else:
                 outputs = self.backend.option_logps(prompts, decoded, keys, [j.request.candidates for j in jobs])
-        except (AdapterError, MediaError) as err:
+        except (ModelIOError, MediaError) as err:
             if len(jobs) == 1:
                 jobs[0].error = f"model input: {type(err).__name__}: {err}"
                 return

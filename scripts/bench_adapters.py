@@ -1,4 +1,4 @@
-"""Adapter throughput on tiny offline models: log-prob rows/s with and without encoder reuse on a CAVPref-shaped
+"""Model I/O throughput on tiny offline models: log-prob rows/s with and without encoder reuse on a CAVPref-shaped
 batch, and generation items/s. Prints one table; all ratios are measured within this one run.
 
 CAVPref batch (MVIT-shaped, paper Eq. 3): per sample, y_w and y_l under the presented media (video of clip B,
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from cavpref.models import Row, load_adapter
+from cavpref.models import Row, load_model_io
 from cavpref.models.tiny import build_tiny_composed, build_tiny_qwen_omni, demo_media
 
 SIZES = {
@@ -54,7 +54,7 @@ def timed(fn, repeats: int) -> float:
 
 
 def bench(name: str, folder: Path, args) -> list[tuple]:
-    ad = load_adapter(str(folder), dtype="float32")
+    ad = load_model_io(str(folder), dtype="float32")
     model = ad.model.train()
     rows = cavpref_rows(args.samples, args.frames, args.seconds, SIZES[args.size][2])
     batch = ad.collate(rows)

@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     from cavpref.collator import CAVPrefCollator
     from cavpref.loss import DEFAULT_SWITCHES
     from cavpref.media.decode import FramePolicy
-    from cavpref.models.registry import load_adapter
+    from cavpref.models.registry import load_model_io
     from cavpref.apps.quickstart import QuickstartConfig, run
 
     out = Path(args.out)
@@ -38,13 +38,13 @@ def main(argv=None) -> int:
     cfg = QuickstartConfig(**json.loads(saved.read_text())) if saved.exists() else QuickstartConfig(out=str(out), small=True)
     if not (out / "start" / ".done.json").exists():
         run(cfg)
-    adapter = load_adapter(str(out / "start"))
+    model_io = load_model_io(str(out / "start"))
     rows = load_from_disk(str(out / "start_data" / "train"))
     rows = rows.select(range(min(args.rows, len(rows))))
     frames = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.frame_size))
     table = {}
     for cache in (0, 4 * len(rows)):
-        col = CAVPrefCollator(adapter, DEFAULT_SWITCHES, method="sft", media_root=str(out / "world"),
+        col = CAVPrefCollator(model_io, DEFAULT_SWITCHES, method="sft", media_root=str(out / "world"),
                               frames=frames, cache_size=cache)
         per_epoch = []
         for _ in range(args.epochs):

@@ -87,7 +87,7 @@ class NaiveCollator:
                 slot_idx[s].append(len(rows))
                 rows.append(Row(ex["prompt"], ex[resp], media[ex[col]], ex[col], f"{ex['id']}/{s}"))
         batch = self.inner._build(kept, media)
-        batch["model_inputs"] = self.inner.adapter.collate(rows)
+        batch["model_inputs"] = self.inner.model_io.collate(rows)
         batch["slots"] = {s: torch.tensor(v) for s, v in slot_idx.items()}
         # the switches still decide which terms count
         sw = self.inner.switches
@@ -120,10 +120,10 @@ class SavedActivations:
         self.ctx.__exit__(*exc)
 
 
-def make_case(name, method, tasks, precompute, naive, data, adapter, model_dir, media, batch, out, device):
+def make_case(name, method, tasks, precompute, naive, data, model_io, model_dir, media, batch, out, device):
     from cavpref.config import CAVPrefConfig
     from cavpref.media.decode import FramePolicy
-    from cavpref.models import ModelConfig, load_adapter
+    from cavpref.models import AVModelArguments, load_model_io
     from cavpref.trainer import CAVPrefTrainer
 
     rows = data if tasks == "mix" else data.select([i for i, t in enumerate(data["task"]) if t in tasks])
@@ -144,8 +144,8 @@ def make_case(name, method, tasks, precompute, naive, data, adapter, model_dir, 
         precompute_ref_log_probs=precompute,
         ref_cache_dir=str(out / "refcache" / name),
     )
-    model = load_adapter(ModelConfig(model_name_or_path=str(model_dir), dtype="float32")).model
-    tr = CAVPrefTrainer(model, adapter, args=args, train_dataset=rows, frames=FramePolicy(num_frames=4))
+    model = load_model_io(AVModelArguments(model_name_or_path=str(model_dir), dtype="float32")).model
+    tr = CAVPrefTrainer(model, model_io, args=args, train_dataset=rows, frames=FramePolicy(num_frames=4))
     tr.create_optimizer()
     tr.current_gradient_accumulation_steps = 1  # set by Trainer's loop, which the bench drives by hand
     collate = NaiveCollator(tr.data_collator) if naive else tr.data_collator
@@ -189,11 +189,11 @@ def main(argv=None):
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     args = p.parse_args(argv)
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
-    from cavpref.models import ModelConfig, load_adapter
+    from cavpref.models import AVModelArguments, load_model_io
 
     out = Path(tempfile.mkdtemp(prefix="bench_trainer_"))
     data = build_inputs(out, args.hidden, per_task=max(1, args.batch))
-    adapter = load_adapter(ModelConfig(model_name_or_path=str(out / "model"), dtype="float32"))
+    model_io = load_model_io(AVModelArguments(model_name_or_path=str(out / "model"), dtype="float32"))
     specs = []
     for tasks, label in (("mix", "mix9"), (("MVIT",), "MVIT"), (("MCIT",), "MCIT")):
         for pre in (False, True):
@@ -207,7 +207,7 @@ def main(argv=None):
         ("naive-6-rows  MVIT", "cavpref", ("MVIT",), False, True),
     ]
     cases = [
-        make_case(n, m, t, pre, nv, data, adapter, out / "model", out / "media", args.batch, out, device)
+        make_case(n, m, t, pre, nv, data, model_io, out / "model", out / "media", args.batch, out, device)
         for n, m, t, pre, nv in specs
     ]
     for case in cases:  # warm-up

@@ -193,14 +193,14 @@ def caption_probe(cfg, qs: dict) -> tuple[list[str], dict]:
     from cavpref.media.decode import FramePolicy, decode
     from cavpref.media.spec import clip, to_json
     from cavpref.models.base import Row
-    from cavpref.models.registry import load_adapter
+    from cavpref.models.registry import load_model_io
     from cavpref.apps.quickstart import clip_captions, split_clips
 
     world = Path(qs["world"])
     _, test = split_clips(Path(qs["data"]))
     manifest = json.loads((world / "world.json").read_text())
     clips = [c for src in ("music_avqa", "avqa", "audioset") for c in manifest[src] if c["file"] in test]
-    adapter = load_adapter(qs["start"], dtype="float32", num_frames=cfg.num_frames, frame_height=cfg.frame_size,
+    adapter = load_model_io(qs["start"], dtype="float32", num_frames=cfg.num_frames, frame_height=cfg.frame_size,
                            frame_width=cfg.frame_size)
     policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.frame_size))
     hits, prompts = None, None

@@ -20,10 +20,10 @@ SECRET = "sk-runner-secret-never-written"
 
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory):
-    from cavpref.models import build_tiny_qwen_omni, load_adapter
+    from cavpref.models import build_tiny_qwen_omni, load_model_io
 
     path = build_tiny_qwen_omni(tmp_path_factory.mktemp("tiny"))
-    return AdapterBackend(load_adapter(str(path)), generation={"max_new_tokens": 5})
+    return AdapterBackend(load_model_io(str(path)), generation={"max_new_tokens": 5})
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_generate_run_records_resume_and_skips(backend, bench, judge_server, tmp
     res = evaluate(args_for(bench, tmp_path / "a", judge_url, batch_size=1), backend=backend, rank=0, world=1)
     c = res["metrics"]["counts"]
     assert (c["items"], c["evaluated"], c["skipped"], c["incomplete"]) == (7, 5, 2, 0)
-    assert set(c["skip_reasons"]) == {"media: MediaError", "model input: AdapterError"}
+    assert set(c["skip_reasons"]) == {"media: MediaError", "model input: ModelIOError"}
     recs = records_of(tmp_path / "a")
     assert {"key", "item_id", "rotation", "prompt_id", "response", "choice", "method", "rule", "correct"} <= set(recs[0])
     assert all(isinstance(r["response"], str) and r["method"] in ("heuristic", "judge", "unparsed") for r in recs)

@@ -1,4 +1,4 @@
-"""Core adapter behaviour, for both the Qwen2.5-Omni thinker and the composed AVLLM (tiny offline models)."""
+"""Core model_io behaviour, for both the Qwen2.5-Omni thinker and the composed AVLLM (tiny offline models)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from cavpref.media.decode import DecodedMedia
-from cavpref.models import AdapterError, Row, load_adapter
+from cavpref.models import ModelIOError, Row, load_model_io
 from cavpref.models.tiny import build_tiny_composed, build_tiny_qwen_omni, demo_media
 
 KINDS = ("qwen", "composed")
@@ -23,9 +23,9 @@ def folders(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def adapters(folders):
+def model_ios(folders):
     torch.manual_seed(0)
-    return {k: load_adapter(str(p), dtype="float32") for k, p in folders.items()}
+    return {k: load_model_io(str(p), dtype="float32") for k, p in folders.items()}
 
 
 @pytest.fixture(params=KINDS)
@@ -34,12 +34,12 @@ def kind(request):
 
 
 @pytest.fixture
-def ad(adapters, kind):
-    return adapters[kind]
+def ad(model_ios, kind):
+    return model_ios[kind]
 
 
-def _same_adapter(ad, **kw):
-    """Another adapter over the same processor and model, with different options."""
+def _same_model_io(ad, **kw):
+    """Another model_io over the same processor and model, with different options."""
     return type(ad)(ad.processor, model=ad.model, **kw)
 
 
@@ -220,7 +220,7 @@ def test_option_logps_match_rows(ad):
 def test_save_reload_identical_logits(ad, tmp_path):
     ad.model.save_pretrained(tmp_path)
     ad.processor.save_pretrained(tmp_path)
-    again = load_adapter(str(tmp_path), dtype="float32")
+    again = load_model_io(str(tmp_path), dtype="float32")
     assert type(again) is type(ad)
     batch = ad.collate(_cavpref_rows())
     with torch.no_grad():
@@ -262,7 +262,7 @@ def test_bad_rows_raise_adapter_error_naming_the_row(ad, kind, case):
     elif case == "placeholder_in_prompt":
         prompt = "Look: <|VIDEO|>"
     elif case == "too_long":
-        ad = _same_adapter(ad, max_length=ad.collate([first])["input_ids"].shape[1])  # the text-only row fits
+        ad = _same_model_io(ad, max_length=ad.collate([first])["input_ids"].shape[1])  # the text-only row fits
     elif case == "key_mismatch":  # the same media_key must mean the same media
         first = Row("fine", "yes", demo_media(0, audio=False), "k", "ok-row")
         media = demo_media(0)
@@ -270,7 +270,7 @@ def test_bad_rows_raise_adapter_error_naming_the_row(ad, kind, case):
         media = DecodedMedia(np.zeros((2, 1, 400, 3), np.uint8) if kind == "qwen" else np.zeros((2, 0, 8, 3), np.uint8),
                              None, None, 16000, 1.0)
     rows = [first, Row(prompt, response, media, "k" if case == "key_mismatch" else None, "bad-row")]
-    with pytest.raises(AdapterError, match=r"row 1 \(row_id='bad-row'\)"):
+    with pytest.raises(ModelIOError, match=r"row 1 \(row_id='bad-row'\)"):
         ad.collate(rows)
 
 
@@ -284,7 +284,7 @@ def test_zero_dummy_runs_encoders_and_contributes_exactly_zero(ad, present):
     rows = [Row("Is the audio missing?", "The audio is missing.", media, None, "a"), Row("Q", "no", None, None, "b")]
     out = {}
     for policy in ("drop", "zero_dummy"):
-        adp = _same_adapter(ad, missing_modality=policy)
+        adp = _same_model_io(ad, missing_modality=policy)
         batch = adp.collate(rows)
         ad.model.zero_grad(set_to_none=True)
         (vcalls, h1), (acalls, h2) = (_count_calls(m) for m in _encoders(ad))

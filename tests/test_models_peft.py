@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cavpref.models import ModelConfig, Row, load_adapter, prepare_model
+from cavpref.models import AVModelArguments, Row, load_model_io, prepare_model
 from cavpref.models.prepare import lora_target_pattern
 from cavpref.models.tiny import build_tiny_composed, build_tiny_qwen_omni, demo_media
 
@@ -20,8 +20,8 @@ def folders(tmp_path_factory):
 
 @pytest.fixture(params=["qwen", "composed"])
 def fresh(request, folders):
-    """A freshly loaded adapter (prepare_model injects LoRA into the model in place)."""
-    return load_adapter(str(folders[request.param]), dtype="float32")
+    """A freshly loaded model I/O (prepare_model injects LoRA into the model in place)."""
+    return load_model_io(str(folders[request.param]), dtype="float32")
 
 
 def _trainable(model):
@@ -35,7 +35,7 @@ def _rows():
 
 
 def test_lora_only_on_language_model_targets(fresh):
-    cfg = ModelConfig(lora_r=4, lora_target_modules=["q_proj", "v_proj"])
+    cfg = AVModelArguments(lora_r=4, lora_target_modules=["q_proj", "v_proj"])
     model = prepare_model(fresh.model, cfg, fresh)
     lora_layers = {n.rsplit(".lora_A", 1)[0] for n, _ in model.named_parameters() if ".lora_A." in n}
     prefix = "base_model.model." + fresh.language_model_prefix + "."
@@ -46,7 +46,7 @@ def test_lora_only_on_language_model_targets(fresh):
 
 
 def test_unfrozen_encoders_and_projectors_train_fully(fresh):
-    cfg = ModelConfig(lora_r=4, freeze_vision=False, freeze_audio=True, train_projectors=True)
+    cfg = AVModelArguments(lora_r=4, freeze_vision=False, freeze_audio=True, train_projectors=True)
     model = prepare_model(fresh.model, cfg, fresh)
     trainable = _trainable(model)
     vision, audio = fresh.vision_modules[0], fresh.audio_modules[0]
@@ -61,7 +61,7 @@ def test_disable_adapter_gives_base_logps(fresh):
     batch = fresh.collate(_rows())
     with torch.no_grad():
         base = fresh.logps(fresh.model, batch)
-    model = prepare_model(fresh.model, ModelConfig(lora_r=4, freeze_vision=False, train_projectors=True), fresh)
+    model = prepare_model(fresh.model, AVModelArguments(lora_r=4, freeze_vision=False, train_projectors=True), fresh)
     torch.manual_seed(1)
     with torch.no_grad():  # move the trainable weights away from their init (LoRA B starts at zero)
         for p in model.parameters():
@@ -77,7 +77,7 @@ def test_disable_adapter_gives_base_logps(fresh):
 
 
 def test_full_finetune_freezes_encoders(fresh):
-    model = prepare_model(fresh.model, ModelConfig(lora_r=0), fresh)
+    model = prepare_model(fresh.model, AVModelArguments(lora_r=0), fresh)
     assert model is fresh.model
     frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
     enc = fresh.vision_modules + fresh.audio_modules + fresh.projector_modules

@@ -10,12 +10,12 @@ import torch
 
 from cavpref.apps.cli import main as cavpref_main
 from cavpref.models import (
-    ModelConfig,
+    AVModelArguments,
     Row,
-    adapter_class,
-    load_adapter,
-    register_adapter,
-    registered_adapters,
+    model_io_class,
+    load_model_io,
+    register_model_io,
+    registered_model_ios,
 )
 from cavpref.models.tiny import build_tiny_composed, build_tiny_qwen_omni, demo_media
 from cavpref.models.tokenizer import INSTRUMENTS, train_tokenizer
@@ -69,7 +69,7 @@ def test_folders_load_with_auto_classes(qwen_dir, tmp_path):
     assert isinstance(model, ComposedAVForCausalLM) and model.config.text_config.model_type == "llama"
     assert model.config.text_config.hidden_size == 48
     assert isinstance(AutoProcessor.from_pretrained(cdir), ComposedAVProcessor)
-    clip = load_adapter(str(build_tiny_composed(tmp_path / "clip", vision_model_type="clip_vision_model")))
+    clip = load_model_io(str(build_tiny_composed(tmp_path / "clip", vision_model_type="clip_vision_model")))
     assert clip.model.vision_tower.config.model_type == "clip_vision_model"  # CLS token + patch grid
     batch = clip.collate([Row("Q", "violin", demo_media(0), "m"), Row("Q", "piano", demo_media(0), "m")])
     with torch.no_grad():
@@ -105,53 +105,53 @@ def _full_omni_folder(thinker_dir, out):
 def test_thinker_loads_from_a_full_omni_checkpoint(qwen_dir, tmp_path):
     full = _full_omni_folder(qwen_dir, tmp_path / "omni")
     assert json.loads((full / "config.json").read_text())["model_type"] == "qwen2_5_omni"
-    a, b = load_adapter(str(full), dtype="float32"), load_adapter(str(qwen_dir), dtype="float32")
+    a, b = load_model_io(str(full), dtype="float32"), load_model_io(str(qwen_dir), dtype="float32")
     batch = a.collate([Row("What is playing?", "violin", demo_media(0))])
     with torch.no_grad():
         assert torch.equal(a.forward_logits(a.model, batch), b.forward_logits(b.model, batch))
 
 
 def test_registry_picks_a_custom_adapter_by_model_type(qwen_dir, tmp_path):
-    from cavpref.models.qwen_omni import QwenOmniAdapter
+    from cavpref.models.qwen_omni import QwenOmniModelIO
 
-    class MyAdapter(QwenOmniAdapter):
+    class MyModelIO(QwenOmniModelIO):
         pass
 
-    register_adapter("my_avllm", MyAdapter, model_types=("my_avllm_type",))
-    assert adapter_class("my_avllm") is MyAdapter and registered_adapters()["my_avllm"] == ["my_avllm_type"]
-    assert adapter_class("qwen2_5_omni").__name__ == "QwenOmniAdapter"
-    assert isinstance(load_adapter(str(qwen_dir), adapter="my_avllm"), MyAdapter)
+    register_model_io("my_avllm", MyModelIO, model_types=("my_avllm_type",))
+    assert model_io_class("my_avllm") is MyModelIO and registered_model_ios()["my_avllm"] == ["my_avllm_type"]
+    assert model_io_class("qwen2_5_omni").__name__ == "QwenOmniModelIO"
+    assert isinstance(load_model_io(str(qwen_dir), model_io="my_avllm"), MyModelIO)
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "config.json").write_text(json.dumps({"model_type": "nobody_knows"}))
     with pytest.raises(ValueError, match=r"bad/config.json: model_type 'nobody_knows'"):
-        load_adapter(str(bad))
-    with pytest.raises(KeyError, match="unknown adapter"):
-        adapter_class("nope")
+        load_model_io(str(bad))
+    with pytest.raises(KeyError, match="unknown model_io"):
+        model_io_class("nope")
 
 
 def test_load_adapter_from_model_config(qwen_dir):
-    cfg = ModelConfig(model_name_or_path=str(qwen_dir), dtype="float32", missing_modality="zero_dummy",
+    cfg = AVModelArguments(model_name_or_path=str(qwen_dir), dtype="float32", missing_modality="zero_dummy",
                       use_audio_in_video=True, system_prompt="Be brief.", video_max_pixels=56 * 56)
-    ad = load_adapter(cfg)
+    ad = load_model_io(cfg)
     assert (ad.missing_modality, ad.use_audio_in_video, ad.system_prompt) == ("zero_dummy", True, "Be brief.")
     assert ad.model.dtype == torch.float32 and ad.sample_rate == 16000
-    eager = load_adapter(str(qwen_dir), dtype="float32", attn_implementation="eager")
+    eager = load_model_io(str(qwen_dir), dtype="float32", attn_implementation="eager")
     assert eager.model.config._attn_implementation == "eager"
     batch = ad.collate([Row("Where?", "left", demo_media(0))])
     with torch.no_grad():
         torch.testing.assert_close(eager.logps(eager.model, batch), ad.logps(ad.model, batch), atol=1e-5, rtol=0)
     with pytest.raises(TypeError, match="unknown option"):
-        load_adapter(str(qwen_dir), missing_modalty="drop")
+        load_model_io(str(qwen_dir), missing_modalty="drop")
     with pytest.raises(ValueError, match="missing_modality"):
-        ModelConfig(missing_modality="skip")
-    assert ModelConfig(frame_height=56, frame_width=56).frame_policy().size == (56, 56)
+        AVModelArguments(missing_modality="skip")
+    assert AVModelArguments(frame_height=56, frame_width=56).frame_policy().size == (56, 56)
 
 
 def test_use_audio_in_video_interleaves_and_keeps_video_only_rows_right(qwen_dir):
     """Interleaved rows (video+audio) and video-only rows (MAT) in one batch: each row gets positions computed
     with its own use_audio_in_video, so batched log-probs equal the rows alone and the model's own positions."""
-    ad = load_adapter(str(qwen_dir), dtype="float32", use_audio_in_video=True)
+    ad = load_model_io(str(qwen_dir), dtype="float32", use_audio_in_video=True)
     both, video_only = Row("Q", "violin", demo_media(0), None, "av"), Row("Q", "piano", demo_media(1, audio=False))
     batch = ad.collate([both, video_only])
     first = batch["input_ids"][0].tolist()
@@ -178,7 +178,7 @@ def test_use_audio_in_video_interleaves_and_keeps_video_only_rows_right(qwen_dir
 def test_rope_positions_come_from_collate_and_equal_the_forward_ones(qwen_dir):
     """Qwen's 3D rope positions are computed once per batch in collate (CPU side) — the same values the forward
     would compute row by row, so log-probs are unchanged without them."""
-    ad = load_adapter(str(qwen_dir), dtype="float32", use_audio_in_video=True)
+    ad = load_model_io(str(qwen_dir), dtype="float32", use_audio_in_video=True)
     rows = [Row("Q", "violin", demo_media(0), None, "av"), Row("Q", "piano", demo_media(1, audio=False)),
             Row("Where?", "The audio is missing.", demo_media(2, video=False)), Row("yes?", "no")]
     batch = ad.collate(rows)
@@ -193,11 +193,11 @@ def test_cli_builds_loadable_models(tmp_path):
     corpus.write_text("marimba glockenspiel\n" * 10)
     assert cavpref_main(["model", "tiny-qwen", "--out", str(tmp_path / "q"), "--hidden_size", "64",
                          "--num_attention_heads", "4", "--corpus_file", str(corpus)]) == 0
-    ad = load_adapter(str(tmp_path / "q"))
+    ad = load_model_io(str(tmp_path / "q"))
     assert ad.model.config.text_config.hidden_size == 64
     assert "marimba" in ad.tokenizer.get_vocab() or len(ad.tokenizer("marimba", add_special_tokens=False)["input_ids"]) <= 2
     assert cavpref_main(["model", "tiny-composed", "--out", str(tmp_path / "c"), "--text_model_type", "llama"]) == 0
-    assert type(load_adapter(str(tmp_path / "c"))).__name__ == "ComposedAVAdapter"
+    assert type(load_model_io(str(tmp_path / "c"))).__name__ == "ComposedAVModelIO"
     assert cavpref_main(["model", "nope"]) == 2
     assert cavpref_main(["model", "tiny-qwen", "--out", str(tmp_path / "x"), "--corpus_file", "/no/such"]) == 2
 
@@ -205,7 +205,7 @@ def test_cli_builds_loadable_models(tmp_path):
 def test_audio_resampled_and_video_fps_from_timestamps(qwen_dir):
     """Audio at another rate is resampled to the processor's 16 kHz (same duration, same token count); the fps
     handed to the processor (hence the temporal rope step) comes from the frame timestamps."""
-    ad = load_adapter(str(qwen_dir), dtype="float32")
+    ad = load_model_io(str(qwen_dir), dtype="float32")
     at16, at8 = demo_media(0, video=False, seconds=2.0), demo_media(0, video=False, seconds=2.0, sample_rate=8000)
     n16, n8 = (len(ad.encode_media(m).expansions[ad.audio_token_id]) for m in (at16, at8))
     assert n16 == n8 == 50  # 2 s of audio -> 50 tokens (25 per second)

@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cavpref.train import main, parse, split_argv
+import dataclasses
+import warnings
+
+from cavpref.train import DataArguments, main, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = sorted((ROOT / "recipes").glob("*/*.yaml"))
@@ -44,7 +47,7 @@ def test_every_recipe_parses_and_takes_overrides(path):
     assert train.method == raw["method"] in METHODS
     assert (
         data.train_dataset == raw["train_dataset"]
-        and model.model_name_or_path == raw["model"]["model_name_or_path"]
+        and model.model_name_or_path == raw["model_name_or_path"]
     )
     assert train.remove_unused_columns is False and model.trust_remote_code is False
     if raw["method"] == "cavpref":
@@ -77,9 +80,9 @@ def test_every_loss_knob_is_a_command_line_override():
             '{"CAT": [1, 1]}',
             "--sampler",
             "task_homogeneous",
-            "--model.lora_r",
+            "--lora_r",
             "8",
-            "--model.num_frames=2",
+            "--num_frames=2",
         ]
     )
     assert train.lambdas == {"y": 0.5, "v": 2.0, "a": 0.3}
@@ -89,13 +92,58 @@ def test_every_loss_knob_is_a_command_line_override():
     assert train.sampler == "task_homogeneous" and model.lora_r == 8 and model.num_frames == 2
 
 
-def test_split_argv_routes_model_section():
-    assert split_argv(["r.yaml", "--lr", "1", "--model.lora_r", "4", "--model.dtype=bf16"]) == (
-        "r.yaml",
-        ["--lr", "1"],
-        ["--lora_r", "4", "--dtype", "bf16"],
-    )
-    assert split_argv(["--config", "x.yaml", "--seed", "3"]) == ("x.yaml", ["--seed", "3"], [])
+def test_recipes_are_flat_and_no_key_collides():
+    from cavpref.config import CAVPrefConfig
+    from cavpref.models.config import AVModelArguments
+
+    train_keys = {f.name for f in dataclasses.fields(CAVPrefConfig)}
+    data_keys = {f.name for f in dataclasses.fields(DataArguments)}
+    model_keys = {f.name for f in dataclasses.fields(AVModelArguments) if f.init}
+    assert not (train_keys & model_keys) and not (train_keys & data_keys) and not (data_keys & model_keys)
+    for path in TRAIN_RECIPES:
+        assert "model" not in yaml.safe_load(path.read_text()), path
+
+
+def test_config_flag_and_override(tmp_path):
+    path = ROOT / "recipes" / "tiny" / "cavpref.yaml"
+    train, data, model = parse(["--config", str(path), "--lora_r", "8", "--lambda_a", "0.3"])
+    assert model.lora_r == 8 and train.lambda_a == 0.3 and model.num_frames == 4  # the rest from the file
+    train, data, model = parse([str(path), "--model_max_length", "77"])  # positional recipe
+    assert model.model_max_length == 77 and data.train_dataset == "runs/tiny/prefs"
+
+
+def test_unknown_command_line_key_is_named():
+    with pytest.raises(ValueError, match="lora_rank"):
+        parse([str(ROOT / "recipes" / "tiny" / "cavpref.yaml"), "--lora_rank", "4"])
+
+
+def test_help_lists_every_section(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main([str(ROOT / "recipes" / "tiny" / "cavpref.yaml"), "--help"])
+    out = capsys.readouterr().out
+    assert stop.value.code == 0 and "cavpref train" in out
+    for key in ("--lora_r", "--model_name_or_path", "--num_frames", "--lambda_a", "--train_dataset",
+                "--model_max_length", "--activation_checkpointing", "--trust_remote_code"):
+        assert key in out, key
+
+
+def test_legacy_nested_recipe_still_parses_and_warns(tmp_path):
+    flat = yaml.safe_load((ROOT / "recipes" / "tiny" / "cavpref.yaml").read_text())
+    model_keys = ("model_name_or_path", "dtype", "lora_r", "num_frames", "frame_height", "frame_width")
+    nested = {k: v for k, v in flat.items() if k not in model_keys}
+    nested["model"] = {k: flat[k] for k in model_keys} | {"max_length": 99, "trust_remote_code": False}
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump(nested))
+    with pytest.warns(FutureWarning, match="model_max_length"):
+        train, data, model = parse([str(old), "--model.lora_r", "4"])
+    assert model.model_max_length == 99 and model.lora_r == 4 and model.num_frames == 4
+    assert model.model_name_or_path == flat["model_name_or_path"] and train.method == "cavpref"
+    with pytest.warns(FutureWarning, match="--model.key"):
+        _, _, model = parse([str(ROOT / "recipes" / "tiny" / "cavpref.yaml"), "--model.num_frames=2"])
+    assert model.num_frames == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        parse([str(ROOT / "recipes" / "tiny" / "cavpref.yaml")])  # today's flat recipes: no warning
 
 
 def test_bad_recipes_fail_with_the_key_named(tmp_path):
@@ -115,8 +163,8 @@ def test_bad_recipes_fail_with_the_key_named(tmp_path):
         parse([str(bad)])
 
 
-def test_cli_help_and_missing_data(tmp_path, capsys):
-    assert main(["--help"]) == 0 and "cavpref train" in capsys.readouterr().out
+def test_cli_usage_and_missing_data(tmp_path, capsys):
+    assert main([]) == 0 and "cavpref train" in capsys.readouterr().out
     rec = tmp_path / "r.yaml"
     rec.write_text("use_cpu: true\nbf16: false\n")
     with pytest.raises(ValueError, match="train_dataset"):

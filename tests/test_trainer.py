@@ -34,10 +34,10 @@ def fx(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def adapter(fx):
-    from cavpref.models import ModelConfig, load_adapter
+def model_io(fx):
+    from cavpref.models import AVModelArguments, load_model_io
 
-    return load_adapter(ModelConfig(model_name_or_path=str(fx["model"]), dtype="float32"))
+    return load_model_io(AVModelArguments(model_name_or_path=str(fx["model"]), dtype="float32"))
 
 
 @pytest.fixture(scope="session")
@@ -73,18 +73,18 @@ def config(tmp_path, **kw) -> CAVPrefConfig:
 
 
 def fresh_model(fx):
-    from cavpref.models import ModelConfig, load_adapter
+    from cavpref.models import AVModelArguments, load_model_io
 
-    return load_adapter(ModelConfig(model_name_or_path=str(fx["model"]), dtype="float32")).model
+    return load_model_io(AVModelArguments(model_name_or_path=str(fx["model"]), dtype="float32")).model
 
 
-def trainer(fx, adapter, dataset, tmp_path, model=None, **kw):
+def trainer(fx, model_io, dataset, tmp_path, model=None, **kw):
     from cavpref.trainer import CAVPrefTrainer
 
     args = config(tmp_path, media_root=str(fx["media"]), **kw)
     return CAVPrefTrainer(
         model if model is not None else fresh_model(fx),
-        adapter,
+        model_io,
         args=args,
         train_dataset=dataset,
         frames=frames(),
@@ -96,8 +96,8 @@ def by_task(prefs, *tasks):
     return [rows[t] for t in tasks]
 
 
-class CountingAdapter:
-    """Wraps the real adapter to record how many rows each forward gets (policy / reference calls)."""
+class CountingModelIO:
+    """Wraps the real model_io to record how many rows each forward gets (policy / reference calls)."""
 
     def __init__(self, inner):
         self.inner, self.calls = inner, []
@@ -205,12 +205,12 @@ def test_needed_rows_per_method_and_switch():
     assert available_slots({"visual_response": "x", "audio_response": None}) == ("y_w", "y_l", "v_w", "v_l")
 
 
-def test_collator_builds_only_needed_rows_and_maps_them_back(fx, adapter, prefs):
+def test_collator_builds_only_needed_rows_and_maps_them_back(fx, model_io, prefs):
     """MCIT (y only), MVIT (η), MAIT (γ), COT-Swap (η, paper): 14 rows, of which the anchors (a violin | clip A)
     of MVIT, MAIT and COT-Swap are the same row -> 12 distinct rows; slot indices point at the right ones."""
     batch_rows = by_task(prefs, "MCIT", "MVIT", "MAIT", "COT-Swap")
     col = CAVPrefCollator(
-        adapter, DEFAULT_SWITCHES, method="cavpref", media_root=str(fx["media"]), frames=frames()
+        model_io, DEFAULT_SWITCHES, method="cavpref", media_root=str(fx["media"]), frames=frames()
     )
     batch = col(batch_rows)
     assert int(batch["num_rows"]) == 12 == batch["model_inputs"]["input_ids"].shape[0]
@@ -221,22 +221,22 @@ def test_collator_builds_only_needed_rows_and_maps_them_back(fx, adapter, prefs)
     ids = batch["model_inputs"]["row_ids"]
     assert ids[int(slots["v_l"][1])] == "MVIT-0/v_l:visual_response"
     # the flat log-probs land on the right (sample, slot): compare with rows scored one at a time
-    flat = adapter.logps(adapter.model, batch["model_inputs"])
+    flat = model_io.logps(model_io.model, batch["model_inputs"])
     from cavpref.collator import SLOT_FIELDS
     from cavpref.media.decode import decode
     from cavpref.models import Row
 
     ex, slot = batch_rows[2], "a_l"
     resp, media = SLOT_FIELDS[slot]
-    alone = adapter.collate(
+    alone = model_io.collate(
         [Row(ex["prompt"], ex[resp], decode(ex[media], fx["media"], frames=frames()), ex[media])]
     )
-    assert torch.allclose(flat[int(slots[slot][2])], adapter.logps(adapter.model, alone)[0], atol=1e-4)
+    assert torch.allclose(flat[int(slots[slot][2])], model_io.logps(model_io.model, alone)[0], atol=1e-4)
     # DPO needs y_w, y_l only; SFT y_w only; "all" adds every anchor the data has
     assert (
         int(
             CAVPrefCollator(
-                adapter, DEFAULT_SWITCHES, method="dpo", media_root=str(fx["media"]), frames=frames()
+                model_io, DEFAULT_SWITCHES, method="dpo", media_root=str(fx["media"]), frames=frames()
             )(batch_rows)["num_rows"]
         )
         == 8
@@ -244,7 +244,7 @@ def test_collator_builds_only_needed_rows_and_maps_them_back(fx, adapter, prefs)
     assert (
         int(
             CAVPrefCollator(
-                adapter, DEFAULT_SWITCHES, method="sft", media_root=str(fx["media"]), frames=frames()
+                model_io, DEFAULT_SWITCHES, method="sft", media_root=str(fx["media"]), frames=frames()
             )(batch_rows)["num_rows"]
         )
         == 4
@@ -252,7 +252,7 @@ def test_collator_builds_only_needed_rows_and_maps_them_back(fx, adapter, prefs)
     off = {t: (0, 0) for t in TASKS}  # "all" (reference precomputation) ignores the switches
     assert (
         int(
-            CAVPrefCollator(adapter, off, method="cavpref", media_root=str(fx["media"]), frames=frames())(
+            CAVPrefCollator(model_io, off, method="cavpref", media_root=str(fx["media"]), frames=frames())(
                 batch_rows
             )["num_rows"]
         )
@@ -260,7 +260,7 @@ def test_collator_builds_only_needed_rows_and_maps_them_back(fx, adapter, prefs)
     )
     assert (
         int(
-            CAVPrefCollator(adapter, off, method="all", media_root=str(fx["media"]), frames=frames())(
+            CAVPrefCollator(model_io, off, method="all", media_root=str(fx["media"]), frames=frames())(
                 batch_rows
             )["num_rows"]
         )
@@ -268,7 +268,7 @@ def test_collator_builds_only_needed_rows_and_maps_them_back(fx, adapter, prefs)
     )
 
 
-def test_media_cache_decodes_each_clip_once_and_changes_nothing(fx, adapter, prefs):
+def test_media_cache_decodes_each_clip_once_and_changes_nothing(fx, model_io, prefs):
     """cache_size > 0: a clip seen again (another batch, another task's row of the same clip) is not decoded
     again, and the batch is identical to the uncached one."""
     from cavpref.media.decode import decode
@@ -280,9 +280,9 @@ def test_media_cache_decodes_each_clip_once_and_changes_nothing(fx, adapter, pre
         return decode(spec, str(fx["media"]), frames=frames(), sample_rate=16000)
 
     rows = by_task(prefs, "MCIT", "MVIT", "MAIT", "COT-Swap")
-    plain = CAVPrefCollator(adapter, DEFAULT_SWITCHES, method="cavpref", decode=counting)(rows)
+    plain = CAVPrefCollator(model_io, DEFAULT_SWITCHES, method="cavpref", decode=counting)(rows)
     first = len(calls)
-    cached = CAVPrefCollator(adapter, DEFAULT_SWITCHES, method="cavpref", decode=counting, cache_size=64)
+    cached = CAVPrefCollator(model_io, DEFAULT_SWITCHES, method="cavpref", decode=counting, cache_size=64)
     a, b = cached(rows), cached(rows)
     assert len(calls) == 2 * first  # the cached collator decoded once for both batches
     for batch in (a, b):
@@ -291,7 +291,7 @@ def test_media_cache_decodes_each_clip_once_and_changes_nothing(fx, adapter, pre
                 assert torch.equal(value, batch["model_inputs"][key]), key
 
 
-def test_bad_rows_raise_naming_row_and_field_or_are_counted(fx, adapter, prefs):
+def test_bad_rows_raise_naming_row_and_field_or_are_counted(fx, model_io, prefs):
     mvit, mcit, cat = (dict(r) for r in by_task(prefs, "MVIT", "MCIT", "CAT"))
     mvit["visual_perturbed"] = None
     mcit["rejected"] = "   "
@@ -302,24 +302,24 @@ def test_bad_rows_raise_naming_row_and_field_or_are_counted(fx, adapter, prefs):
     ]
     kw = {"method": "cavpref", "media_root": str(fx["media"]), "frames": frames()}
     with pytest.raises(BadRowError, match=r"'MCIT-0'.*field 'rejected'"):
-        CAVPrefCollator(adapter, DEFAULT_SWITCHES, **kw)([mcit])
+        CAVPrefCollator(model_io, DEFAULT_SWITCHES, **kw)([mcit])
     with pytest.raises(BadRowError, match=r"'CAT-0'.*field 'media'.*failed to decode.*missing.mp4"):
-        CAVPrefCollator(adapter, DEFAULT_SWITCHES, **kw)([cat])
+        CAVPrefCollator(model_io, DEFAULT_SWITCHES, **kw)([cat])
     good = dict(by_task(prefs, "MAT")[0])
-    batch = CAVPrefCollator(adapter, DEFAULT_SWITCHES, skip_bad_rows=True, **kw)([mvit, mcit, cat, good])
+    batch = CAVPrefCollator(model_io, DEFAULT_SWITCHES, skip_bad_rows=True, **kw)([mvit, mcit, cat, good])
     assert batch["example_ids"] == ["MAT-0"]
     assert [i for i, _ in batch["skipped"]] == ["MVIT-0", "MCIT-0", "CAT-0"]
     # calibrated β needs its score column
     no_score = dict(good, avsm_delta_a=None)
     with pytest.raises(BadRowError, match="avsm_delta_a"):
-        CAVPrefCollator(adapter, DEFAULT_SWITCHES, calibrated=("y", "v", "a"), **kw)([no_score])
+        CAVPrefCollator(model_io, DEFAULT_SWITCHES, calibrated=("y", "v", "a"), **kw)([no_score])
 
 
-def test_trainer_validates_dataset_upfront(fx, adapter, prefs, tmp_path):
+def test_trainer_validates_dataset_upfront(fx, model_io, prefs, tmp_path):
     broken = prefs.map(lambda r: {"visual_clean": None} if r["task"] == "MVT" else {})
     with pytest.raises(BadRowError, match=r"(?s)1 unusable.*train row \d+: example 'MVT-0'.*'visual_clean'"):
-        trainer(fx, adapter, broken, tmp_path)
-    tr = trainer(fx, adapter, broken, tmp_path, skip_bad_rows=True)
+        trainer(fx, model_io, broken, tmp_path)
+    tr = trainer(fx, model_io, broken, tmp_path, skip_bad_rows=True)
     assert len(tr.train_dataset) == len(prefs) - 1
     tr.train()
     report = json.loads((tmp_path / "out" / "skipped_rows.json").read_text())
@@ -329,8 +329,8 @@ def test_trainer_validates_dataset_upfront(fx, adapter, prefs, tmp_path):
 # ----------------------------------------------------------------------------- the step
 
 
-def _first_step(fx, adapter, dataset, tmp_path, **kw):
-    counting = CountingAdapter(adapter)
+def _first_step(fx, model_io, dataset, tmp_path, **kw):
+    counting = CountingModelIO(model_io)
     tr = trainer(fx, counting, dataset, tmp_path, **kw)
     tr.train()
     return tr.state.log_history[0], counting.calls
@@ -340,12 +340,12 @@ def _first_step(fx, adapter, dataset, tmp_path, **kw):
     "method, rows, components",
     [("dpo", [8, 8], 1), ("cavpref_norobust", [12, 12], 3), ("cavpref", [12, 12], 3)],
 )
-def test_step0_loss_by_hand_and_rows_per_forward(fx, adapter, prefs, tmp_path, method, rows, components):
+def test_step0_loss_by_hand_and_rows_per_forward(fx, model_io, prefs, tmp_path, method, rows, components):
     """At step 0 the policy is the reference: every margin is 0, every per-sample loss is log 2, and each
     aggregation (mean, soft-min, soft-max) of equal values is log 2 — total = log 2 × active components.
     One policy forward and one reference forward, each with exactly the rows the method needs."""
     data = prefs.select([i for i, t in enumerate(prefs["task"]) if t in ("MCIT", "MVIT", "MAIT", "COT-Swap")])
-    log, calls = _first_step(fx, adapter, data, tmp_path, method=method)
+    log, calls = _first_step(fx, model_io, data, tmp_path, method=method)
     assert calls == rows
     assert log["loss"] == pytest.approx(components * LOG2, abs=1e-5)
     assert log["y/margin"] == 0.0 and log["y/ess"] == pytest.approx(4.0)
@@ -359,27 +359,27 @@ def test_step0_loss_by_hand_and_rows_per_forward(fx, adapter, prefs, tmp_path, m
         assert log["task/MVIT/v_loss"] == pytest.approx(LOG2, abs=1e-6)
 
 
-def test_sft_is_token_mean_nll_of_chosen(fx, adapter, prefs, tmp_path):
+def test_sft_is_token_mean_nll_of_chosen(fx, model_io, prefs, tmp_path):
     data = prefs.select(range(1, 5))  # four distinct chosen rows
-    log, calls = _first_step(fx, adapter, data, tmp_path, method="sft")
+    log, calls = _first_step(fx, model_io, data, tmp_path, method="sft")
     assert calls == [4]  # one forward, no reference
     col = CAVPrefCollator(
-        adapter, DEFAULT_SWITCHES, method="sft", media_root=str(fx["media"]), frames=frames()
+        model_io, DEFAULT_SWITCHES, method="sft", media_root=str(fx["media"]), frames=frames()
     )
     mi = col(list(data))["model_inputs"]
     with torch.no_grad():
-        total = adapter.logps(fresh_model(fx), mi).sum()
+        total = model_io.logps(fresh_model(fx), mi).sum()
     tokens = (mi["labels"] != -100).sum()
     assert log["loss"] == pytest.approx(float(-total / tokens), rel=1e-5)
 
 
-def test_reference_options_give_the_same_training(fx, adapter, prefs, tmp_path):
+def test_reference_options_give_the_same_training(fx, model_io, prefs, tmp_path):
     """Separate frozen copy vs precomputed (cached on disk, every row type): same losses over 2 steps;
     a second trainer on the same data reads the cache and runs no reference forward."""
     data = prefs.select(range(4))  # MCIT, ICIT, MVIT, MAIT: y, visual and audio rows
     runs = {}
     for name, kw in (("model", {}), ("precomputed", {"precompute_ref_log_probs": True})):
-        counting = CountingAdapter(adapter)
+        counting = CountingModelIO(model_io)
         tr = trainer(fx, counting, data, tmp_path / name, max_steps=2, per_device_train_batch_size=2, **kw)
         n_pre = len(counting.calls)
         tr.train()
@@ -387,21 +387,21 @@ def test_reference_options_give_the_same_training(fx, adapter, prefs, tmp_path):
     assert runs["model"][0] == pytest.approx(runs["precomputed"][0], abs=1e-5)
     assert runs["precomputed"][1] > 0 and len(runs["precomputed"][2]) == 2  # policy forwards only
     assert len(runs["model"][2]) == 4
-    cached = CountingAdapter(adapter)
+    cached = CountingModelIO(model_io)
     tr = trainer(fx, cached, data, tmp_path / "precomputed", precompute_ref_log_probs=True)
     assert cached.calls == [] and "ref_a_l" in tr.train_dataset.column_names
     mait = tr.train_dataset[[t for t in data["task"]].index("MAIT")]
     assert math.isfinite(mait["ref_a_l"]) and math.isnan(mait["ref_v_l"])
 
 
-def test_lora_reference_is_the_adapter_disabled(fx, adapter, prefs, tmp_path):
-    from cavpref.models import ModelConfig, prepare_model
+def test_lora_reference_is_the_adapter_disabled(fx, model_io, prefs, tmp_path):
+    from cavpref.models import AVModelArguments, prepare_model
 
-    cfg = ModelConfig(model_name_or_path=str(fx["model"]), lora_r=4, lora_alpha=8, lora_dropout=0.0)
-    model = prepare_model(fresh_model(fx), cfg, adapter)
+    cfg = AVModelArguments(model_name_or_path=str(fx["model"]), lora_r=4, lora_alpha=8, lora_dropout=0.0)
+    model = prepare_model(fresh_model(fx), cfg, model_io)
     base_before = {k: v.clone() for k, v in model.named_parameters() if "lora_" not in k}
     data = prefs.select(range(4))
-    tr = trainer(fx, adapter, data, tmp_path, model=model, method="dpo", max_steps=2)
+    tr = trainer(fx, model_io, data, tmp_path, model=model, method="dpo", max_steps=2)
     assert tr.ref_model is None
     tr.train()
     first = tr.state.log_history[0]
@@ -410,16 +410,16 @@ def test_lora_reference_is_the_adapter_disabled(fx, adapter, prefs, tmp_path):
     after = dict(tr.model.named_parameters())
     assert all(torch.equal(after[k], v) for k, v in base_before.items())
     # the merged checkpoint (what eval loads) is a plain model: base + B·A on the LoRA targets only
-    from cavpref.models import load_adapter
+    from cavpref.models import load_model_io
     from cavpref.train import save_merged
 
-    merged = load_adapter(ModelConfig(model_name_or_path=save_merged(tr, str(tmp_path / "merged")))).model
+    merged = load_model_io(AVModelArguments(model_name_or_path=save_merged(tr, str(tmp_path / "merged")))).model
     base = fresh_model(fx).state_dict()
     changed = {k for k, v in merged.state_dict().items() if not torch.equal(v, base[k])}
     assert changed and all("language_model" in k and "proj" in k for k in changed)
 
 
-def test_non_finite_logps_raise_or_skip_the_batch(fx, adapter, prefs, tmp_path):
+def test_non_finite_logps_raise_or_skip_the_batch(fx, model_io, prefs, tmp_path):
     data = prefs.select(range(4))
     model = fresh_model(fx)
 
@@ -430,9 +430,9 @@ def test_non_finite_logps_raise_or_skip_the_batch(fx, adapter, prefs, tmp_path):
 
     model.lm_head.register_forward_hook(poison)
     with pytest.raises(FloatingPointError, match=r"example '.*' row y_w .*policy log-prob is nan"):
-        trainer(fx, adapter, data, tmp_path, model=model, method="dpo").train()
+        trainer(fx, model_io, data, tmp_path, model=model, method="dpo").train()
     before = {k: v.clone() for k, v in model.named_parameters()}
-    tr = trainer(fx, adapter, data, tmp_path / "skip", model=model, method="dpo", skip_bad_rows=True)
+    tr = trainer(fx, model_io, data, tmp_path / "skip", model=model, method="dpo", skip_bad_rows=True)
     tr.train()
     assert all(torch.equal(before[k], v) for k, v in tr.model.named_parameters())  # no step applied
     report = json.loads((tmp_path / "skip" / "out" / "skipped_rows.json").read_text())
@@ -443,23 +443,23 @@ def test_non_finite_logps_raise_or_skip_the_batch(fx, adapter, prefs, tmp_path):
 
 
 def test_composed_avllm_trains_with_the_same_trainer(fx, prefs, tmp_path):
-    """The bring-your-own example (vision tower + Whisper + projectors + any causal LM, one adapter class) goes
+    """The bring-your-own example (vision tower + Whisper + projectors + any causal LM, one model_io class) goes
     through the same collator, trainer and loss as the Qwen thinker: one policy + one reference forward with
     the needed rows, step-0 loss log 2 per component, and an update to the language model only (encoders and
     projectors frozen by ``prepare_model``)."""
-    from cavpref.models import ModelConfig, load_adapter, prepare_model
+    from cavpref.models import AVModelArguments, load_model_io, prepare_model
     from cavpref.models.tiny import build_tiny_composed
 
     folder = build_tiny_composed(
         tmp_path / "composed", text_model_type="llama", extra_corpus=[e.prompt for e in F.examples(1)]
     )
-    cfg = ModelConfig(model_name_or_path=str(folder), dtype="float32", lora_r=0)
-    composed = load_adapter(cfg)
-    assert type(composed).__name__ == "ComposedAVAdapter"
+    cfg = AVModelArguments(model_name_or_path=str(folder), dtype="float32", lora_r=0)
+    composed = load_model_io(cfg)
+    assert type(composed).__name__ == "ComposedAVModelIO"
     model = prepare_model(composed.model, cfg, composed)
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
     data = prefs.select([i for i, t in enumerate(prefs["task"]) if t in ("MCIT", "MVIT", "MAIT", "COT-Swap")])
-    counting = CountingAdapter(composed)
+    counting = CountingModelIO(composed)
     tr = trainer(fx, counting, data, tmp_path, model=model, max_steps=2, learning_rate=1e-2)
     tr.train()
     assert counting.calls == [12, 12, 12, 12]  # per step: policy and reference, 12 distinct rows each

@@ -54,7 +54,7 @@ def recipe(fx, path: Path, **overrides) -> Path:
         "report_to": "none",
         "disable_tqdm": True,
         "dataloader_num_workers": 0,
-        "model": {"model_name_or_path": str(fx["model"]), "dtype": "float32", "lora_r": 0, "num_frames": 2},
+        "model_name_or_path": str(fx["model"]), "dtype": "float32", "lora_r": 0, "num_frames": 2,
     }
     cfg.update(overrides)
     path.write_text(yaml.safe_dump(cfg))
@@ -157,7 +157,7 @@ def test_sigkill_and_resume_ends_with_the_uninterrupted_weights(fx, tmp_path):
     assert max_weight_diff(full, killed) == 0.0, f"killed after step {kill_after}"
     # the run folder: resolved config, versions, seed, logs, checkpoints
     resolved = yaml.safe_load((killed / "run_config.yaml").read_text())
-    assert resolved["method"] == "cavpref" and resolved["model"]["dtype"] == "float32"
+    assert resolved["method"] == "cavpref" and resolved["dtype"] == "float32"
     assert "torch" in json.loads((killed / "versions.json").read_text())
     loss_cfg = json.loads((killed / "loss.json").read_text())
     assert loss_cfg["seed"] == 0 and loss_cfg["lambdas"] == {"y": 1.0, "v": 1.0, "a": 0.8}

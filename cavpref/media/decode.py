@@ -32,7 +32,7 @@ class FramePolicy:
 
 @dataclass
 class DecodedMedia:
-    """What a model sees. A missing stream is ``None`` — never silent zeros — so adapters decide how
+    """What a model sees. A missing stream is ``None`` — never silent zeros — so model I/Os decide how
     to feed it."""
 
     frames: np.ndarray | None  # (T, H, W, 3) uint8

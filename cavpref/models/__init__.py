@@ -1,21 +1,25 @@
-"""Model adapters: the protocol (``AVAdapter``, ``Row``), the Qwen2.5-Omni thinker adapter, the composed
-"bring your own AVLLM" example, loading (``load_adapter``), fine-tuning setup (``prepare_model``) and tiny
-offline models. Heavy modules are imported on first use."""
+"""Model I/O wrappers: the protocol (``AVModelIO``, ``Row``), the Qwen2.5-Omni thinker model I/O, the composed
+"bring your own AVLLM" example, loading (``load_model_io``), fine-tuning setup (``prepare_model``) and tiny
+offline models. Heavy modules are imported on first use.
+
+A *model I/O* turns rows (text + decoded media) into one model's inputs and returns log-probs / generations; it is
+not a PEFT adapter (LoRA adapters are PEFT's, see ``prepare_model``). The pre-0.2 names (``AVAdapter``,
+``load_adapter``, ``ModelConfig`` ...) still import, with a ``FutureWarning``, for one release."""
 
 from __future__ import annotations
 
 import importlib
 
-from cavpref.models.base import AdapterError, AVAdapter, Row
-from cavpref.models.config import ModelConfig
-from cavpref.models.registry import adapter_class, load_adapter, register_adapter, registered_adapters
+from cavpref.models.base import AVModelIO, ModelIOError, Row
+from cavpref.models.config import AVModelArguments, warn_once
+from cavpref.models.registry import load_model_io, model_io_class, register_model_io, registered_model_ios
 
 _LAZY = {
-    "ChatAdapter": "cavpref.models.chat",
+    "ChatModelIO": "cavpref.models.chat",
     "EncodedMedia": "cavpref.models.common",
     "response_logps": "cavpref.models.common",
-    "QwenOmniAdapter": "cavpref.models.qwen_omni",
-    "ComposedAVAdapter": "cavpref.models.composed_adapter",
+    "QwenOmniModelIO": "cavpref.models.qwen_omni",
+    "ComposedAVModelIO": "cavpref.models.composed_io",
     "ComposedAVConfig": "cavpref.models.composed",
     "ComposedAVForCausalLM": "cavpref.models.composed",
     "ComposedAVProcessor": "cavpref.models.composed",
@@ -25,11 +29,30 @@ _LAZY = {
     "demo_media": "cavpref.models.tiny",
 }
 
-__all__ = ["AdapterError", "AVAdapter", "Row", "ModelConfig", "adapter_class", "load_adapter", "register_adapter",  # noqa: PLE0604
-           "registered_adapters", *_LAZY]
+# Deprecated name -> today's name (kept importable for one release).
+DEPRECATED = {
+    "AVAdapter": "AVModelIO",
+    "ChatAdapter": "ChatModelIO",
+    "QwenOmniAdapter": "QwenOmniModelIO",
+    "ComposedAVAdapter": "ComposedAVModelIO",
+    "AdapterError": "ModelIOError",
+    "register_adapter": "register_model_io",
+    "load_adapter": "load_model_io",
+    "registered_adapters": "registered_model_ios",
+    "adapter_class": "model_io_class",
+    "ModelConfig": "AVModelArguments",
+}
+
+__all__ = ["AVModelIO", "AVModelArguments", "ModelIOError", "Row", "load_model_io", "model_io_class",  # noqa: PLE0604
+           "register_model_io", "registered_model_ios", *_LAZY]
 
 
 def __getattr__(name: str):
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in DEPRECATED:
+        new = DEPRECATED[name]
+        warn_once(name, f"cavpref.models.{name} is deprecated, use cavpref.models.{new} "
+                        "(the old name goes in the next release)")
+        return globals()[new] if new in globals() else __getattr__(new)
     raise AttributeError(f"module 'cavpref.models' has no attribute {name!r}")

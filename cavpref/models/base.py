@@ -1,8 +1,8 @@
-"""The adapter protocol: the only way the trainer and the evaluator talk to an audio-visual LLM.
+"""The model_io protocol: the only way the trainer and the evaluator talk to an audio-visual LLM.
 
-Fine-tuning "your own AVLLM" means writing one ``AVAdapter`` subclass. The split between ``collate``
+Fine-tuning "your own AVLLM" means writing one ``AVModelIO`` subclass. The split between ``collate``
 (CPU, in data-loader workers: tokenisation, processor, feature extraction) and ``logps`` / ``generate``
-(device, with a model passed in explicitly) lets the trainer call the same adapter with the policy, the
+(device, with a model passed in explicitly) lets the trainer call the same model_io with the policy, the
 reference, or a PEFT model with its adapter disabled.
 """
 
@@ -18,8 +18,8 @@ import torch
 from cavpref.media.decode import DecodedMedia
 
 
-class AdapterError(ValueError):
-    """A row the adapter cannot turn into model inputs. The message names the row."""
+class ModelIOError(ValueError):
+    """A row the model_io cannot turn into model inputs. The message names the row."""
 
 
 @dataclass
@@ -28,7 +28,7 @@ class Row:
 
     ``media_key`` identifies the presented media (canonical MediaSpec JSON, or any stable id): rows with
     the same key share encoder outputs within a batch. ``media=None`` means a text-only row; a
-    DecodedMedia with ``frames=None`` / ``audio=None`` marks a missing stream, fed as the adapter's
+    DecodedMedia with ``frames=None`` / ``audio=None`` marks a missing stream, fed as the model_io's
     ``missing_modality`` policy says.
     """
 
@@ -39,7 +39,7 @@ class Row:
     row_id: str = ""
 
 
-class AVAdapter(ABC):
+class AVModelIO(ABC):
     """Turns rows into model inputs and returns per-row summed response log-probs; also generates."""
 
     #: how a missing stream is fed: "drop" (no placeholder tokens, no encoder call) or "zero_dummy"
@@ -47,13 +47,13 @@ class AVAdapter(ABC):
     #: encoder calls, which ZeRO-3 requires).
     missing_modality: str = "drop"
 
-    #: audio sample rate (Hz) the adapter feeds its model; decode at this rate to avoid resampling. None: no audio.
+    #: audio sample rate (Hz) the model_io feeds its model; decode at this rate to avoid resampling. None: no audio.
     sample_rate: int | None = None
 
     @abstractmethod
     def collate(self, rows: Sequence[Row]) -> dict[str, Any]:
         """Tokenise and featurise a batch (CPU). Response tokens are labelled; prompt, padding and media
-        placeholders are -100. Raises AdapterError naming the row for an empty response / bad media."""
+        placeholders are -100. Raises ModelIOError naming the row for an empty response / bad media."""
 
     @abstractmethod
     def logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool = True) -> torch.Tensor:

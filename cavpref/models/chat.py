@@ -1,7 +1,7 @@
-"""Shared machinery of chat-template adapters: row checks, media de-duplication, prompt/response token layout,
+"""Shared machinery of chat-template model I/Os: row checks, media de-duplication, prompt/response token layout,
 padding, and the response log-prob sum.
 
-``ChatAdapter`` implements the whole ``AVAdapter`` protocol except four model-specific hooks, so bringing a new
+``ChatModelIO`` implements the whole ``AVModelIO`` protocol except four model-specific hooks, so bringing a new
 AVLLM means one small subclass (see docs/models.md):
 
 - ``encode_media(media)``: featurise one media item on CPU and say which token ids replace each placeholder;
@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from cavpref.media.decode import DecodedMedia
-from cavpref.models.base import AdapterError, AVAdapter, Row
+from cavpref.models.base import ModelIOError, AVModelIO, Row
 from cavpref.models.common import (
     IGNORE_INDEX,
     EncodedMedia,
@@ -40,8 +40,8 @@ from cavpref.models.common import (
 )
 
 
-class ChatAdapter(AVAdapter):
-    """Chat-template adapter skeleton: ``collate`` / ``logps`` / ``generate`` on top of four hooks.
+class ChatModelIO(AVModelIO):
+    """Chat-template model_io skeleton: ``collate`` / ``logps`` / ``generate`` on top of four hooks.
 
     Batch (``collate``): ``input_ids`` / ``attention_mask`` / ``labels`` (B, L) right-padded, ``row_ids``,
     ``media`` (the stacked tensors of the batch's *distinct* media), ``row_video`` / ``row_audio`` (B,) indices
@@ -81,16 +81,16 @@ class ChatAdapter(AVAdapter):
 
     # ----- loading -------------------------------------------------------------------------------------------
     @classmethod
-    def from_pretrained(cls, path_or_id: str, **kwargs: Any) -> ChatAdapter:
+    def from_pretrained(cls, path_or_id: str, **kwargs: Any) -> ChatModelIO:
         """Processor (``AutoProcessor``) + model from a hub id or folder, exactly as a released checkpoint loads;
-        ``kwargs`` are ModelConfig fields (or ``config=ModelConfig(...)``). The model is ``adapter.model``."""
+        ``kwargs`` are AVModelArguments fields (or ``config=AVModelArguments(...)``). The model is ``model_io.model``."""
         from transformers import AutoProcessor
 
-        from cavpref.models.config import ModelConfig
+        from cavpref.models.config import AVModelArguments
 
-        cfg = kwargs.pop("config", None) or ModelConfig.from_kwargs(path_or_id, **kwargs)
+        cfg = kwargs.pop("config", None) or AVModelArguments.from_kwargs(path_or_id, **kwargs)
         processor = AutoProcessor.from_pretrained(path_or_id, trust_remote_code=cfg.trust_remote_code)
-        return cls(processor, model=cls.load_model(path_or_id, cfg), **cls.adapter_kwargs(cfg))
+        return cls(processor, model=cls.load_model(path_or_id, cfg), **cls.model_io_kwargs(cfg))
 
     @classmethod
     def load_model(cls, path_or_id: str, cfg: Any) -> torch.nn.Module:
@@ -99,15 +99,15 @@ class ChatAdapter(AVAdapter):
         return getattr(transformers, cls.auto_model_class).from_pretrained(path_or_id, **model_load_kwargs(cfg))
 
     @classmethod
-    def adapter_kwargs(cls, cfg: Any) -> dict[str, Any]:
-        """Constructor options taken from a ModelConfig."""
+    def model_io_kwargs(cls, cfg: Any) -> dict[str, Any]:
+        """Constructor options taken from a AVModelArguments."""
         return {"missing_modality": cfg.missing_modality, "system_prompt": cfg.system_prompt,
-                "max_length": cfg.max_length}
+                "max_length": cfg.model_max_length}
 
     # ----- hooks ---------------------------------------------------------------------------------------------
     @property
     def placeholder_ids(self) -> tuple[int, ...]:
-        """Token ids that only the adapter may place in a prompt (media placeholders)."""
+        """Token ids that only the model_io may place in a prompt (media placeholders)."""
         raise NotImplementedError(f"{type(self).__name__}.placeholder_ids")
 
     def content_items(self, has_video: bool, has_audio: bool) -> list[dict]:
@@ -145,7 +145,7 @@ class ChatAdapter(AVAdapter):
     def completion_text(self, msgs: list[dict], prompt_text: str, response: str, where: str) -> str:
         full = self._render(msgs + [{"role": "assistant", "content": [{"type": "text", "text": response}]}])
         if not full.startswith(prompt_text):
-            raise AdapterError(f"{where}: the chat template does not render the prompt as a prefix of prompt + "
+            raise ModelIOError(f"{where}: the chat template does not render the prompt as a prefix of prompt + "
                                "response; cannot label response tokens")
         return full[len(prompt_text):].rstrip()  # trailing newline after end-of-turn is template formatting
 
@@ -175,16 +175,16 @@ class ChatAdapter(AVAdapter):
             if key in keys:
                 other = rows[first[key]].media
                 if (other.has_video, other.has_audio) != (row.media.has_video, row.media.has_audio):
-                    raise AdapterError(f"{where}: media_key {row.media_key!r} is shared with "
+                    raise ModelIOError(f"{where}: media_key {row.media_key!r} is shared with "
                                        f"{describe_row(first[key], rows[first[key]])} but the present streams differ")
             else:
                 keys[key], first[key] = len(encoded), i
                 try:
                     encoded.append(self.encode_media(row.media))
-                except AdapterError:
+                except ModelIOError:
                     raise
                 except Exception as err:  # processor failures: name the row
-                    raise AdapterError(f"{where}: media could not be featurised: {err}") from err
+                    raise ModelIOError(f"{where}: media could not be featurised: {err}") from err
             row_media.append(keys[key])
         return encoded, row_media
 
@@ -198,7 +198,7 @@ class ChatAdapter(AVAdapter):
         for pid in self.placeholder_ids:
             n, expected = ids.count(pid), int(pid in expansions)
             if n != expected:
-                raise AdapterError(f"{where}: prompt has {n} {self.tokenizer.convert_ids_to_tokens(pid)!r} "
+                raise ModelIOError(f"{where}: prompt has {n} {self.tokenizer.convert_ids_to_tokens(pid)!r} "
                                    f"placeholder(s) where {expected} is expected (media tokens in the prompt text?)")
         out: list[int] = []
         for t in ids:
@@ -222,19 +222,19 @@ class ChatAdapter(AVAdapter):
 
     def collate(self, rows: Sequence[Row]) -> dict[str, Any]:
         if not rows:
-            raise AdapterError("collate: empty batch")
+            raise ModelIOError("collate: empty batch")
         encoded, row_media = self._encode_unique(rows)
         seqs, labels = [], []
         for i, row in enumerate(rows):
             where = describe_row(i, row)
             if not isinstance(row.response, str) or not row.response.strip():
-                raise AdapterError(f"{where}: empty response; there is nothing to score")
+                raise ModelIOError(f"{where}: empty response; there is nothing to score")
             enc = encoded[row_media[i]] if row_media[i] is not None else None
             prompt_ids, msgs, prompt_text = self._prompt_ids(row, enc, where)
             completion = self.completion_text(msgs, prompt_text, row.response, where)
             resp = self.tokenizer(completion, add_special_tokens=False)["input_ids"]
             if self.max_length is not None and len(prompt_ids) + len(resp) > self.max_length:
-                raise AdapterError(f"{where}: {len(prompt_ids) + len(resp)} tokens exceed max_length={self.max_length}")
+                raise ModelIOError(f"{where}: {len(prompt_ids) + len(resp)} tokens exceed max_length={self.max_length}")
             seqs.append(prompt_ids + resp)
             labels.append([IGNORE_INDEX] * len(prompt_ids) + resp)
         input_ids, attention_mask = pad(seqs, self.pad_id, "right")
@@ -247,7 +247,7 @@ class ChatAdapter(AVAdapter):
     def collate_prompts(self, rows: Sequence[Row]) -> dict[str, Any]:
         """Left-padded prompts (generation prompt appended), for ``generate``."""
         if not rows:
-            raise AdapterError("generate: empty batch")
+            raise ModelIOError("generate: empty batch")
         encoded, row_media = self._encode_unique(rows)
         seqs = [self._prompt_ids(r, encoded[m] if m is not None else None, describe_row(i, r))[0]
                 for i, (r, m) in enumerate(zip(rows, row_media))]

@@ -1,4 +1,4 @@
-"""Pure helpers shared by adapters: the response log-prob sum, media checks, resampling, padding, device moves,
+"""Pure helpers shared by model I/Os: the response log-prob sum, media checks, resampling, padding, device moves,
 unwrapping, and the zero-contribution trick for dummy encoder calls."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from cavpref.media.decode import DecodedMedia
-from cavpref.models.base import AdapterError, Row
+from cavpref.models.base import ModelIOError, Row
 
 IGNORE_INDEX = -100
 
@@ -93,38 +93,38 @@ def describe_row(index: int, row: Row) -> str:
 
 
 def check_media(media: Any, where: str) -> None:
-    """Raise AdapterError naming the row and field for media the adapter cannot feed."""
+    """Raise ModelIOError naming the row and field for media the model_io cannot feed."""
     if not isinstance(media, DecodedMedia):
-        raise AdapterError(f"{where}: media must be a cavpref.media.decode.DecodedMedia, got {type(media).__name__}")
+        raise ModelIOError(f"{where}: media must be a cavpref.media.decode.DecodedMedia, got {type(media).__name__}")
     frames, audio = media.frames, media.audio
     if frames is not None:
         if not isinstance(frames, np.ndarray):
-            raise AdapterError(f"{where}: media.frames must be a numpy array, got {type(frames).__name__}")
+            raise ModelIOError(f"{where}: media.frames must be a numpy array, got {type(frames).__name__}")
         if frames.dtype != np.uint8:
-            raise AdapterError(f"{where}: media.frames must be uint8 (T, H, W, 3), got dtype {frames.dtype}")
+            raise ModelIOError(f"{where}: media.frames must be uint8 (T, H, W, 3), got dtype {frames.dtype}")
         if frames.ndim != 4 or frames.shape[-1] != 3 or min(frames.shape[:3]) < 1:
-            raise AdapterError(f"{where}: media.frames must have shape (T>=1, H, W, 3), got {frames.shape}")
+            raise ModelIOError(f"{where}: media.frames must have shape (T>=1, H, W, 3), got {frames.shape}")
     if audio is not None:
         if not isinstance(audio, np.ndarray):
-            raise AdapterError(f"{where}: media.audio must be a numpy array, got {type(audio).__name__}")
+            raise ModelIOError(f"{where}: media.audio must be a numpy array, got {type(audio).__name__}")
         if audio.dtype != np.float32:
-            raise AdapterError(f"{where}: media.audio must be float32 mono (N,), got dtype {audio.dtype}")
+            raise ModelIOError(f"{where}: media.audio must be float32 mono (N,), got dtype {audio.dtype}")
         if audio.ndim != 1 or audio.size == 0:
-            raise AdapterError(f"{where}: media.audio must be a non-empty 1-D array, got shape {audio.shape}")
+            raise ModelIOError(f"{where}: media.audio must be a non-empty 1-D array, got shape {audio.shape}")
         if not np.isfinite(audio).all():
-            raise AdapterError(f"{where}: media.audio contains NaN or inf")
+            raise ModelIOError(f"{where}: media.audio contains NaN or inf")
         if not isinstance(media.sample_rate, (int, np.integer)) or media.sample_rate <= 0:
-            raise AdapterError(f"{where}: media.sample_rate must be a positive int, got {media.sample_rate!r}")
+            raise ModelIOError(f"{where}: media.sample_rate must be a positive int, got {media.sample_rate!r}")
 
 
 def resample(audio: np.ndarray, orig_sr: int, target_sr: int) -> np.ndarray:
-    """Polyphase resampling (scipy); decode at the adapter's ``sample_rate`` to skip this entirely."""
+    """Polyphase resampling (scipy); decode at the model_io's ``sample_rate`` to skip this entirely."""
     if orig_sr == target_sr:
         return audio
     try:
         from scipy.signal import resample_poly
     except ImportError as err:  # pragma: no cover - scipy ships with the dev environment
-        raise AdapterError(f"audio at {orig_sr} Hz needs resampling to {target_sr} Hz, which needs scipy; "
+        raise ModelIOError(f"audio at {orig_sr} Hz needs resampling to {target_sr} Hz, which needs scipy; "
                            f"or decode at {target_sr} Hz") from err
     g = gcd(int(orig_sr), int(target_sr))
     return resample_poly(audio, target_sr // g, orig_sr // g).astype(np.float32)
@@ -175,7 +175,7 @@ def zero_contribution(*outputs: torch.Tensor) -> torch.Tensor:
 
 
 def model_load_kwargs(cfg: Any) -> dict[str, Any]:
-    """``from_pretrained`` kwargs from a ModelConfig: dtype, attention implementation, remote-code policy."""
+    """``from_pretrained`` kwargs from a AVModelArguments: dtype, attention implementation, remote-code policy."""
     kw: dict[str, Any] = {"dtype": cfg.torch_dtype(), "trust_remote_code": cfg.trust_remote_code}
     if cfg.attn_implementation:
         kw["attn_implementation"] = cfg.attn_implementation

@@ -1,12 +1,23 @@
-"""`ModelConfig`: everything about the model that a recipe sets — where it comes from, how it is fed, what trains.
+"""`AVModelArguments`: everything about the model that a recipe sets — where it comes from, how it is fed, what
+trains.
 
-One flat dataclass (HfArgumentParser-friendly: a recipe key and a command-line flag are the same thing). It is
-read by three places: ``load_adapter`` (checkpoint, dtype, attention, how media become tokens), ``prepare_model``
-(LoRA / freezing) and the collator (``frame_policy()``: which frames the decoder reads).
+One flat dataclass (HfArgumentParser-friendly: a recipe key and a command-line flag are the same thing), parsed
+next to ``CAVPrefConfig`` (a ``DPOConfig``) and ``DataArguments`` in one flat recipe, so no field name may repeat
+one of theirs (tests/test_recipes.py checks). It is read by three places: ``load_model_io`` (checkpoint, dtype,
+attention, how media become tokens), ``prepare_model`` (LoRA / freezing) and the collator (``frame_policy()``:
+which frames the decoder reads).
+
+Two settings live only in the training config, with one meaning each: ``trust_remote_code`` (TRL's field; copied
+onto these arguments by ``cavpref train`` and settable with ``from_kwargs`` / ``load_model_io(...,
+trust_remote_code=True)`` from Python) and ``activation_checkpointing`` (``CAVPrefConfig``; the Trainer enables it).
+The row-length cap is ``model_max_length`` (TRL's ``max_length`` means something else: a truncation length).
+
+Not ``trl.ModelConfig`` (TRL's model arguments for text LMs): hence the name.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field, fields
 
 import torch
@@ -20,41 +31,44 @@ DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up
 
 
 @dataclass
-class ModelConfig(MediaArguments):
+class AVModelArguments(MediaArguments):
     """How to load, feed and fine-tune one audio-visual LLM (the frame fields come from ``MediaArguments``)."""
 
     model_name_or_path: str = field(default="", metadata={"help": "HF hub id or local folder"})
-    adapter: str | None = field(default=None, metadata={"help": "registered adapter name; None: from config.json"})
+    model_io: str | None = field(default=None,
+                                 metadata={"help": "registered model I/O name (register_model_io); None: from config.json"})
     dtype: str = field(default="auto", metadata={"help": "auto (bf16 on a bf16 GPU, else fp32) | float32 | bfloat16 | float16"})
     attn_implementation: str | None = field(default=None, metadata={"help": "eager | sdpa | flash_attention_2"})
-    trust_remote_code: bool = False
+    # Not a command-line key: the one ``--trust_remote_code`` is TRL's (CAVPrefConfig), copied here by ``cavpref train``.
+    trust_remote_code: bool = field(default=False, init=False,
+                                    metadata={"help": "allow hub code (set from CAVPrefConfig.trust_remote_code)"})
 
     # how rows become model inputs
     missing_modality: str = field(default="drop", metadata={"help": "drop | zero_dummy (ZeRO-3 / DDP safe)"})
     use_audio_in_video: bool = field(default=False, metadata={"help": "Qwen-Omni: interleave audio with video tokens"})
-    system_prompt: str | None = field(default=None, metadata={"help": "None: the adapter's default system prompt"})
+    system_prompt: str | None = field(default=None, metadata={"help": "None: the model_io's default system prompt"})
     video_fps: float = field(default=2.0, metadata={"help": "fps assumed when frames carry no timestamps"})
-    video_min_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel floor (None: adapter default)"})
-    video_max_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel cap (None: adapter default)"})
-    max_length: int | None = field(default=None, metadata={"help": "rows longer than this (tokens) are an error"})
+    video_min_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel floor (None: model_io default)"})
+    video_max_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel cap (None: model_io default)"})
+    model_max_length: int | None = field(default=None,
+                                         metadata={"help": "rows longer than this (tokens) are an error"})
 
     # what trains
     lora_r: int = field(default=16, metadata={"help": "0 disables LoRA (full fine-tuning of the language model)"})
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling numerator (scale = lora_alpha / lora_r)"})
+    lora_dropout: float = field(default=0.05, metadata={"help": "dropout on the LoRA input"})
     lora_target_modules: list[str] = field(default_factory=lambda: list(DEFAULT_LORA_TARGETS),
                                            metadata={"help": "linear-layer names inside the language model"})
     train_projectors: bool = field(default=False, metadata={"help": "train the modality projectors fully"})
-    freeze_vision: bool = True
-    freeze_audio: bool = True
-    gradient_checkpointing: bool = False
+    freeze_vision: bool = field(default=True, metadata={"help": "keep the vision encoder frozen"})
+    freeze_audio: bool = field(default=True, metadata={"help": "keep the audio encoder frozen"})
 
     def __post_init__(self):
         if self.missing_modality not in MISSING_MODALITY_POLICIES:
-            raise ValueError(f"ModelConfig.missing_modality: {self.missing_modality!r} is not one of "
+            raise ValueError(f"AVModelArguments.missing_modality: {self.missing_modality!r} is not one of "
                              f"{MISSING_MODALITY_POLICIES}")
         if self.dtype != "auto" and self.dtype not in DTYPES:
-            raise ValueError(f"ModelConfig.dtype: {self.dtype!r} is not 'auto' or one of {sorted(DTYPES)}")
+            raise ValueError(f"AVModelArguments.dtype: {self.dtype!r} is not 'auto' or one of {sorted(DTYPES)}")
         super().__post_init__()
 
     def torch_dtype(self) -> torch.dtype:
@@ -66,10 +80,36 @@ class ModelConfig(MediaArguments):
         return DTYPES[self.dtype]
 
     @classmethod
-    def from_kwargs(cls, model_name_or_path: str, **kwargs) -> ModelConfig:
+    def from_kwargs(cls, model_name_or_path: str, **kwargs) -> AVModelArguments:
         """Build from keyword overrides, naming any key that is not a field (typos fail loudly)."""
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(kwargs) - names)
         if unknown:
-            raise TypeError(f"ModelConfig: unknown option(s) {unknown}; valid: {sorted(names)}")
-        return cls(model_name_or_path=model_name_or_path, **kwargs)
+            raise TypeError(f"AVModelArguments: unknown option(s) {unknown}; valid: {sorted(names)}")
+        trust = kwargs.pop("trust_remote_code", False)
+        out = cls(model_name_or_path=model_name_or_path, **kwargs)
+        out.trust_remote_code = bool(trust)
+        return out
+
+
+# Old field names (the nested ``model:`` section of earlier recipes) -> today's flat keys.
+RENAMED_FIELDS = {"max_length": "model_max_length", "model_io": "model_io"}
+# Old ``model:`` keys that now live only in CAVPrefConfig (one meaning, one field).
+MOVED_TO_TRAINING = {"trust_remote_code": "trust_remote_code", "gradient_checkpointing": "activation_checkpointing"}
+
+_warned: set[str] = set()
+
+
+def warn_once(key: str, message: str) -> None:
+    """A ``FutureWarning`` once per process and key (deprecated names)."""
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, FutureWarning, stacklevel=3)
+
+
+def __getattr__(name: str):
+    if name == "ModelConfig":
+        warn_once("ModelConfig", "cavpref.models.config.ModelConfig is deprecated: use AVModelArguments "
+                                 "(it is not trl.ModelConfig); the alias goes in the next release")
+        return AVModelArguments
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

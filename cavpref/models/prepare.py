@@ -1,4 +1,4 @@
-"""``prepare_model``: make a loaded model trainable as a ModelConfig says — LoRA (PEFT) on the language model,
+"""``prepare_model``: make a loaded model trainable as a AVModelArguments says — LoRA (PEFT) on the language model,
 encoders frozen or trained, projectors optionally trained.
 
 With LoRA, everything that trains besides LoRA (unfrozen encoders, projectors) goes into PEFT's
@@ -14,7 +14,7 @@ import re
 
 import torch
 
-from cavpref.models.config import ModelConfig
+from cavpref.models.config import AVModelArguments
 
 
 def _inside(name: str, parents: list[str]) -> bool:
@@ -28,32 +28,36 @@ def lora_target_pattern(language_model_prefix: str, target_modules: list[str]) -
     return rf"{re.escape(language_model_prefix)}\.(?:.*\.)?(?:{names})"
 
 
-def prepare_model(model: torch.nn.Module, config: ModelConfig, adapter) -> torch.nn.Module:
-    """Apply ``config`` to ``model`` (laid out as ``adapter`` — an instance or class — describes) and return the
-    model to train: a ``peft.PeftModel`` when ``config.lora_r > 0``, else ``model`` itself."""
-    encoders = ([] if config.freeze_vision else list(adapter.vision_modules)) + \
-               ([] if config.freeze_audio else list(adapter.audio_modules))
-    projectors = [p for p in adapter.projector_modules if config.train_projectors and not _inside(p, encoders)]
+def prepare_model(model: torch.nn.Module, config: AVModelArguments, model_io, *,
+                  gradient_checkpointing: bool = False) -> torch.nn.Module:
+    """Apply ``config`` to ``model`` (laid out as ``model_io`` — an instance or class — describes) and return the
+    model to train: a ``peft.PeftModel`` when ``config.lora_r > 0``, else ``model`` itself.
+
+    ``gradient_checkpointing`` is for Python callers that train outside ``CAVPrefTrainer``; under the trainer the
+    one switch is ``CAVPrefConfig.activation_checkpointing`` (the Trainer enables it)."""
+    encoders = ([] if config.freeze_vision else list(model_io.vision_modules)) + \
+               ([] if config.freeze_audio else list(model_io.audio_modules))
+    projectors = [p for p in model_io.projector_modules if config.train_projectors and not _inside(p, encoders)]
     for name in encoders + projectors:
         model.get_submodule(name)  # fail early, naming the module, if the layout is wrong
-    if config.gradient_checkpointing:
+    if gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if config.lora_r <= 0:
         model.requires_grad_(True)
-        for name in adapter.vision_modules if config.freeze_vision else ():
+        for name in model_io.vision_modules if config.freeze_vision else ():
             model.get_submodule(name).requires_grad_(False)
-        for name in adapter.audio_modules if config.freeze_audio else ():
+        for name in model_io.audio_modules if config.freeze_audio else ():
             model.get_submodule(name).requires_grad_(False)
-        for name in adapter.projector_modules:
+        for name in model_io.projector_modules:
             model.get_submodule(name).requires_grad_(config.train_projectors)
         return model
 
     from peft import LoraConfig, get_peft_model
 
     lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout, bias="none",
-                      target_modules=lora_target_pattern(adapter.language_model_prefix, config.lora_target_modules),
+                      target_modules=lora_target_pattern(model_io.language_model_prefix, config.lora_target_modules),
                       modules_to_save=(encoders + projectors) or None)
     peft_model = get_peft_model(model, lora)
-    if config.gradient_checkpointing:
+    if gradient_checkpointing:
         peft_model.enable_input_require_grads()
     return peft_model

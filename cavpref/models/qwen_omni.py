@@ -1,4 +1,4 @@
-"""Qwen2.5-Omni thinker adapter (native in transformers: ``Qwen2_5OmniThinkerForConditionalGeneration`` +
+"""Qwen2.5-Omni thinker model_io (native in transformers: ``Qwen2_5OmniThinkerForConditionalGeneration`` +
 ``Qwen2_5OmniProcessor``).
 
 Facts this module relies on (see /work/shared/QWEN_OMNI_NOTES.md): the processor's class default video size
@@ -22,7 +22,7 @@ import torch
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from cavpref.media.decode import DecodedMedia
-from cavpref.models.chat import ChatAdapter
+from cavpref.models.chat import ChatModelIO
 from cavpref.models.common import (
     EncodedMedia,
     frames_fps,
@@ -32,7 +32,7 @@ from cavpref.models.common import (
     unwrap,
     zero_contribution,
 )
-from cavpref.models.config import ModelConfig
+from cavpref.models.config import AVModelArguments
 
 QWEN_OMNI_SYSTEM_PROMPT = ("You are Qwen, a virtual human developed by the Qwen Team, Alibaba Group, capable of "
                            "perceiving auditory and visual inputs, as well as generating text and speech.")
@@ -42,8 +42,8 @@ def _size_get(size: Any, key: str) -> int | None:
     return size.get(key) if hasattr(size, "get") else getattr(size, key, None)
 
 
-class QwenOmniAdapter(ChatAdapter):
-    """Adapter for the Qwen2.5-Omni thinker. ``from_pretrained`` accepts a thinker folder or a full Omni
+class QwenOmniModelIO(ChatModelIO):
+    """Model I/O for the Qwen2.5-Omni thinker. ``from_pretrained`` accepts a thinker folder or a full Omni
     checkpoint (``Qwen/Qwen2.5-Omni-7B``: the thinker is loaded, talker / token2wav weights are skipped)."""
 
     language_model_prefix = "model.language_model"
@@ -74,7 +74,7 @@ class QwenOmniAdapter(ChatAdapter):
 
     # ----- loading -------------------------------------------------------------------------------------------
     @classmethod
-    def load_model(cls, path_or_id: str, cfg: ModelConfig) -> torch.nn.Module:
+    def load_model(cls, path_or_id: str, cfg: AVModelArguments) -> torch.nn.Module:
         """The thinker from a thinker folder, or from a full Omni checkpoint (config ``qwen2_5_omni``: its
         ``thinker_config`` is used and transformers' key mapping strips the ``thinker.`` prefix; talker and
         token2wav weights are left unloaded)."""
@@ -88,8 +88,8 @@ class QwenOmniAdapter(ChatAdapter):
         return Thinker.from_pretrained(path_or_id, **load_kw)
 
     @classmethod
-    def adapter_kwargs(cls, cfg: ModelConfig) -> dict[str, Any]:
-        return {**super().adapter_kwargs(cfg), "use_audio_in_video": cfg.use_audio_in_video,
+    def model_io_kwargs(cls, cfg: AVModelArguments) -> dict[str, Any]:
+        return {**super().model_io_kwargs(cfg), "use_audio_in_video": cfg.use_audio_in_video,
                 "video_fps": cfg.video_fps, "video_min_pixels": cfg.video_min_pixels,
                 "video_max_pixels": cfg.video_max_pixels}
 
@@ -132,7 +132,7 @@ class QwenOmniAdapter(ChatAdapter):
         return enc
 
     def collate(self, rows):
-        """The ChatAdapter batch plus ``position_ids`` (3, B, L). Qwen's 3D rope positions depend only on the
+        """The ChatModelIO batch plus ``position_ids`` (3, B, L). Qwen's 3D rope positions depend only on the
         token layout and the config, so they are computed here, on the CPU side of the data pipeline (in
         data-loader workers, once per batch, shared by the policy and the reference forward), rather than row
         by row with small device ops inside every forward. Without a loaded model the forward computes them."""

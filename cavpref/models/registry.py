@@ -1,8 +1,8 @@
-"""Adapter registry: name → adapter class, and model_type → name, so ``load_adapter(folder)`` picks the right
-adapter from the folder's ``config.json``. A user's own AVLLM registers itself with one decorator:
+"""Model I/O registry: name → model_io class, and model_type → name, so ``load_model_io(folder)`` picks the right
+model_io from the folder's ``config.json``. A user's own AVLLM registers itself with one decorator:
 
-    @register_adapter("my_avllm", model_types=("my_avllm",))
-    class MyAdapter(ChatAdapter): ...
+    @register_model_io("my_avllm", model_types=("my_avllm",))
+    class MyModelIO(ChatModelIO): ...
 
 Built-ins are registered by import path so that importing the registry stays cheap.
 """
@@ -13,12 +13,12 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from cavpref.models.base import AVAdapter
-from cavpref.models.config import ModelConfig
+from cavpref.models.base import AVModelIO
+from cavpref.models.config import AVModelArguments
 
-_ADAPTERS: dict[str, type[AVAdapter] | str] = {
-    "qwen2_5_omni": "cavpref.models.qwen_omni:QwenOmniAdapter",
-    "composed": "cavpref.models.composed_adapter:ComposedAVAdapter",
+_MODEL_IOS: dict[str, type[AVModelIO] | str] = {
+    "qwen2_5_omni": "cavpref.models.qwen_omni:QwenOmniModelIO",
+    "composed": "cavpref.models.composed_io:ComposedAVModelIO",
 }
 _MODEL_TYPES: dict[str, str] = {
     "qwen2_5_omni_thinker": "qwen2_5_omni",
@@ -27,57 +27,57 @@ _MODEL_TYPES: dict[str, str] = {
 }
 
 
-def register_adapter(name: str, adapter: type[AVAdapter] | str | None = None, *,
+def register_model_io(name: str, model_io: type[AVModelIO] | str | None = None, *,
                      model_types: Iterable[str] = ()) -> Callable | type:
-    """Register ``adapter`` (a class or "module:Class") under ``name`` for the given config model_types.
-    Without ``adapter`` it returns a class decorator."""
+    """Register ``model_io`` (a class or "module:Class") under ``name`` for the given config model_types.
+    Without ``model_io`` it returns a class decorator."""
 
-    def _register(cls: type[AVAdapter] | str):
-        _ADAPTERS[name] = cls
+    def _register(cls: type[AVModelIO] | str):
+        _MODEL_IOS[name] = cls
         for mt in model_types:
             _MODEL_TYPES[mt] = name
         return cls
 
-    return _register if adapter is None else _register(adapter)
+    return _register if model_io is None else _register(model_io)
 
 
-def registered_adapters() -> dict[str, list[str]]:
+def registered_model_ios() -> dict[str, list[str]]:
     """name → the config model_types that select it."""
-    return {n: sorted(mt for mt, a in _MODEL_TYPES.items() if a == n) for n in _ADAPTERS}
+    return {n: sorted(mt for mt, a in _MODEL_TYPES.items() if a == n) for n in _MODEL_IOS}
 
 
-def adapter_class(name: str) -> type[AVAdapter]:
-    if name not in _ADAPTERS:
-        raise KeyError(f"unknown adapter {name!r}; registered: {sorted(_ADAPTERS)}")
-    target = _ADAPTERS[name]
+def model_io_class(name: str) -> type[AVModelIO]:
+    if name not in _MODEL_IOS:
+        raise KeyError(f"unknown model_io {name!r}; registered: {sorted(_MODEL_IOS)}")
+    target = _MODEL_IOS[name]
     if isinstance(target, str):
         module, cls = target.split(":")
-        target = _ADAPTERS[name] = getattr(importlib.import_module(module), cls)
+        target = _MODEL_IOS[name] = getattr(importlib.import_module(module), cls)
     return target
 
 
-def adapter_name_for(path_or_id: str) -> str:
-    """The registered adapter for a checkpoint, from the ``model_type`` in its config.json."""
+def model_io_name_for(path_or_id: str) -> str:
+    """The registered model_io for a checkpoint, from the ``model_type`` in its config.json."""
     from transformers import PreTrainedConfig
 
     try:
         raw, _ = PreTrainedConfig.get_config_dict(path_or_id)
     except (OSError, ValueError) as err:
-        raise ValueError(f"{path_or_id}: cannot read config.json to pick an adapter ({err})") from err
+        raise ValueError(f"{path_or_id}: cannot read config.json to pick a model I/O ({err})") from err
     model_type = raw.get("model_type")
     if model_type not in _MODEL_TYPES:
-        raise ValueError(f"{path_or_id}/config.json: model_type {model_type!r} has no registered adapter "
-                         f"(known: {sorted(_MODEL_TYPES)}); register one with register_adapter(..., model_types=...)")
+        raise ValueError(f"{path_or_id}/config.json: model_type {model_type!r} has no registered model_io "
+                         f"(known: {sorted(_MODEL_TYPES)}); register one with register_model_io(..., model_types=...)")
     return _MODEL_TYPES[model_type]
 
 
-def load_adapter(name_or_path: str | ModelConfig, *, adapter: str | None = None, **kwargs: Any) -> AVAdapter:
-    """Load processor + model from a hub id or folder into the adapter its config selects (or ``adapter``).
-    ``kwargs`` are ModelConfig fields; a ModelConfig may be passed instead of a path. The model is
-    ``adapter.model``."""
-    if isinstance(name_or_path, ModelConfig):
+def load_model_io(name_or_path: str | AVModelArguments, *, model_io: str | None = None, **kwargs: Any) -> AVModelIO:
+    """Load processor + model from a hub id or folder into the model_io its config selects (or ``model_io``).
+    ``kwargs`` are AVModelArguments fields; a AVModelArguments may be passed instead of a path. The model is
+    ``model_io.model``."""
+    if isinstance(name_or_path, AVModelArguments):
         cfg = name_or_path
-        name = adapter or cfg.adapter or adapter_name_for(cfg.model_name_or_path)
-        return adapter_class(name).from_pretrained(cfg.model_name_or_path, config=cfg)
-    name = adapter or adapter_name_for(name_or_path)
-    return adapter_class(name).from_pretrained(name_or_path, **kwargs)
+        name = model_io or cfg.model_io or model_io_name_for(cfg.model_name_or_path)
+        return model_io_class(name).from_pretrained(cfg.model_name_or_path, config=cfg)
+    name = model_io or model_io_name_for(name_or_path)
+    return model_io_class(name).from_pretrained(name_or_path, **kwargs)

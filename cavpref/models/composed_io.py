@@ -1,4 +1,4 @@
-"""Adapter for the composed AVLLM — also the worked example of "bring your own AVLLM": the four ChatAdapter
+"""Model I/O for the composed AVLLM — also the worked example of "bring your own AVLLM": the four ChatModelIO
 hooks below are all a new model needs (docs/models.md walks through them)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import torch
 
 import cavpref.models.composed  # noqa: F401  (registers the Auto classes used by from_pretrained)
 from cavpref.media.decode import DecodedMedia
-from cavpref.models.chat import ChatAdapter
+from cavpref.models.chat import ChatModelIO
 from cavpref.models.common import EncodedMedia, resample, to_device, unwrap, zero_contribution
 
 
-class ComposedAVAdapter(ChatAdapter):
+class ComposedAVModelIO(ChatModelIO):
     language_model_prefix = "language_model"
     vision_modules = ("vision_tower",)
     audio_modules = ("audio_tower",)
