@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def doc_example() -> str:
     text = (ROOT / "docs" / "training.md").read_text()
-    first = re.search(r"```python\n(.*?)```", text, re.S)
+    first = re.search(r"```python\n(.*?)```", text, re.DOTALL)
     assert first and text.index("```python") < text.index("\n## "), "the Python example must come first"
     return first.group(1)
 
@@ -55,7 +55,7 @@ def test_import_cavpref_is_cheap_and_eval_does_not_load_trl():
 
 
 def test_deprecated_names_warn_and_are_the_same_objects():
-    import cavpref.models as models
+    from cavpref import models
     from cavpref.models import config as model_config
 
     pairs = [("AVAdapter", "AVModelIO"), ("load_adapter", "load_model_io"), ("register_adapter", "register_model_io"),

@@ -3,8 +3,9 @@
     cavpref model tiny-qwen --out DIR [--hidden_size 64 --num_hidden_layers 2 ... --corpus_file words.txt]
     cavpref model tiny-composed --out DIR [--text_model_type llama ...]
 
-Flags are the builder's keyword arguments (parsed by HfArgumentParser from a dataclass generated from the
-builder's signature, so the two never drift), plus ``--out`` and ``--corpus_file`` (extra tokenizer corpus lines).
+Flags are the builder's keyword arguments (a dataclass generated from the builder's signature, so the two never
+drift), plus ``--out`` and ``--corpus_file`` (extra tokenizer corpus lines); parsed like every command by
+``cavpref.parsing.parse_args`` (``--config x.yaml`` or a leading ``x.yaml``, overrides, ``--help`` lists every key).
 """
 
 from __future__ import annotations
@@ -34,15 +35,14 @@ def _usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from transformers import HfArgumentParser
+    from cavpref.parsing import parse_args
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in BUILDERS:
         print(_usage(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     name, rest = argv[0], argv[1:]
-    parser = HfArgumentParser(_args_class(name, BUILDERS[name]), prog=f"cavpref model {name}")
-    (args,) = parser.parse_args_into_dataclasses(rest)
+    (args,) = parse_args([_args_class(name, BUILDERS[name])], rest, prog=f"cavpref model {name}")
     kwargs = asdict(args)
     out, corpus_file = kwargs.pop("out"), kwargs.pop("corpus_file")
     extra = []

@@ -15,32 +15,29 @@ TRL's. What changes:
 * ``_precompute_ref_logps``: reference log-probs of every row type (anchors included), cached on disk
   under the dataset fingerprint + model hash.
 
+This module is the subclass and its TRL hooks; the pieces live next to it, one job each: ``gather`` (global-batch
+gathers), ``reference`` (reference forward context, precomputed cache), ``metrics`` (the logged names),
+``checkpoint`` (resuming full checkpoints), ``callbacks`` (``JsonlLogger``).
+
 ``method`` (config) selects the baseline: sft | dpo | cavpref_norobust | cavpref (paper Table 5).
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import dataclasses
 import json
 import os
 from collections import defaultdict
 
 import torch
-from accelerate.utils import broadcast_object_list, gather_object, is_peft_model
-from datasets import Dataset, concatenate_datasets, load_from_disk
-from datasets.fingerprint import Hasher
+from accelerate.utils import gather_object, is_peft_model
+from datasets import Dataset
 from torch.utils.data import DataLoader
-from tqdm.auto import tqdm
-from transformers import PreTrainedModel, TrainerCallback
 from transformers.trainer_utils import seed_worker
+from transformers.utils import logging
 from trl import DPOTrainer
-from trl.models.utils import disable_gradient_checkpointing
-from trl.trainer.utils import use_adapter
 
 from cavpref.collator import (
-    REF_COLUMNS,
     SLOT_FIELDS,
     SLOTS,
     BadRowError,
@@ -49,23 +46,17 @@ from cavpref.collator import (
     check_example,
 )
 from cavpref.config import CAVPrefConfig
-from cavpref.data import ALL_TASKS
 from cavpref.loss import calibrate_beta, cavpref_loss
 from cavpref.models.base import AVModelIO
+from cavpref.trainer.callbacks import JsonlLogger
+from cavpref.trainer.checkpoint import load_full_checkpoint
+from cavpref.trainer.gather import gather_rows, unflatten
+from cavpref.trainer.metrics import log_preference_step
+from cavpref.trainer.reference import precompute_reference_logps, reference_forward
 
+logger = logging.get_logger(__name__)
 
-class _Indexed(torch.utils.data.Dataset):
-    """Rows with their position, so precomputed values land on the right row even when some are skipped."""
-
-    def __init__(self, dataset):
-        self.dataset = dataset
-
-    def __len__(self):
-        return len(self.dataset)
-
-    def __getitem__(self, i):
-        return {**self.dataset[i], "__pos": i}
-
+__all__ = ["CAVPrefTrainer", "JsonlLogger"]
 
 class CAVPrefTrainer(DPOTrainer):
     """DPOTrainer for audio-visual preference data. See the module docstring.
@@ -232,44 +223,14 @@ class CAVPrefTrainer(DPOTrainer):
     # ------------------------------------------------------------------ distributed helpers
 
     def _gather(self, t: torch.Tensor) -> torch.Tensor:
-        """All-gather along dim 0, tolerating different lengths per rank (skipped rows) and bool tensors."""
-        if self.accelerator.num_processes == 1:
-            return t
-        is_bool = t.dtype == torch.bool
-        x = (t.to(torch.uint8) if is_bool else t).contiguous()
-        sizes = self.accelerator.gather(torch.tensor([x.shape[0]], device=x.device))
-        if bool((sizes == sizes[0]).all()):
-            out = self.accelerator.gather(x)
-        else:
-            padded = self.accelerator.pad_across_processes(x, dim=0)
-            full = self.accelerator.gather(padded).view(len(sizes), -1, *x.shape[1:])
-            out = torch.cat([full[r, : int(n)] for r, n in enumerate(sizes)])
-        return out.bool() if is_bool else out
+        """All-gather along dim 0 (lengths may differ per rank; see ``cavpref.trainer.gather``)."""
+        return gather_rows(t, self.accelerator.num_processes)
 
-    @contextlib.contextmanager
-    def _reference_context(self):
-        """No grad, no checkpointing, and the LoRA adapter disabled when the base model is the reference."""
-        ctx = contextlib.nullcontext()
-        if self.ref_model is None and is_peft_model(self.accelerator.unwrap_model(self.model)):
-            unwrapped = self.accelerator.unwrap_model(self.model)
-            ctx = use_adapter(unwrapped, adapter_name="ref" if "ref" in unwrapped.peft_config else None)
-        no_ckpt = (
-            disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs)
-            if self.args.gradient_checkpointing
-            else contextlib.nullcontext()
-        )
-        with torch.no_grad(), no_ckpt, ctx:
-            yield
+    def _reference_forward(self):
+        """No grad, no checkpointing, the LoRA adapter off when the base model is the reference."""
+        return reference_forward(self)
 
-    @staticmethod
-    def _unflatten(flat: torch.Tensor, slots: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """(R,) row log-probs -> {slot: (B,)}, NaN where the sample has no such row."""
-        out = {}
-        for s, idx in slots.items():
-            idx = idx.to(flat.device)
-            vals = flat[idx.clamp(min=0)]
-            out[s] = torch.where(idx >= 0, vals, torch.full_like(vals, float("nan")))
-        return out
+    _unflatten = staticmethod(unflatten)
 
     # ------------------------------------------------------------------ loss
 
@@ -283,7 +244,7 @@ class CAVPrefTrainer(DPOTrainer):
         elif "ref" in inputs and self.precompute_ref_logps:
             ref = {k: v.to(flat.device) for k, v in inputs["ref"].items()}
         else:
-            with self._reference_context():
+            with self._reference_forward():
                 ref_model = self.ref_model if self.ref_model is not None else model
                 ref = self._unflatten(
                     self.model_io.logps(ref_model, inputs["model_inputs"]).float(), inputs["slots"]
@@ -383,149 +344,22 @@ class CAVPrefTrainer(DPOTrainer):
         return out.loss
 
     def _log_step(self, inputs, out, betas, policy, ref, mode):
-        """Per component and per task, over the global batch (every rank runs the same gathers)."""
-        m = self._metrics[mode]
-        m["loss/total"].append(float(out.loss.detach()))
-        m["rows/policy"].append(float(self._gather(inputs["num_rows"].reshape(1)).sum()))
-        tasks = self._gather(inputs["task_ids"].to(out.loss.device))
-        m["rows/samples"].append(float(tasks.numel()))
-        for comp, c in out.components.items():
-            margins = self._gather(c.margins)
-            ell = self._gather(c.per_sample)
-            weights = self._gather(c.weights)
-            present = torch.isfinite(margins)
-            beta = betas[comp]
-            beta_all = (
-                self._gather(beta.detach()) if torch.is_tensor(beta) else torch.full_like(margins, beta)
-            )
-            m[f"{comp}/loss"].append(float(c.loss.detach()))
-            m[f"{comp}/margin"].append(float(margins[present].mean()))
-            m[f"{comp}/reward_accuracy"].append(float((margins[present] > 0).float().mean()))
-            m[f"{comp}/beta"].append(float(beta_all[present].mean()))
-            m[f"{comp}/ess"].append(float(1.0 / weights[present].pow(2).sum()))
-            m[f"{comp}/n"].append(float(present.sum()))
-            for t in tasks[present].unique().tolist():
-                sel = present & (tasks == t)
-                m[f"task/{ALL_TASKS[t]}/{comp}_loss"].append(float(ell[sel].mean()))
-                m[f"task/{ALL_TASKS[t]}/{comp}_margin"].append(float(margins[sel].mean()))
-                m[f"task/{ALL_TASKS[t]}/{comp}_reward_accuracy"].append(
-                    float((margins[sel] > 0).float().mean())
-                )
-        # TRL's names for the y pair, so dashboards built for DPOTrainer keep working.
-        rew_w = self._gather((policy["y_w"] - ref["y_w"]).detach())
-        rew_l = self._gather((policy["y_l"] - ref["y_l"]).detach())
-        beta_y = betas["y"] if not torch.is_tensor(betas["y"]) else self._gather(betas["y"].detach())
-        m["rewards/chosen"].append(float((beta_y * rew_w).mean()))
-        m["rewards/rejected"].append(float((beta_y * rew_l).mean()))
-        m["rewards/margins"].append(float((beta_y * (rew_w - rew_l)).mean()))
-        m["rewards/accuracies"].append(float(((rew_w - rew_l) > 0).float().mean()))
-        m["logps/chosen"].append(float(self._gather(policy["y_w"].detach()).mean()))
-        m["logps/rejected"].append(float(self._gather(policy["y_l"].detach()).mean()))
+        log_preference_step(self._metrics[mode], self._gather, inputs, out, betas, policy, ref)
 
     # ------------------------------------------------------------------ reference precomputation
 
     def _precompute_ref_logps(self, dataset, name, batch_size):
-        """Reference log-probs of every row type the data has (y_w, y_l and both anchor pairs), once.
-
-        Cached under ``ref_cache_dir`` (default ``output_dir/ref_logps``) keyed by the dataset fingerprint,
-        the model hash and the media policy, so a resumed or repeated run reads them back.
-        """
+        """Reference log-probs of every row type, once, cached on disk (``cavpref.trainer.reference``)."""
         if not self._needs_reference:
             return dataset
-        if not isinstance(dataset, Dataset):
-            raise TypeError("precomputed reference log-probs need a map-style datasets.Dataset")
-        collator = self.data_collator
-        policy = (
-            collator.media_root,
-            str(collator.frames),
-            collator.sample_rate,
-            type(self.model_io).__name__,
-            *(repr(getattr(self.model_io, a, None)) for a in _ADAPTER_SETTINGS),
-        )
-        key = [Hasher.hash((dataset._fingerprint, self._precompute_model_hash, policy))]
-        broadcast_object_list(key, from_process=0)
-        cache_dir = os.path.join(
-            self.args.ref_cache_dir or os.path.join(self.args.output_dir, "ref_logps"), f"{name}-{key[0]}"
-        )
-        base = dataset.remove_columns([c for c in REF_COLUMNS.values() if c in dataset.column_names])
-        if os.path.exists(os.path.join(cache_dir, "dataset_info.json")):
-            return concatenate_datasets([base, load_from_disk(cache_dir)], axis=1)
-
-        all_rows = dataclasses.replace(collator, method="all", calibrated=())
-
-        def collate(examples):
-            batch = all_rows(examples)
-            kept = set(batch.get("example_ids", []))
-            batch["positions"] = torch.tensor([e["__pos"] for e in examples if str(e.get("id", "")) in kept])
-            return batch
-
-        loader = self.accelerator.prepare(
-            DataLoader(
-                _Indexed(base),
-                batch_size=batch_size,
-                collate_fn=collate,
-                num_workers=self.args.dataloader_num_workers,
-                shuffle=False,
-            )
-        )
-        if self.ref_model is None and self.is_deepspeed_enabled:
-            from trl.models import prepare_deepspeed
-
-            if self._precompute_engine is None:
-                self._precompute_engine = prepare_deepspeed(self.model, self.accelerator)
-            model = self._precompute_engine
-        else:
-            model = self.ref_model or self.model
-        values = torch.full((len(base), len(SLOTS)), float("nan"))
-        for batch in tqdm(
-            loader, desc=f"Reference log-probs ({name})", disable=not self.accelerator.is_local_main_process
-        ):
-            with self._reference_context():
-                flat = self.model_io.logps(model, batch["model_inputs"]).float()
-            per = self._unflatten(flat, batch["slots"])
-            block = torch.stack([per[s] for s in SLOTS], dim=1)
-            pos = self._gather(batch["positions"].to(block.device))
-            values[pos.cpu()] = self._gather(block).cpu()
-        if self.accelerator.is_main_process:
-            cols = {REF_COLUMNS[s]: values[:, j].tolist() for j, s in enumerate(SLOTS)}
-            Dataset.from_dict(cols).save_to_disk(cache_dir)
-        self.accelerator.wait_for_everyone()
-        return concatenate_datasets([base, load_from_disk(cache_dir)], axis=1)
+        return precompute_reference_logps(self, dataset, name, batch_size)
 
     # ------------------------------------------------------------------ resume
 
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
-        """Resume the weights through ``from_pretrained``.
-
-        ``save_pretrained`` writes the checkpoint in the model's original key format (transformers 5 renames
-        e.g. Qwen2.5-Omni's ``model.language_model.*`` back to ``model.*``), while ``Trainer`` loads the raw
-        state dict with ``strict=False`` and only warns when nothing matches — the run would silently
-        restart from the initial weights. Loading with the model class applies the key conversion, and any
-        remaining mismatch is an error."""
-        target = self.accelerator.unwrap_model(model if model is not None else self.model)
-        full = any(
-            os.path.isfile(os.path.join(resume_from_checkpoint, f))
-            for f in ("model.safetensors", "model.safetensors.index.json")
-        )
-        if (
-            not full
-            or is_peft_model(target)
-            or not isinstance(target, PreTrainedModel)
-            or self.is_fsdp_enabled
-            or self.is_deepspeed_enabled
-        ):
-            return super()._load_from_checkpoint(resume_from_checkpoint, model)
-        dtype = next(target.parameters()).dtype
-        loaded = type(target).from_pretrained(
-            resume_from_checkpoint, dtype=dtype, trust_remote_code=self.args.trust_remote_code
-        )
-        missing, unexpected = target.load_state_dict(loaded.state_dict(), strict=False)
-        if missing or unexpected:
-            raise RuntimeError(
-                f"{resume_from_checkpoint}: checkpoint does not match the model "
-                f"(missing {missing[:5]}, unexpected {unexpected[:5]})"
-            )
-        del loaded
+        """Full checkpoints load through ``from_pretrained`` (``cavpref.trainer.checkpoint``), the rest as TRL."""
+        if not load_full_checkpoint(self, resume_from_checkpoint, model):
+            super()._load_from_checkpoint(resume_from_checkpoint, model)
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
         """Evaluation is the loss and its metrics (there are no logits to hand to compute_metrics)."""
@@ -560,9 +394,7 @@ class CAVPrefTrainer(DPOTrainer):
                     {"count": len(unique), "rows": [{"id": i, "reason": r} for i, r in unique]}, f, indent=1
                 )
             if unique:
-                print(
-                    f"[cavpref] skipped {len(unique)} bad rows (see {self.args.output_dir}/skipped_rows.json)"
-                )
+                logger.warning(f"skipped {len(unique)} bad rows (see {self.args.output_dir}/skipped_rows.json)")
         return unique
 
 
@@ -583,11 +415,3 @@ _CHECK_COLUMNS = {"id", "task", "prompt", "clap_delta", "avsm_delta_v", "avsm_de
 }
 
 
-class JsonlLogger(TrainerCallback):
-    """Every log record (step, loss, per-component and per-task metrics) appended to output_dir/logs.jsonl."""
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if state.is_world_process_zero and logs:
-            os.makedirs(args.output_dir, exist_ok=True)
-            with open(os.path.join(args.output_dir, "logs.jsonl"), "a") as f:
-                f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
