@@ -13,7 +13,7 @@ A CAVPref sample has up to six (prompt, response, media) rows (paper Eq. 1-3):
 The collator builds exactly the rows the method and each sample's switches need (``rows="needed"``), or
 every row the data has (``rows="all"``, for precomputing the reference once), removes duplicate rows
 (e.g. v_w == a_w when both switches are on), decodes each distinct MediaSpec once per batch, and hands
-the rows to the model model_io. ``slots`` maps every (slot, sample) to its row, -1 where absent, so the
+the rows to the model I/O. ``slots`` maps every (slot, sample) to its row, -1 where absent, so the
 trainer turns the flat (R,) log-probs back into the per-sample dict the loss takes.
 
 Bad input is never dropped silently: missing fields, empty responses and media that fail to decode raise
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +32,8 @@ from typing import Any
 import torch
 
 from cavpref.data import ALL_TASKS
-from cavpref.models.base import ModelIOError, AVModelIO, Row
+from cavpref.models.base import AVModelIO, ModelIOError, Row
+from cavpref.sampler import PreferenceBatchSampler  # noqa: F401 - re-exported (its home before the split)
 
 SLOTS = ("y_w", "y_l", "v_w", "v_l", "a_w", "a_l")
 # slot -> (response column, media column)
@@ -247,84 +247,3 @@ class CAVPrefCollator:
 
 def _float(value) -> float:
     return float("nan") if value is None else float(value)
-
-
-class PreferenceBatchSampler:
-    """Per-device batches that add up, rank by rank, to deterministic *global* batches.
-
-    The sampler first forms global batches of ``batch_size * world_size`` samples, then cuts each into
-    ``world_size`` consecutive per-device batches; accelerate's ``BatchSamplerShard`` hands batch ``k`` to
-    rank ``k % world_size``. So N processes see exactly the samples one process sees with an N-times
-    larger batch — what makes the global-batch loss (robust normaliser, β min-max) reproducible.
-
-    ``mode="mixed"``: one seeded permutation of all samples. ``mode="task_homogeneous"``: each global
-    batch holds one task (the paper's regime); the order of the batches is shuffled. An incomplete last
-    global batch (per task in homogeneous mode) is dropped with ``drop_last``, else filled by wrapping
-    around its pool, as ``DistributedSampler`` does.
-    """
-
-    def __init__(
-        self,
-        tasks: Sequence[str],
-        batch_size: int,
-        *,
-        world_size: int = 1,
-        mode: str = "mixed",
-        seed: int = 0,
-        drop_last: bool = False,
-        shuffle: bool = True,
-    ):
-        if mode not in ("mixed", "task_homogeneous"):
-            raise ValueError(f"sampler mode must be 'mixed' or 'task_homogeneous', got {mode!r}")
-        if batch_size < 1 or world_size < 1:
-            raise ValueError(f"batch_size and world_size must be >= 1, got {batch_size}, {world_size}")
-        self.tasks = list(tasks)
-        self.batch_size, self.world_size, self.mode = batch_size, world_size, mode
-        self.seed, self.drop_last, self.shuffle = seed, drop_last, shuffle
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = int(epoch)
-
-    def _pools(self, gen: torch.Generator) -> list[list[int]]:
-        if self.mode == "mixed":
-            pools = [list(range(len(self.tasks)))]
-        else:
-            by_task: dict[str, list[int]] = {}
-            for i, t in enumerate(self.tasks):
-                by_task.setdefault(t, []).append(i)
-            pools = [by_task[t] for t in sorted(by_task)]
-        if self.shuffle:
-            pools = [[p[j] for j in torch.randperm(len(p), generator=gen).tolist()] for p in pools]
-        return pools
-
-    def global_batches(self) -> list[list[int]]:
-        gen = torch.Generator().manual_seed(self.seed + self.epoch)
-        size = self.batch_size * self.world_size
-        batches = []
-        for pool in self._pools(gen):
-            for start in range(0, len(pool), size):
-                chunk = pool[start : start + size]
-                if len(chunk) < size:
-                    if self.drop_last:
-                        continue
-                    while len(chunk) < size:  # wrap around (pool may be smaller than a batch)
-                        chunk += pool[: size - len(chunk)]
-                batches.append(chunk)
-        if self.shuffle and self.mode == "task_homogeneous":
-            batches = [batches[j] for j in torch.randperm(len(batches), generator=gen).tolist()]
-        return batches
-
-    def __iter__(self):
-        for chunk in self.global_batches():
-            for r in range(self.world_size):
-                yield chunk[r * self.batch_size : (r + 1) * self.batch_size]
-
-    def __len__(self) -> int:
-        size = self.batch_size * self.world_size
-        if self.mode == "mixed":
-            counts = [len(self.tasks)]
-        else:
-            counts = list(Counter(self.tasks).values())
-        n = sum((c // size) if self.drop_last else math.ceil(c / size) for c in counts)
-        return n * self.world_size
