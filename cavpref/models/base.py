@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from cavpref.media.decode import DecodedMedia
+from cavpref.models.config import warn_once
 
 
 class ModelIOError(ValueError):
@@ -74,3 +75,14 @@ class AVModelIO(ABC):
             out.append(scores[i : i + len(opts)])
             i += len(opts)
         return out
+
+
+_DEPRECATED = {'AVAdapter': 'AVModelIO', 'AdapterError': 'ModelIOError'}
+
+
+def __getattr__(name: str):
+    """The pre-0.2 names, for one release (``FutureWarning``)."""
+    if name in _DEPRECATED:
+        warn_once(name, f"{__name__}.{name} is deprecated, use {_DEPRECATED[name]} (the old name goes in the next release)")
+        return globals()[_DEPRECATED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from cavpref.media.decode import DecodedMedia
-from cavpref.models.base import ModelIOError, AVModelIO, Row
+from cavpref.models.base import AVModelIO, ModelIOError, Row
 from cavpref.models.common import (
     IGNORE_INDEX,
     EncodedMedia,
@@ -38,6 +38,7 @@ from cavpref.models.common import (
     response_logps,
     unwrap,
 )
+from cavpref.models.config import warn_once
 
 
 class ChatModelIO(AVModelIO):
@@ -285,3 +286,14 @@ class ChatModelIO(AVModelIO):
         if self.end_of_turn_id is not None and self.end_of_turn_id not in eos:
             eos.insert(0, self.end_of_turn_id)
         return eos
+
+
+_DEPRECATED = {'ChatAdapter': 'ChatModelIO'}
+
+
+def __getattr__(name: str):
+    """The pre-0.2 names, for one release (``FutureWarning``)."""
+    if name in _DEPRECATED:
+        warn_once(name, f"{__name__}.{name} is deprecated, use {_DEPRECATED[name]} (the old name goes in the next release)")
+        return globals()[_DEPRECATED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,7 +32,7 @@ from cavpref.models.common import (
     unwrap,
     zero_contribution,
 )
-from cavpref.models.config import AVModelArguments
+from cavpref.models.config import AVModelArguments, warn_once
 
 QWEN_OMNI_SYSTEM_PROMPT = ("You are Qwen, a virtual human developed by the Qwen Team, Alibaba Group, capable of "
                            "perceiving auditory and visual inputs, as well as generating text and speech.")
@@ -246,3 +246,14 @@ class QwenOmniModelIO(ChatModelIO):
             for r, seq in zip(rows, seqs[:, b["input_ids"].shape[1]:]):
                 out[r] = seq
         return out
+
+
+_DEPRECATED = {'QwenOmniAdapter': 'QwenOmniModelIO'}
+
+
+def __getattr__(name: str):
+    """The pre-0.2 names, for one release (``FutureWarning``)."""
+    if name in _DEPRECATED:
+        warn_once(name, f"{__name__}.{name} is deprecated, use {_DEPRECATED[name]} (the old name goes in the next release)")
+        return globals()[_DEPRECATED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
