@@ -21,6 +21,7 @@ from cavpref.eval.benchmarks import aura, mmar, traceav
 from cavpref.eval.benchmarks.longvideo import LongVideoPolicy
 
 BENCHMARKS = ("aura", "mmar", "traceav")
+PROTOCOLS = ("paper", "official")
 DEFAULT_MAX_NEW_TOKENS = {"aura": 512, "mmar": 1024, "traceav": 32}
 
 
@@ -29,6 +30,9 @@ class BenchArgs:
     """Every field is a ``--flag`` (and a YAML key) of ``cavpref eval aura|mmar|traceav`` and ``eval score``."""
 
     benchmark: str = field(default="", metadata={"help": "aura | mmar | traceav (set by the sub-command)"})
+    protocol: str = field(default="paper", metadata={
+        "help": "paper: the papers' rules; official: the released scoring scripts' per-item decisions and "
+                "totals (docs/reasoning_benchmarks.md lists the differences)"})
     model: str = field(default="", metadata={"help": "checkpoint folder / hub id, or an OpenAI-compatible URL"})
     data: str = field(default="", metadata={"help": "the released file (TraceAV-Bench: a task file or data/)"})
     output: str = field(default="", metadata={"help": "run folder (records, results.json, report.md, plots)"})
@@ -75,6 +79,8 @@ class BenchArgs:
     def __post_init__(self):
         if self.benchmark and self.benchmark not in BENCHMARKS:
             raise ValueError(f"--benchmark must be one of {BENCHMARKS}, got {self.benchmark!r}")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"--protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
         if self.max_new_tokens is None and self.benchmark:
             self.max_new_tokens = DEFAULT_MAX_NEW_TOKENS[self.benchmark]
 
@@ -156,10 +162,10 @@ def build_benchmark(args: BenchArgs, client=None, nli=None, backend=None):
             from cavpref.eval.nli import NLIConfig, NLIScorer
 
             nli = NLIScorer(NLIConfig(model=args.nli_model))
-        return AuraBenchmark(AuraJudges(client, nli))
+        return AuraBenchmark(AuraJudges(client, nli), args.protocol)
     if args.benchmark == "mmar":
-        return MMARBenchmark(MMARJudge(client, raters=args.raters, seed=args.rater_seed))
-    return TraceAVBenchmark(args.long_policy(backend), args.sample_rate)
+        return MMARBenchmark(MMARJudge(client, raters=args.raters, seed=args.rater_seed, protocol=args.protocol))
+    return TraceAVBenchmark(args.long_policy(backend), args.sample_rate, args.protocol)
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -191,8 +197,12 @@ def metrics_for(args: BenchArgs, items, records: dict[str, dict], media_root: st
     by_id = {i.id: i for i in items}
     recs = [(by_id[i], r) for i, r in records.items() if i in by_id]
     if args.benchmark == "aura":
-        return aura.aura_metrics([aura.AuraRecord(it.task, bool(r["correct"]), r["fcs"] or 0.0, r["cis"] or 0.0)
-                                  for it, r in recs], reasoning=judged)
+        kept = recs
+        if args.protocol == "official":  # evaluation.py skips a record with an empty answer or reasoning
+            kept = [(it, r) for it, r in recs if not aura.official_skip(r.get("answer"), r.get("reasoning"))]
+        out = aura.aura_metrics([aura.AuraRecord(it.task, bool(r["correct"]), r["fcs"] or 0.0, r["cis"] or 0.0)
+                                 for it, r in kept], reasoning=judged)
+        return {**out, "dropped_empty": len(recs) - len(kept)}
     if args.benchmark == "mmar":
         from cavpref.eval.benchmarks.mmar_judge import ratings_of
 
@@ -212,7 +222,8 @@ def assemble(args: BenchArgs, bench, items, media_root: str, outcomes, records: 
     from cavpref.eval.pipeline import versions
 
     scored = {o.item_id for o in outcomes if o.status == "evaluated"}
-    return {"benchmark": args.benchmark, "label": args.label, "mode": "generate", "config": args.public(),
+    return {"benchmark": args.benchmark, "protocol": args.protocol, "label": args.label, "mode": "generate",
+            "config": args.public(),
             "model": model, "evaluation": bench.describe(), "judge": bench.describe().get("judge"),
             "versions": versions(),
             "loading": {"files": [args.data], "media_root": media_root, "items": len(items)},

@@ -24,7 +24,8 @@ def _header(results: dict) -> list[str]:
     lines = [f"# {TITLES[results['benchmark']]} — {name}", "",
              f"- answers: **{results['mode']}**" + (f", model fingerprint `{results['model']['fingerprint'][:16]}`"
                                                     if results["model"].get("fingerprint") else ""),
-             "- judge: " + (f"`{judge['model']}` ({judge['prompt_version']})" if judge else "none")]
+             "- judge: " + (f"`{judge['model']}` ({judge['prompt_version']})" if judge else "none"),
+             f"- protocol: **{results.get('protocol', 'paper')}** (docs/reasoning_benchmarks.md)"]
     nli = results.get("evaluation", {}).get("nli")
     if nli:
         lines.append(f"- NLI cross-encoder: `{nli['model']}` (entailment = output {nli['entailment_index']})")
@@ -50,7 +51,9 @@ def _aura(results: dict) -> list[str]:
     rows += [["**overall** (all items)", str(o["n"]), fmt(o["ACC"]), fmt(o["FCS"]), fmt(o["CIS"])],
              ["task mean (unweighted)", str(t["n_tasks"]), fmt(t["ACC"]), fmt(t["FCS"]), fmt(t["CIS"])]]
     return out + _table(["Task", "N", "ACC", "FCS", "CIS"], rows) + [
-        "FCS and CIS are 0 for wrong answers (Algorithm 1); the paper defines no combined score.", ""]
+        "FCS and CIS are 0 for wrong answers (Algorithm 1); the paper defines no combined score.", ""] + (
+        [f"Official protocol: {m['dropped_empty']} record(s) with an empty answer or reasoning dropped from "
+         "every average (as the released evaluation.py does).", ""] if m.get("dropped_empty") else [])
 
 
 def _mmar(results: dict) -> list[str]:
