@@ -4,6 +4,7 @@
     cavpref eval mmar    --model CKPT_OR_URL --data MMAR-meta.jsonl --output RUN [--judge_model M] [--raters 5]
     cavpref eval traceav --model CKPT_OR_URL --data data/ --media_root VIDEOS --output RUN [--long_num_frames 64]
     cavpref eval score --benchmark aura|mmar|traceav --predictions preds.jsonl --data … [--output RUN]
+    (every one: [--protocol paper|official], docs/reasoning_benchmarks.md)
 
 Flags are the fields of ``eval.benchmarks.pipeline.BenchArgs`` (HfArgumentParser; a YAML file works too).
 Run folders have the AVTrustBench layout (records.rank*.jsonl, results.json, report.md, plots/); rerunning
