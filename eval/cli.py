@@ -9,7 +9,9 @@
     cavpref eval aura|mmar|traceav …  and  cavpref eval score --benchmark aura|mmar|traceav …
                                    (reasoning / long-video benchmarks: see eval/benchmarks/cli.py)
 
-Flags are the fields of ``eval.pipeline.EvalArgs`` (HfArgumentParser; a YAML file works too).
+Every command parses with ``cavpref.parsing.parse_args``: ``[CONFIG.yaml | --config CONFIG.yaml] [--key value …]``,
+the command line overriding the file, unknown keys an error, ``--help`` listing every key (``EvalArgs`` for
+avtrustbench / score / prompts, ``CompareArgs``, ``ReportArgs``).
 Multi-GPU / multi-process: ``accelerate launch -m cavpref.apps.cli eval avtrustbench …``.
 """
 
@@ -33,29 +35,59 @@ class PromptsArgs:
     prompts_out: str = field(default="", metadata={"help": "where to write the prompts JSONL"})
 
 
-def _parse(argv: list[str], *extra):
-    from transformers import HfArgumentParser
+@dataclass
+class CompareArgs:
+    runs: list[str] = field(default_factory=list, metadata={
+        "help": "run folders (or results.json files); the first is the zero-shot run (also positional)"})
+    labels: list[str] = field(default_factory=list, metadata={"help": "one name per run (default: their labels)"})
+    setting: str | None = field(default=None, metadata={"help": "base | instruction (default: both)"})
+    metric: str = field(default="headline", metadata={"help": "headline | circular | vanilla"})
+    output: str | None = field(default=None, metadata={"help": "also write the table to this file"})
 
+    def __post_init__(self):
+        if self.setting not in (None, "base", "instruction"):
+            raise ValueError(f"--setting must be base or instruction, got {self.setting!r}")
+        if self.metric not in ("headline", "circular", "vanilla"):
+            raise ValueError(f"--metric must be headline, circular or vanilla, got {self.metric!r}")
+
+
+@dataclass
+class ReportArgs:
+    run: str = field(default="", metadata={"help": "the run folder holding results.json (also positional)"})
+
+
+def positional(argv: list[str], key: str) -> list[str]:
+    """Leading positional arguments (not a config file) -> ``--key a b …``: ``eval compare RUN1 RUN2`` and
+    ``eval report RUN`` keep their short forms under the one parser."""
+    n = next((i for i, a in enumerate(argv) if a.startswith("-")), len(argv))
+    head = [a for a in argv[:n] if not a.endswith((".yaml", ".yml"))]
+    if not head:
+        return argv
+    config = [a for a in argv[:n] if a.endswith((".yaml", ".yml"))]
+    return [*config, f"--{key}", *head, *argv[n:]]
+
+
+def parse(command: str, argv: list[str]) -> tuple:
+    """The config dataclasses of ``cavpref eval <command>`` (config file + overrides, ``cavpref.parsing``)."""
+    from cavpref.parsing import parse_args
+
+    prog = f"cavpref eval {command}"
+    if command == "compare":
+        return parse_args([CompareArgs], positional(argv, "runs"), prog)
+    if command == "report":
+        return parse_args([ReportArgs], positional(argv, "run"), prog)
     from cavpref.eval.pipeline import EvalArgs
 
-    parser = HfArgumentParser((EvalArgs, *extra))
-    if len(argv) == 1 and argv[0].endswith((".yaml", ".yml")):
-        return parser.parse_yaml_file(argv[0])
-    return parser.parse_args_into_dataclasses(argv)
+    extra = {"score": (ScoreArgs,), "prompts": (PromptsArgs,)}.get(command, ())
+    return parse_args([EvalArgs, *extra], argv, prog)
 
 
 def _compare(argv: list[str]) -> int:
-    import argparse
-
     from cavpref.eval.report import compare
 
-    ap = argparse.ArgumentParser(prog="cavpref eval compare", description="paper Table 5 from run folders")
-    ap.add_argument("runs", nargs="+", help="run folders (or results.json files); the first is the zero-shot run")
-    ap.add_argument("--labels", nargs="+")
-    ap.add_argument("--setting", choices=("base", "instruction"))
-    ap.add_argument("--metric", default="headline", choices=("headline", "circular", "vanilla"))
-    ap.add_argument("--output")
-    ns = ap.parse_args(argv)
+    (ns,) = parse("compare", argv)
+    if not ns.runs:
+        raise ValueError("give at least one run folder")
     runs = []
     for run in ns.runs:
         path = Path(run) / "results.json" if Path(run).is_dir() else Path(run)
@@ -63,7 +95,7 @@ def _compare(argv: list[str]) -> int:
             print(f"cavpref eval compare: {path} not found (is {run} a finished run folder?)", file=sys.stderr)
             return 2
         runs.append(json.loads(path.read_text()))
-    table = compare(runs, ns.labels, setting=ns.setting, metric=ns.metric)
+    table = compare(runs, ns.labels or None, setting=ns.setting, metric=ns.metric)
     print(table)
     if ns.output:
         Path(ns.output).write_text(table + "\n")
@@ -84,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         if command == "avtrustbench":
             from cavpref.eval.pipeline import evaluate
 
-            (args,) = _parse(rest)
+            (args,) = parse(command, rest)
             for name in ("model", "data", "output"):
                 if not getattr(args, name):
                     raise ValueError(f"--{name} is required")
@@ -95,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         if command == "score":
             from cavpref.eval.pipeline import score_predictions
 
-            args, sargs = _parse(rest, ScoreArgs)
+            args, sargs = parse(command, rest)
             if not sargs.predictions or not args.data:
                 raise ValueError("--predictions and --data are required")
             results = score_predictions(args, sargs.predictions)
@@ -104,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         if command == "prompts":
             from cavpref.eval.pipeline import export_prompts
 
-            args, pargs = _parse(rest, PromptsArgs)
+            args, pargs = parse(command, rest)
             if not pargs.prompts_out or not args.data:
                 raise ValueError("--prompts_out and --data are required")
             print(f"wrote {export_prompts(args, pargs.prompts_out)} prompts to {pargs.prompts_out}")
@@ -114,9 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         if command == "report":
             from cavpref.eval.report import write_reports
 
-            if len(rest) != 1:
+            (rargs,) = parse(command, rest)
+            if not rargs.run:
                 raise ValueError("usage: cavpref eval report RUN_FOLDER")
-            write_reports(json.loads((Path(rest[0]) / "results.json").read_text()), rest[0])
+            write_reports(json.loads((Path(rargs.run) / "results.json").read_text()), rargs.run)
             return 0
     except (ValueError, FileNotFoundError) as err:
         print(f"cavpref eval {command}: {err}", file=sys.stderr)

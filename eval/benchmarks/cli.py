@@ -6,7 +6,8 @@
     cavpref eval score --benchmark aura|mmar|traceav --predictions preds.jsonl --data … [--output RUN]
     (every one: [--protocol paper|official], docs/reasoning_benchmarks.md)
 
-Flags are the fields of ``eval.benchmarks.pipeline.BenchArgs`` (HfArgumentParser; a YAML file works too).
+Flags are the fields of ``eval.benchmarks.pipeline.BenchArgs`` (``cavpref.parsing.parse_args``: a config file
+plus overrides, unknown keys are errors, ``--help`` lists every key).
 Run folders have the AVTrustBench layout (records.rank*.jsonl, results.json, report.md, plots/); rerunning
 the same command resumes.
 """
@@ -25,13 +26,10 @@ class PredictionArgs:
     predictions: str = field(default="", metadata={"help": "the predictions file (see eval.benchmarks.external)"})
 
 
-def _parse(argv: list[str], *extra):
-    from transformers import HfArgumentParser
+def _parse(argv: list[str], *extra, prog: str):
+    from cavpref.parsing import parse_args
 
-    parser = HfArgumentParser((BenchArgs, *extra))
-    if len(argv) == 1 and argv[0].endswith((".yaml", ".yml")):
-        return parser.parse_yaml_file(argv[0])
-    return parser.parse_args_into_dataclasses(argv)
+    return parse_args([BenchArgs, *extra], argv, prog)
 
 
 def benchmark_in(argv: list[str]) -> str | None:
@@ -50,7 +48,7 @@ def main(command: str, argv: list[str]) -> int:
         if command in BENCHMARKS:
             from cavpref.eval.benchmarks.pipeline import evaluate
 
-            (args,) = _parse(["--benchmark", command, *argv])
+            (args,) = _parse([*argv, "--benchmark", command], prog=f"cavpref eval {command}")
             if not args.model:
                 raise ValueError("--model is required")
             if evaluate(args) is not None:
@@ -59,7 +57,7 @@ def main(command: str, argv: list[str]) -> int:
         if command == "score":
             from cavpref.eval.benchmarks.external import score_predictions
 
-            args, pargs = _parse(argv, PredictionArgs)
+            args, pargs = _parse(argv, PredictionArgs, prog="cavpref eval score")
             if not (pargs.predictions and args.data):
                 raise ValueError("--predictions and --data are required")
             results = score_predictions(args, pargs.predictions)

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cavpref.media.args import MediaArguments
+from cavpref.eval.args import JudgeArguments, ModelArguments
 from cavpref.eval.benchmarks import aura, mmar, traceav
 from cavpref.eval.benchmarks.longvideo import LongVideoPolicy
 
@@ -26,69 +28,45 @@ DEFAULT_MAX_NEW_TOKENS = {"aura": 512, "mmar": 1024, "traceav": 32}
 
 
 @dataclass
-class BenchArgs:
+class BenchArgs(ModelArguments, MediaArguments, JudgeArguments):
     """Every field is a ``--flag`` (and a YAML key) of ``cavpref eval aura|mmar|traceav`` and ``eval score``."""
 
     benchmark: str = field(default="", metadata={"help": "aura | mmar | traceav (set by the sub-command)"})
     protocol: str = field(default="paper", metadata={
         "help": "paper: the papers' rules; official: the released scoring scripts' per-item decisions and "
                 "totals (docs/reasoning_benchmarks.md lists the differences)"})
-    model: str = field(default="", metadata={"help": "checkpoint folder / hub id, or an OpenAI-compatible URL"})
     data: str = field(default="", metadata={"help": "the released file (TraceAV-Bench: a task file or data/)"})
     output: str = field(default="", metadata={"help": "run folder (records, results.json, report.md, plots)"})
     media_root: str | None = field(default=None, metadata={"help": "media folder (default: --data's folder)"})
     tasks: list[str] = field(default_factory=list,
                              metadata={"help": "AURA task codes / MMAR modalities / TraceAV task types"})
     limit: int | None = field(default=None, metadata={"help": "first N items (by id) of each task"})
-    label: str | None = None
-    batch_size: int = 4
-    chunk_size: int = 32
+    label: str | None = field(default=None, metadata={"help": "name of this run in reports"})
+    batch_size: int = field(default=4, metadata={"help": "items per generation batch"})
+    chunk_size: int = field(default=32, metadata={"help": "items decoded and scored per chunk"})
     max_new_tokens: int | None = field(default=None, metadata={"help": "default: aura 512, mmar 1024, traceav 32"})
-    num_frames: int | None = 8
-    frames_fps: float | None = None
-    max_frames: int = 32
-    frame_height: int | None = None
-    frame_width: int | None = None
-    sample_rate: int = 16000
+    sample_rate: int = field(default=16000, metadata={"help": "audio sample rate fed to the model"})
     video_pattern: str = field(default="{video_id}.mp4", metadata={"help": "AURA: media path of a video_id"})
     long_num_frames: int | None = field(default=64, metadata={"help": "TraceAV: uniform frames per video"})
     long_fps: float | None = field(default=None, metadata={"help": "TraceAV: frame rate instead (capped)"})
-    long_max_frames: int = 64
+    long_max_frames: int = field(default=64, metadata={"help": "TraceAV: cap on frames with long_fps"})
     audio_window_s: float | None = field(default=None, metadata={
         "help": "TraceAV: the model's audio window, s (default: its processor's feature extractor, else 30)"})
     audio_segments: int = field(default=8, metadata={"help": "TraceAV: chunks spread over the video"})
     durations: str | None = field(default=None, metadata={"help": "TraceAV: JSON video_id -> seconds"})
     nli_model: str = field(default="cross-encoder/nli-deberta-v3-base", metadata={"help": "AURA CIS cross-encoder"})
     raters: int = field(default=5, metadata={"help": "MMAR: judge ratings per correct item"})
-    rater_seed: int = 42
+    rater_seed: int = field(default=42, metadata={"help": "MMAR: judge seed (paper: rater k uses seed + k)"})
     model_key: str | None = field(default=None, metadata={"help": "score: AURA's <key>_answer/<key>_reason fields"})
-    adapter: str | None = None
-    dtype: str = "auto"
-    endpoint_model: str | None = None
-    endpoint_api_key_env: str = "CAVPREF_ENDPOINT_API_KEY"
-    endpoint_concurrency: int = 8
-    media_format: str = "mp4"
-    judge_model: str | None = field(default=None, metadata={"help": "LLM judge (or CAVPREF_JUDGE_MODEL)"})
-    judge_base_url: str | None = None
-    judge_api_key_env: str = "CAVPREF_JUDGE_API_KEY"
-    judge_concurrency: int = 8
-    judge_max_retries: int = field(default=4, metadata={"help": "retries on timeouts / 429 / 5xx (with backoff)"})
-    judge_cache: str | None = field(default=None, metadata={"help": "default: <output>/judge_cache.sqlite"})
-    no_judge: bool = False
 
     def __post_init__(self):
+        MediaArguments.__post_init__(self)
         if self.benchmark and self.benchmark not in BENCHMARKS:
             raise ValueError(f"--benchmark must be one of {BENCHMARKS}, got {self.benchmark!r}")
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"--protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
         if self.max_new_tokens is None and self.benchmark:
             self.max_new_tokens = DEFAULT_MAX_NEW_TOKENS[self.benchmark]
-
-    def frame_policy(self):
-        from cavpref.media.decode import FramePolicy
-
-        size = (self.frame_height, self.frame_width) if self.frame_height and self.frame_width else None
-        return FramePolicy(num_frames=self.num_frames, fps=self.frames_fps, max_frames=self.max_frames, size=size)
 
     def long_policy(self, backend=None) -> LongVideoPolicy:
         """TraceAV's sampling; the audio window defaults to what the local model's processor takes."""
