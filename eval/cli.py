@@ -1,18 +1,21 @@
-"""`cavpref eval <command>`: avtrustbench | score | prompts | compare | report.
+"""`cavpref eval <command>`: a registered benchmark's name | score | prompts | compare | report.
 
     cavpref eval avtrustbench --model CKPT_OR_URL --data BENCH --output RUN [--tasks …] [--setting base|instruction]
-                              [--circular | --vanilla] [--limit N] [--mode generate|likelihood] [config.yaml]
-    cavpref eval score --predictions preds.jsonl --data BENCH [--output DIR] [--circular] [...]
+                              [--circular | --vanilla] [--limit N] [--mode generate|likelihood]
+    cavpref eval aura    --model CKPT_OR_URL --data aura.jsonl --output RUN [--judge_model M] [--protocol official]
+    cavpref eval mmar    --model CKPT_OR_URL --data MMAR-meta.jsonl --output RUN [--judge_model M] [--raters 5]
+    cavpref eval traceav --model CKPT_OR_URL --data data/ --media_root VIDEOS --output RUN [--long_num_frames 64]
+    cavpref eval score [--benchmark aura|mmar|traceav] --predictions preds.jsonl --data … [--output DIR]
+                       (without --benchmark: AVTrustBench)
     cavpref eval prompts --data BENCH --prompts_out prompts.jsonl [--circular] [...]
     cavpref eval compare RUN_ZS RUN_SFT RUN_DPO … [--labels …] [--setting …] [--output table.md]
     cavpref eval report RUN        (re-render report.md and plots from RUN/results.json)
-    cavpref eval aura|mmar|traceav …  and  cavpref eval score --benchmark aura|mmar|traceav …
-                                   (reasoning / long-video benchmarks: see eval/benchmarks/cli.py)
 
 Every command parses with ``cavpref.parsing.parse_args``: ``[CONFIG.yaml | --config CONFIG.yaml] [--key value …]``,
-the command line overriding the file, unknown keys an error, ``--help`` listing every key (``EvalArgs`` for
-avtrustbench / score / prompts, ``CompareArgs``, ``ReportArgs``).
-Multi-GPU / multi-process: ``accelerate launch -m cavpref.apps.cli eval avtrustbench …``.
+the command line overriding the file, unknown keys an error, ``--help`` listing every key (a benchmark's
+arguments class — ``EvalArgs`` for AVTrustBench, ``BenchArgs`` for AURA / MMAR / TraceAV-Bench — plus
+``ScoreArgs`` / ``PromptsArgs``; ``CompareArgs``; ``ReportArgs``). Benchmarks are looked up by name in
+``cavpref.eval.registry``. Multi-GPU / multi-process: ``accelerate launch -m cavpref.apps.cli eval …``.
 """
 
 from __future__ import annotations
@@ -22,12 +25,15 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cavpref.eval import registry
+
 USAGE = __doc__
 
 
 @dataclass
 class ScoreArgs:
-    predictions: str = field(default="", metadata={"help": "JSONL: {id, rotation?, response | choice} per line"})
+    predictions: str = field(default="", metadata={
+        "help": "the predictions file, in the benchmark's format (docs/evaluation.md, docs/reasoning_benchmarks.md)"})
 
 
 @dataclass
@@ -67,6 +73,16 @@ def positional(argv: list[str], key: str) -> list[str]:
     return [*config, f"--{key}", *head, *argv[n:]]
 
 
+def benchmark_in(argv: list[str]) -> str | None:
+    """The value of ``--benchmark`` in ``argv`` (``eval score`` routes on it), else None."""
+    for i, a in enumerate(argv):
+        if a == "--benchmark" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--benchmark="):
+            return a.split("=", 1)[1]
+    return None
+
+
 def parse(command: str, argv: list[str]) -> tuple:
     """The config dataclasses of ``cavpref eval <command>`` (config file + overrides, ``cavpref.parsing``)."""
     from cavpref.parsing import parse_args
@@ -76,10 +92,13 @@ def parse(command: str, argv: list[str]) -> tuple:
         return parse_args([CompareArgs], positional(argv, "runs"), prog)
     if command == "report":
         return parse_args([ReportArgs], positional(argv, "run"), prog)
-    from cavpref.eval.pipeline import EvalArgs
-
-    extra = {"score": (ScoreArgs,), "prompts": (PromptsArgs,)}.get(command, ())
-    return parse_args([EvalArgs, *extra], argv, prog)
+    if command == "score":
+        spec = registry.get(benchmark_in(argv) or registry.DEFAULT_BENCHMARK)
+        return parse_args([spec.args_type(), ScoreArgs], argv, prog)
+    if command == "prompts":  # AVTrustBench's CircularEval prompts
+        return parse_args([registry.get(registry.DEFAULT_BENCHMARK).args_type(), PromptsArgs], argv, prog)
+    spec = registry.get(command)
+    return parse_args([spec.args_type()], spec.command_argv(argv), prog)
 
 
 def _compare(argv: list[str]) -> int:
@@ -92,8 +111,7 @@ def _compare(argv: list[str]) -> int:
     for run in ns.runs:
         path = Path(run) / "results.json" if Path(run).is_dir() else Path(run)
         if not path.is_file():
-            print(f"cavpref eval compare: {path} not found (is {run} a finished run folder?)", file=sys.stderr)
-            return 2
+            raise FileNotFoundError(f"{path} not found (is {run} a finished run folder?)")
         runs.append(json.loads(path.read_text()))
     table = compare(runs, ns.labels or None, setting=ns.setting, metric=ns.metric)
     print(table)
@@ -102,57 +120,49 @@ def _compare(argv: list[str]) -> int:
     return 0
 
 
+def _run(command: str, rest: list[str]) -> int:
+    if command in registry.names():
+        spec = registry.get(command)
+        (args,) = parse(command, rest)
+        if spec.evaluate(args) is not None:
+            print(f"wrote {args.output}/results.json, report.md, plots/")
+        return 0
+    if command == "score":
+        spec = registry.get(benchmark_in(rest) or registry.DEFAULT_BENCHMARK)
+        args, sargs = parse(command, rest)
+        if not sargs.predictions or not args.data:
+            raise ValueError("--predictions and --data are required")
+        print(json.dumps(spec.score_summary(spec.score_predictions(args, sargs.predictions))))
+        return 0
+    if command == "prompts":
+        from cavpref.eval.pipeline import export_prompts
+
+        args, pargs = parse(command, rest)
+        if not pargs.prompts_out or not args.data:
+            raise ValueError("--prompts_out and --data are required")
+        print(f"wrote {export_prompts(args, pargs.prompts_out)} prompts to {pargs.prompts_out}")
+        return 0
+    if command == "compare":
+        return _compare(rest)
+    if command == "report":
+        (rargs,) = parse(command, rest)
+        if not rargs.run:
+            raise ValueError("usage: cavpref eval report RUN_FOLDER")
+        registry.write_reports(json.loads((Path(rargs.run) / "results.json").read_text()), rargs.run)
+        return 0
+    print(f"cavpref eval: unknown command {command!r} (benchmarks: {', '.join(registry.names())})\n{USAGE}",
+          file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0
     command, rest = argv[0], argv[1:]
-    from cavpref.eval.benchmarks import cli as benchmarks  # AURA / MMAR / TraceAV-Bench
-
-    if command in benchmarks.BENCHMARKS or (command == "score" and benchmarks.benchmark_in(rest) is not None):
-        return benchmarks.main(command, rest)
     try:
-        if command == "avtrustbench":
-            from cavpref.eval.pipeline import evaluate
-
-            (args,) = parse(command, rest)
-            for name in ("model", "data", "output"):
-                if not getattr(args, name):
-                    raise ValueError(f"--{name} is required")
-            results = evaluate(args)
-            if results is not None:
-                print(f"wrote {args.output}/results.json, report.md, plots/")
-            return 0
-        if command == "score":
-            from cavpref.eval.pipeline import score_predictions
-
-            args, sargs = parse(command, rest)
-            if not sargs.predictions or not args.data:
-                raise ValueError("--predictions and --data are required")
-            results = score_predictions(args, sargs.predictions)
-            print(json.dumps(results["metrics"]["overall"]))
-            return 0
-        if command == "prompts":
-            from cavpref.eval.pipeline import export_prompts
-
-            args, pargs = parse(command, rest)
-            if not pargs.prompts_out or not args.data:
-                raise ValueError("--prompts_out and --data are required")
-            print(f"wrote {export_prompts(args, pargs.prompts_out)} prompts to {pargs.prompts_out}")
-            return 0
-        if command == "compare":
-            return _compare(rest)
-        if command == "report":
-            from cavpref.eval.report import write_reports
-
-            (rargs,) = parse(command, rest)
-            if not rargs.run:
-                raise ValueError("usage: cavpref eval report RUN_FOLDER")
-            write_reports(json.loads((Path(rargs.run) / "results.json").read_text()), rargs.run)
-            return 0
+        return _run(command, rest)
     except (ValueError, FileNotFoundError) as err:
         print(f"cavpref eval {command}: {err}", file=sys.stderr)
         return 2
-    print(f"cavpref eval: unknown command {command!r}\n{USAGE}", file=sys.stderr)
-    return 2

@@ -23,7 +23,7 @@ from cavpref.eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
 from cavpref.eval.extract import ABSTAIN, Extraction, is_correct
 from cavpref.eval.loader import DataError, LoadResult, load_items
 from cavpref.eval.metrics import ItemOutcome, summarize
-from cavpref.eval.report import write_reports
+from cavpref.eval.registry import write_reports
 from cavpref.eval.runner import Job, RunConfig, Runner
 
 
@@ -72,7 +72,7 @@ class EvalArgs(ModelArguments, MediaArguments, JudgeArguments):
 
 def load(args: EvalArgs) -> LoadResult:
     def keep(item):
-        return item.benchmark == "avtrustbench" and item.task in args.tasks and args.setting in (None, item.setting)
+        return item.benchmark == AVTrustBench.name and item.task in args.tasks and args.setting in (None, item.setting)
 
     loaded = load_items(args.data, split=args.split, keep=keep, limit=args.limit, skip_invalid=args.skip_invalid,
                         media_root=args.media_root)

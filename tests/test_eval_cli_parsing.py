@@ -4,8 +4,6 @@ command-line overrides, unknown keys are errors, `--help` lists every key."""
 import pytest
 
 from cavpref.apps.cli import main as cavpref_main
-from cavpref.eval.benchmarks.cli import _parse as bench_parse
-from cavpref.eval.benchmarks.cli import PredictionArgs
 from cavpref.eval.cli import parse
 
 
@@ -26,7 +24,7 @@ def test_unknown_keys_raise(tmp_path):
     with pytest.raises(ValueError, match="not_a_key"):
         parse("avtrustbench", ["--data", "b", "--not_a_key", "1"])
     with pytest.raises(ValueError, match="nope"):
-        bench_parse(["--data", "b", "--nope", "1", "--benchmark", "mmar"], prog="cavpref eval mmar")
+        parse("mmar", ["--data", "b", "--nope", "1"])
 
 
 @pytest.mark.parametrize("command, keys", [
@@ -43,7 +41,7 @@ def test_help_lists_every_key(command, keys, capsys):
 
 def test_benchmark_help_lists_shared_groups(capsys):
     with pytest.raises(SystemExit):
-        bench_parse(["--help"], PredictionArgs, prog="cavpref eval score")
+        parse("score", ["--benchmark", "traceav", "--help"])
     out = capsys.readouterr().out
     for k in ("--protocol", "--num_frames", "--judge_model", "--endpoint_model", "--predictions", "--long_num_frames"):
         assert k in out, k
@@ -52,7 +50,7 @@ def test_benchmark_help_lists_shared_groups(capsys):
 def test_benchmark_yaml_plus_overrides(tmp_path):
     cfg = tmp_path / "m.yaml"
     cfg.write_text("model: m\ndata: d\noutput: o\nprotocol: official\nraters: 3\n")
-    (args,) = bench_parse([str(cfg), "--raters", "5", "--benchmark", "mmar"], prog="cavpref eval mmar")
+    (args,) = parse("mmar", [str(cfg), "--raters", "5"])
     assert (args.protocol, args.raters, args.max_new_tokens) == ("official", 5, 1024)
 
 

@@ -19,19 +19,18 @@ from typing import Any
 
 from cavpref.media.args import MediaArguments
 from cavpref.eval.args import JudgeArguments, ModelArguments
-from cavpref.eval.benchmarks import aura, mmar, traceav
+from cavpref.eval import registry
 from cavpref.eval.benchmarks.longvideo import LongVideoPolicy
 
-BENCHMARKS = ("aura", "mmar", "traceav")
 PROTOCOLS = ("paper", "official")
-DEFAULT_MAX_NEW_TOKENS = {"aura": 512, "mmar": 1024, "traceav": 32}
 
 
 @dataclass
 class BenchArgs(ModelArguments, MediaArguments, JudgeArguments):
     """Every field is a ``--flag`` (and a YAML key) of ``cavpref eval aura|mmar|traceav`` and ``eval score``."""
 
-    benchmark: str = field(default="", metadata={"help": "aura | mmar | traceav (set by the sub-command)"})
+    benchmark: str = field(default="", metadata={"help": "a registered benchmark (set by the sub-command): "
+                                                         "aura | mmar | traceav"})
     protocol: str = field(default="paper", metadata={
         "help": "paper: the papers' rules; official: the released scoring scripts' per-item decisions and "
                 "totals (docs/reasoning_benchmarks.md lists the differences)"})
@@ -61,12 +60,15 @@ class BenchArgs(ModelArguments, MediaArguments, JudgeArguments):
 
     def __post_init__(self):
         MediaArguments.__post_init__(self)
-        if self.benchmark and self.benchmark not in BENCHMARKS:
-            raise ValueError(f"--benchmark must be one of {BENCHMARKS}, got {self.benchmark!r}")
+        if self.benchmark:
+            spec = registry.get(self.benchmark)
+            if spec.args_type() is not type(self):
+                raise ValueError(f"--benchmark {self.benchmark!r} is not run with these arguments "
+                                 f"(use `cavpref eval {self.benchmark}`)")
+            if self.max_new_tokens is None:
+                self.max_new_tokens = spec.default_max_new_tokens
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"--protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
-        if self.max_new_tokens is None and self.benchmark:
-            self.max_new_tokens = DEFAULT_MAX_NEW_TOKENS[self.benchmark]
 
     def long_policy(self, backend=None) -> LongVideoPolicy:
         """TraceAV's sampling; the audio window defaults to what the local model's processor takes."""
@@ -89,12 +91,7 @@ class BenchArgs(ModelArguments, MediaArguments, JudgeArguments):
 
 def load(args: BenchArgs) -> tuple[list, str]:
     """(items sorted by id, media root) after --tasks and --limit."""
-    if args.benchmark == "aura":
-        items = aura.read(args.data, video_pattern=args.video_pattern)
-    elif args.benchmark == "mmar":
-        items = mmar.read(args.data)
-    else:
-        items = traceav.read(args.data)
+    items = registry.get(args.benchmark).read(args)
     if args.tasks:
         known = {i.task for i in items}
         unknown = sorted(set(args.tasks) - known)
@@ -119,7 +116,7 @@ def load(args: BenchArgs) -> tuple[list, str]:
 
 def build_judge_client(args: BenchArgs):
     configured = args.judge_model or os.environ.get("CAVPREF_JUDGE_MODEL")
-    if args.benchmark == "traceav" or args.no_judge or not configured:
+    if not registry.get(args.benchmark).uses_judge or args.no_judge or not configured:
         return None
     from cavpref.eval.judge import ChatClient, ChatConfig
 
@@ -130,20 +127,8 @@ def build_judge_client(args: BenchArgs):
 
 
 def build_benchmark(args: BenchArgs, client=None, nli=None, backend=None):
-    """The runner plug-in. AURA loads the NLI cross-encoder only when a judge is configured (CIS needs both)."""
-    from cavpref.eval.benchmarks.aura_judge import AuraJudges
-    from cavpref.eval.benchmarks.mmar_judge import MMARJudge
-    from cavpref.eval.benchmarks.plugins import AuraBenchmark, MMARBenchmark, TraceAVBenchmark
-
-    if args.benchmark == "aura":
-        if client is not None and nli is None:
-            from cavpref.eval.nli import NLIConfig, NLIScorer
-
-            nli = NLIScorer(NLIConfig(model=args.nli_model))
-        return AuraBenchmark(AuraJudges(client, nli), args.protocol)
-    if args.benchmark == "mmar":
-        return MMARBenchmark(MMARJudge(client, raters=args.raters, seed=args.rater_seed, protocol=args.protocol))
-    return TraceAVBenchmark(args.long_policy(backend), args.sample_rate, args.protocol)
+    """The runner plug-in of ``args.benchmark`` (its scorer)."""
+    return registry.get(args.benchmark).plugin(args, client, nli, backend)
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -171,27 +156,10 @@ def durations_for(args: BenchArgs, items, media_root: str) -> dict[str, float]:
 def metrics_for(args: BenchArgs, items, records: dict[str, dict], media_root: str, *,
                 judged: bool) -> dict[str, Any]:
     """The benchmark's metrics from the scored records (item id -> record) of the items that have one;
-    ``judged``: a judge rated the reasoning (else MMAR reports accuracy alone)."""
+    ``judged``: a judge rated the reasoning."""
     by_id = {i.id: i for i in items}
     recs = [(by_id[i], r) for i, r in records.items() if i in by_id]
-    if args.benchmark == "aura":
-        kept = recs
-        if args.protocol == "official":  # evaluation.py skips a record with an empty answer or reasoning
-            kept = [(it, r) for it, r in recs if not aura.official_skip(r.get("answer"), r.get("reasoning"))]
-        out = aura.aura_metrics([aura.AuraRecord(it.task, bool(r["correct"]), r["fcs"] or 0.0, r["cis"] or 0.0)
-                                 for it, r in kept], reasoning=judged)
-        return {**out, "dropped_empty": len(recs) - len(kept)}
-    if args.benchmark == "mmar":
-        from cavpref.eval.benchmarks.mmar_judge import ratings_of
-
-        rated = [mmar.MMARRecord(it.id, bool(r["correct"]), ratings_of(r) or (), it.task, it.category,
-                                 it.meta.get("sub_category")) for it, r in recs]
-        return mmar.mmar_metrics(rated, ("raters", "runs") if judged else ("accuracy",))
-    lengths = durations_for(args, [it for it, _ in recs], media_root)
-    return traceav.traceav_metrics([
-        traceav.TraceRecord(it.task, tuple(r["predicted"]), it.answer_letters, len(it.options),
-                            len(it.meta["trajectory"]), traceav.first_hop_minute(it.meta["trajectory"]),
-                            lengths.get(it.meta["video_id"])) for it, r in recs])
+    return registry.get(args.benchmark).metrics(args, recs, media_root, judged=judged)
 
 
 def assemble(args: BenchArgs, bench, items, media_root: str, outcomes, records: dict[str, dict],
@@ -214,7 +182,6 @@ def evaluate(args: BenchArgs, *, backend=None, client=None, nli=None, rank: int 
              world: int | None = None) -> dict | None:
     """Run (or resume) one benchmark; the results dict on the main process, None elsewhere."""
     from cavpref.eval.pipeline import build_backend
-    from cavpref.eval.report import write_reports
     from cavpref.eval.runner import RunConfig, Runner
 
     if not (args.data and args.output):
@@ -222,8 +189,9 @@ def evaluate(args: BenchArgs, *, backend=None, client=None, nli=None, rank: int 
     items, media_root = load(args)
     backend = backend if backend is not None else build_backend(args)
     client = client if client is not None else build_judge_client(args)
-    bench = build_benchmark(args, client, nli, backend)
-    frames = bench.policy.frame_policy() if args.benchmark == "traceav" else args.frame_policy()
+    spec = registry.get(args.benchmark)
+    bench = spec.plugin(args, client, nli, backend)
+    frames = spec.frame_policy(args, bench)
     runner = Runner(bench, backend, RunConfig(args.output, media_root, "generate", args.batch_size, args.chunk_size,
                                               frames, args.sample_rate), rank=rank, world=world)
     stats = runner.run(items)
@@ -234,5 +202,6 @@ def evaluate(args: BenchArgs, *, backend=None, client=None, nli=None, rank: int 
     outcomes, used = runner.collect(items)
     records = {r["item_id"]: r for r in used}
     results = assemble(args, bench, items, media_root, outcomes, records, backend.describe())
-    write_reports(results, args.output)
+    registry.write_reports(results, args.output)
     return results
+
