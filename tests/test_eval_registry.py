@@ -1,12 +1,12 @@
 """The benchmark registry (issue 17): every benchmark is one registered class, looked up by name, and no
 module of eval/ outside the registry compares a benchmark's name."""
 
+import inspect
 import re
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
-
 from cavpref.eval import registry
 from cavpref.eval.benchmarks.pipeline import BenchArgs
 from cavpref.eval.pipeline import EvalArgs
@@ -40,6 +40,7 @@ def test_registering_twice_under_one_name_fails():
 
 def test_shared_argument_groups_are_declared_once():
     from cavpref.eval.args import JudgeArguments, ModelArguments
+
     from cavpref.media.args import MediaArguments
 
     for group in (MediaArguments, ModelArguments, JudgeArguments):
@@ -47,7 +48,7 @@ def test_shared_argument_groups_are_declared_once():
             assert issubclass(args, group)
         for f in fields(group):  # no re-declaration in the subclasses' own bodies
             for args in (EvalArgs, BenchArgs):
-                assert f.name not in args.__dict__.get("__annotations__", {}), (args.__name__, f.name)
+                assert f.name not in inspect.get_annotations(args), (args.__name__, f.name)
 
 
 _NAME = r"[\"'](?:avtrustbench|aura|mmar|traceav)[\"']"

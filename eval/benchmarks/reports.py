@@ -13,9 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from cavpref.eval.benchmarks import aura, traceav
-from cavpref.plotting import pyplot
 from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
+
+from cavpref.plotting import pyplot
 
 
 def header(results: dict, title: str) -> list[str]:
@@ -53,8 +54,8 @@ def aura_section(results: dict) -> list[str]:
              ["task mean (unweighted)", str(t["n_tasks"]), fmt(t["ACC"]), fmt(t["FCS"]), fmt(t["CIS"])]]
     return out + _table(["Task", "N", "ACC", "FCS", "CIS"], rows) + [
         "FCS and CIS are 0 for wrong answers (Algorithm 1); the paper defines no combined score.", ""] + (
-        [f"Official protocol: {m['dropped_empty']} record(s) with an empty answer or reasoning dropped from "
-         "every average (as the released evaluation.py does).", ""] if m.get("dropped_empty") else [])
+        [(f"Official protocol: {m['dropped_empty']} record(s) with an empty answer or reasoning dropped from "
+          "every average (as the released evaluation.py does)."), ""] if m.get("dropped_empty") else [])
 
 
 def mmar_section(results: dict) -> list[str]:
