@@ -1,16 +1,21 @@
-"""`cavpref eval <command>`: avtrustbench | score | prompts | compare | report.
+"""`cavpref eval <command>`: a registered benchmark's name | score | prompts | compare | report.
 
     cavpref eval avtrustbench --model CKPT_OR_URL --data BENCH --output RUN [--tasks …] [--setting base|instruction]
-                              [--circular | --vanilla] [--limit N] [--mode generate|likelihood] [config.yaml]
-    cavpref eval score --predictions preds.jsonl --data BENCH [--output DIR] [--circular] [...]
+                              [--circular | --vanilla] [--limit N] [--mode generate|likelihood]
+    cavpref eval aura    --model CKPT_OR_URL --data aura.jsonl --output RUN [--judge_model M] [--protocol official]
+    cavpref eval mmar    --model CKPT_OR_URL --data MMAR-meta.jsonl --output RUN [--judge_model M] [--raters 5]
+    cavpref eval traceav --model CKPT_OR_URL --data data/ --media_root VIDEOS --output RUN [--long_num_frames 64]
+    cavpref eval score [--benchmark aura|mmar|traceav] --predictions preds.jsonl --data … [--output DIR]
+                       (without --benchmark: AVTrustBench)
     cavpref eval prompts --data BENCH --prompts_out prompts.jsonl [--circular] [...]
     cavpref eval compare RUN_ZS RUN_SFT RUN_DPO … [--labels …] [--setting …] [--output table.md]
     cavpref eval report RUN        (re-render report.md and plots from RUN/results.json)
-    cavpref eval aura|mmar|traceav …  and  cavpref eval score --benchmark aura|mmar|traceav …
-                                   (reasoning / long-video benchmarks: see eval/benchmarks/cli.py)
 
-Flags are the fields of ``eval.pipeline.EvalArgs`` (HfArgumentParser; a YAML file works too).
-Multi-GPU / multi-process: ``accelerate launch -m cavpref.apps.cli eval avtrustbench …``.
+Every command parses with ``cavpref.parsing.parse_args``: ``[CONFIG.yaml | --config CONFIG.yaml] [--key value …]``,
+the command line overriding the file, unknown keys an error, ``--help`` listing every key (a benchmark's
+arguments class — ``EvalArgs`` for AVTrustBench, ``BenchArgs`` for AURA / MMAR / TraceAV-Bench — plus
+``ScoreArgs`` / ``PromptsArgs``; ``CompareArgs``; ``ReportArgs``). Benchmarks are looked up by name in
+``cavpref.eval.registry``. Multi-GPU / multi-process: ``accelerate launch -m cavpref.apps.cli eval …``.
 """
 
 from __future__ import annotations
@@ -20,12 +25,15 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cavpref.eval import registry
+
 USAGE = __doc__
 
 
 @dataclass
 class ScoreArgs:
-    predictions: str = field(default="", metadata={"help": "JSONL: {id, rotation?, response | choice} per line"})
+    predictions: str = field(default="", metadata={
+        "help": "the predictions file, in the benchmark's format (docs/evaluation.md, docs/reasoning_benchmarks.md)"})
 
 
 @dataclass
@@ -33,41 +41,118 @@ class PromptsArgs:
     prompts_out: str = field(default="", metadata={"help": "where to write the prompts JSONL"})
 
 
-def _parse(argv: list[str], *extra):
-    from transformers import HfArgumentParser
+@dataclass
+class CompareArgs:
+    runs: list[str] = field(default_factory=list, metadata={
+        "help": "run folders (or results.json files); the first is the zero-shot run (also positional)"})
+    labels: list[str] = field(default_factory=list, metadata={"help": "one name per run (default: their labels)"})
+    setting: str | None = field(default=None, metadata={"help": "base | instruction (default: both)"})
+    metric: str = field(default="headline", metadata={"help": "headline | circular | vanilla"})
+    output: str | None = field(default=None, metadata={"help": "also write the table to this file"})
 
-    from cavpref.eval.pipeline import EvalArgs
+    def __post_init__(self):
+        if self.setting not in (None, "base", "instruction"):
+            raise ValueError(f"--setting must be base or instruction, got {self.setting!r}")
+        if self.metric not in ("headline", "circular", "vanilla"):
+            raise ValueError(f"--metric must be headline, circular or vanilla, got {self.metric!r}")
 
-    parser = HfArgumentParser((EvalArgs, *extra))
-    if len(argv) == 1 and argv[0].endswith((".yaml", ".yml")):
-        return parser.parse_yaml_file(argv[0])
-    return parser.parse_args_into_dataclasses(argv)
+
+@dataclass
+class ReportArgs:
+    run: str = field(default="", metadata={"help": "the run folder holding results.json (also positional)"})
+
+
+def positional(argv: list[str], key: str) -> list[str]:
+    """Leading positional arguments (not a config file) -> ``--key a b …``: ``eval compare RUN1 RUN2`` and
+    ``eval report RUN`` keep their short forms under the one parser."""
+    n = next((i for i, a in enumerate(argv) if a.startswith("-")), len(argv))
+    head = [a for a in argv[:n] if not a.endswith((".yaml", ".yml"))]
+    if not head:
+        return argv
+    config = [a for a in argv[:n] if a.endswith((".yaml", ".yml"))]
+    return [*config, f"--{key}", *head, *argv[n:]]
+
+
+def benchmark_in(argv: list[str]) -> str | None:
+    """The value of ``--benchmark`` in ``argv`` (``eval score`` routes on it), else None."""
+    for i, a in enumerate(argv):
+        if a == "--benchmark" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--benchmark="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def parse(command: str, argv: list[str]) -> tuple:
+    """The config dataclasses of ``cavpref eval <command>`` (config file + overrides, ``cavpref.parsing``)."""
+    from cavpref.parsing import parse_args
+
+    prog = f"cavpref eval {command}"
+    if command == "compare":
+        return parse_args([CompareArgs], positional(argv, "runs"), prog)
+    if command == "report":
+        return parse_args([ReportArgs], positional(argv, "run"), prog)
+    if command == "score":
+        spec = registry.get(benchmark_in(argv) or registry.DEFAULT_BENCHMARK)
+        return parse_args([spec.args_type(), ScoreArgs], argv, prog)
+    if command == "prompts":  # AVTrustBench's CircularEval prompts
+        return parse_args([registry.get(registry.DEFAULT_BENCHMARK).args_type(), PromptsArgs], argv, prog)
+    spec = registry.get(command)
+    return parse_args([spec.args_type()], spec.command_argv(argv), prog)
 
 
 def _compare(argv: list[str]) -> int:
-    import argparse
-
     from cavpref.eval.report import compare
 
-    ap = argparse.ArgumentParser(prog="cavpref eval compare", description="paper Table 5 from run folders")
-    ap.add_argument("runs", nargs="+", help="run folders (or results.json files); the first is the zero-shot run")
-    ap.add_argument("--labels", nargs="+")
-    ap.add_argument("--setting", choices=("base", "instruction"))
-    ap.add_argument("--metric", default="headline", choices=("headline", "circular", "vanilla"))
-    ap.add_argument("--output")
-    ns = ap.parse_args(argv)
+    (ns,) = parse("compare", argv)
+    if not ns.runs:
+        raise ValueError("give at least one run folder")
     runs = []
     for run in ns.runs:
         path = Path(run) / "results.json" if Path(run).is_dir() else Path(run)
         if not path.is_file():
-            print(f"cavpref eval compare: {path} not found (is {run} a finished run folder?)", file=sys.stderr)
-            return 2
+            raise FileNotFoundError(f"{path} not found (is {run} a finished run folder?)")
         runs.append(json.loads(path.read_text()))
-    table = compare(runs, ns.labels, setting=ns.setting, metric=ns.metric)
+    table = compare(runs, ns.labels or None, setting=ns.setting, metric=ns.metric)
     print(table)
     if ns.output:
         Path(ns.output).write_text(table + "\n")
     return 0
+
+
+def _run(command: str, rest: list[str]) -> int:
+    if command in registry.names():
+        spec = registry.get(command)
+        (args,) = parse(command, rest)
+        if spec.evaluate(args) is not None:
+            print(f"wrote {args.output}/results.json, report.md, plots/")
+        return 0
+    if command == "score":
+        spec = registry.get(benchmark_in(rest) or registry.DEFAULT_BENCHMARK)
+        args, sargs = parse(command, rest)
+        if not sargs.predictions or not args.data:
+            raise ValueError("--predictions and --data are required")
+        print(json.dumps(spec.score_summary(spec.score_predictions(args, sargs.predictions))))
+        return 0
+    if command == "prompts":
+        from cavpref.eval.pipeline import export_prompts
+
+        args, pargs = parse(command, rest)
+        if not pargs.prompts_out or not args.data:
+            raise ValueError("--prompts_out and --data are required")
+        print(f"wrote {export_prompts(args, pargs.prompts_out)} prompts to {pargs.prompts_out}")
+        return 0
+    if command == "compare":
+        return _compare(rest)
+    if command == "report":
+        (rargs,) = parse(command, rest)
+        if not rargs.run:
+            raise ValueError("usage: cavpref eval report RUN_FOLDER")
+        registry.write_reports(json.loads((Path(rargs.run) / "results.json").read_text()), rargs.run)
+        return 0
+    print(f"cavpref eval: unknown command {command!r} (benchmarks: {', '.join(registry.names())})\n{USAGE}",
+          file=sys.stderr)
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,50 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0
     command, rest = argv[0], argv[1:]
-    from cavpref.eval.benchmarks import cli as benchmarks  # AURA / MMAR / TraceAV-Bench
-
-    if command in benchmarks.BENCHMARKS or (command == "score" and benchmarks.benchmark_in(rest) is not None):
-        return benchmarks.main(command, rest)
     try:
-        if command == "avtrustbench":
-            from cavpref.eval.pipeline import evaluate
-
-            (args,) = _parse(rest)
-            for name in ("model", "data", "output"):
-                if not getattr(args, name):
-                    raise ValueError(f"--{name} is required")
-            results = evaluate(args)
-            if results is not None:
-                print(f"wrote {args.output}/results.json, report.md, plots/")
-            return 0
-        if command == "score":
-            from cavpref.eval.pipeline import score_predictions
-
-            args, sargs = _parse(rest, ScoreArgs)
-            if not sargs.predictions or not args.data:
-                raise ValueError("--predictions and --data are required")
-            results = score_predictions(args, sargs.predictions)
-            print(json.dumps(results["metrics"]["overall"]))
-            return 0
-        if command == "prompts":
-            from cavpref.eval.pipeline import export_prompts
-
-            args, pargs = _parse(rest, PromptsArgs)
-            if not pargs.prompts_out or not args.data:
-                raise ValueError("--prompts_out and --data are required")
-            print(f"wrote {export_prompts(args, pargs.prompts_out)} prompts to {pargs.prompts_out}")
-            return 0
-        if command == "compare":
-            return _compare(rest)
-        if command == "report":
-            from cavpref.eval.report import write_reports
-
-            if len(rest) != 1:
-                raise ValueError("usage: cavpref eval report RUN_FOLDER")
-            write_reports(json.loads((Path(rest[0]) / "results.json").read_text()), rest[0])
-            return 0
+        return _run(command, rest)
     except (ValueError, FileNotFoundError) as err:
         print(f"cavpref eval {command}: {err}", file=sys.stderr)
         return 2
-    print(f"cavpref eval: unknown command {command!r}\n{USAGE}", file=sys.stderr)
-    return 2

@@ -133,18 +133,44 @@ def normalise(text: str) -> str:
     return text.strip("\"'“”‘’ ")
 
 
-_KEYWORD = re.compile(r"(?i:answer|option|choice)\s*(?:(?i:is|would be|should be)\s*)?:?\s*[(\[]?([A-Z])(?![A-Za-z0-9])")
+# A letter after "answer / option / choice", either case ("the answer is d"); a lower-case one only when no
+# word follows it ("the answer is a dog": "a" is the article).
+_KEYWORD = re.compile(r"(?i:answer|option|choice)\s*(?:(?i:is|would be|should be)\s*)?:?\s*[(\[]?"
+                      r"([A-Z](?![A-Za-z0-9])|[a-z](?![A-Za-z0-9'’])(?!\s+[a-z]))")
+# An explicit statement of the answer ("the answer is C", "Answer: (C)", "final answer: c"): the last one
+# wins over letters mentioned before or after it ("Not A. The answer is C."; "The answer is B, not C."),
+# unless it lists several ("the answer is A or B", "answer: A, C").
+_EXPLICIT = re.compile(r"(?i:answer)\s*(?:(?i:is|would be|should be)\s*)?:?\s*[(\[]?"
+                       r"([A-Z](?![A-Za-z0-9])|[a-z](?![A-Za-z0-9'’])(?!\s+[a-z]))[)\]]?"
+                       r"(?!\s*(?:(?i:or|and|nor|&|/)\s|[,/&]\s*[(\[]?[A-Za-z](?![A-Za-z0-9])))")
+_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+_THINK_OPEN = re.compile(r"^.*</(?:think|thinking|reasoning)>", re.IGNORECASE | re.DOTALL)
 _LABELED = re.compile(r"(?<![A-Za-z0-9])[(\[]([A-Z])[)\]]|(?<![A-Za-z0-9(\[])([A-Z])[).:,](?=\s|$)")
 _BARE = re.compile(r"(?<![A-Za-z0-9'’(\[])([A-Z])(?![A-Za-z0-9'’)\]])")
 _LINKING = {"or", "and", "nor", "vs", "versus", "is", "was", "seems", "would", "should", "looks", "because"}
 _IS_CORRECT = re.compile(r"(?<![A-Za-z0-9])([A-Z]) (?:is|seems) (?:the )?(?:correct|right|answer|best)")
 
 
+def strip_reasoning(text: str | None) -> str:
+    """The response without its reasoning blocks (``<think>…</think>``, ``<reasoning>…</reasoning>``,
+    and everything up to a closing tag whose opening tag a chat template already consumed). Letters
+    named while thinking are not the answer, for every benchmark."""
+    text = _THINK_BLOCK.sub(" ", text or "")
+    return _THINK_OPEN.sub(" ", text).strip()
+
+
+def explicit_answer(text: str, letters: Sequence[str]) -> str | None:
+    """The letter of the last explicit "the answer is X" statement, if it names one of ``letters``."""
+    found = [m.upper() for m in _EXPLICIT.findall(text)]
+    found = [x for x in found if x in set(letters)]
+    return found[-1] if found else None
+
+
 def letter_mentions(text: str, letters: Sequence[str]) -> set[str]:
     """Option letters a response names. "A" and "I" followed by a lower-case word ("A man", "I think")
     are English words, not labels, unless that word links labels ("A or B", "A is correct")."""
     valid = set(letters)
-    found = {m for pat in (_KEYWORD, _IS_CORRECT) for m in pat.findall(text)}
+    found = {m.upper() for m in _KEYWORD.findall(text)} | set(_IS_CORRECT.findall(text))
     found |= {a or b for a, b in _LABELED.findall(text)}
     for m in _BARE.finditer(text):
         following = re.match(r"\s+([a-z]+)", text[m.end():])
@@ -178,12 +204,17 @@ def match_choice(
     extra_abstentions: Mapping[str, Sequence[str]] | None = None,
 ) -> Extraction:
     """Step 1 of B.2. Returns an Extraction with ``method="heuristic"`` or ``"unparsed"``."""
-    text = normalise(response)
+    text = normalise(strip_reasoning(response))
     if not text:
         return Extraction(None, "unparsed", "empty response")
     abstain = ABSTAIN if abstain_letter is None else abstain_letter
     abstained = any(p.search(text) for p in abstention_patterns(task, extra_abstentions))
     letters = letter_mentions(text, list(options))
+    final = explicit_answer(text, list(options))
+    if final is not None and len(letters) > 1:
+        if abstained and final != abstain_letter:
+            return Extraction(None, "unparsed", f"states answer {final} but also abstains")
+        return Extraction(final, "heuristic", "explicit answer")
     if len(letters) == 1:
         (letter,) = letters
         if abstained and letter != abstain_letter:

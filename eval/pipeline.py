@@ -16,60 +16,44 @@ from pathlib import Path
 from typing import Any
 
 from cavpref.data import ALL_TASKS, TASKS
-from cavpref.media.decode import FramePolicy
+from cavpref.media.args import MediaArguments
 from cavpref.media.spec import drop_video, mute, to_json
+from cavpref.eval.args import JudgeArguments, ModelArguments
 from cavpref.eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
 from cavpref.eval.extract import ABSTAIN, Extraction, is_correct
 from cavpref.eval.loader import DataError, LoadResult, load_items
 from cavpref.eval.metrics import ItemOutcome, summarize
-from cavpref.eval.report import write_reports
+from cavpref.eval.registry import write_reports
 from cavpref.eval.runner import Job, RunConfig, Runner
 
 
 @dataclass
-class EvalArgs:
-    model: str = field(default="", metadata={"help": "checkpoint folder / hub id, or the base URL (http[s]://…/v1) "
-                                                     "of an OpenAI-compatible server"})
+class EvalArgs(ModelArguments, MediaArguments, JudgeArguments):
+    """Every field is a ``--flag`` and a YAML key of ``cavpref eval avtrustbench | score | prompts``."""
+
     data: str = field(default="", metadata={"help": "prep output folder, datasets folder, or JSONL of items"})
     output: str = field(default="", metadata={"help": "run folder (records, results.json, report.md, plots)"})
-    tasks: list[str] = field(default_factory=lambda: list(TASKS))
+    tasks: list[str] = field(default_factory=lambda: list(TASKS), metadata={"help": "AVTrustBench task codes"})
     setting: str | None = field(default=None, metadata={"help": "base | instruction (default: both)"})
-    split: str = "test"
+    split: str = field(default="test", metadata={"help": "split of a prep output folder"})
     circular: bool = field(default=True, metadata={"help": "CircularEval (default); --vanilla for one pass"})
-    vanilla: bool = False
+    vanilla: bool = field(default=False, metadata={"help": "one pass per item (no CircularEval)"})
     limit: int | None = field(default=None, metadata={"help": "first N items (by id) of each task and setting"})
     mode: str = field(default="generate", metadata={"help": "generate (free-form + extraction) | likelihood"})
     label: str | None = field(default=None, metadata={"help": "name of this run in reports and `compare`"})
-    batch_size: int = 8
-    chunk_size: int = 64
-    max_new_tokens: int = 64
-    post_prompt: str = ""
+    batch_size: int = field(default=8, metadata={"help": "items per generation batch"})
+    chunk_size: int = field(default=64, metadata={"help": "items decoded and scored per chunk (records flushed)"})
+    max_new_tokens: int = field(default=64, metadata={"help": "generation length"})
+    post_prompt: str = field(default="", metadata={"help": "text appended to every prompt"})
     pin_abstain: bool = field(default=False, metadata={"help": "keep 'None of the above' fixed while rotating"})
     skip_invalid: bool = field(default=False, metadata={"help": "skip (and count) bad rows instead of failing"})
     media_root: str | None = field(default=None, metadata={"help": "default: the prep manifest's data_root"})
-    num_frames: int | None = 8
-    frames_fps: float | None = None
-    max_frames: int = 32
-    frame_height: int | None = None
-    frame_width: int | None = None
-    sample_rate: int = 16000
-    adapter: str | None = field(default=None, metadata={"help": "registered adapter (default: from config.json)"})
-    dtype: str = "auto"
-    endpoint_model: str | None = field(default=None, metadata={"help": "served model name (endpoint models)"})
-    endpoint_api_key_env: str = "CAVPREF_ENDPOINT_API_KEY"
-    endpoint_concurrency: int = 8
-    media_format: str = field(default="mp4", metadata={"help": "endpoint media: mp4 | frames"})
-    judge_model: str | None = field(default=None, metadata={"help": "LLM judge for step 2 (or CAVPREF_JUDGE_MODEL)"})
-    judge_base_url: str | None = field(default=None, metadata={"help": "or CAVPREF_JUDGE_BASE_URL"})
-    judge_api_key_env: str = "CAVPREF_JUDGE_API_KEY"
-    judge_concurrency: int = 8
-    judge_max_retries: int = 4
-    judge_cache: str | None = field(default=None, metadata={"help": "SQLite cache (default: <output>/judge_cache.sqlite)"})
-    no_judge: bool = field(default=False, metadata={"help": "heuristics only, even if a judge is configured"})
+    sample_rate: int = field(default=16000, metadata={"help": "audio sample rate fed to the model"})
     drop_stream: str | None = field(default=None, metadata={
         "help": "ablation: remove the video or the audio from every item (does the model use that stream?)"})
 
     def __post_init__(self):
+        MediaArguments.__post_init__(self)
         if self.vanilla:
             self.circular = False
         unknown = sorted(set(self.tasks) - set(ALL_TASKS))
@@ -82,17 +66,13 @@ class EvalArgs:
         if self.drop_stream not in (None, "video", "audio"):
             raise ValueError(f"--drop_stream must be video or audio, got {self.drop_stream!r}")
 
-    def frame_policy(self) -> FramePolicy:
-        size = (self.frame_height, self.frame_width) if self.frame_height and self.frame_width else None
-        return FramePolicy(num_frames=self.num_frames, fps=self.frames_fps, max_frames=self.max_frames, size=size)
-
     def public(self) -> dict[str, Any]:
         return asdict(self)  # holds env-variable *names* only, never keys
 
 
 def load(args: EvalArgs) -> LoadResult:
     def keep(item):
-        return item.benchmark == "avtrustbench" and item.task in args.tasks and args.setting in (None, item.setting)
+        return item.benchmark == AVTrustBench.name and item.task in args.tasks and args.setting in (None, item.setting)
 
     loaded = load_items(args.data, split=args.split, keep=keep, limit=args.limit, skip_invalid=args.skip_invalid,
                         media_root=args.media_root)

@@ -6,25 +6,18 @@ folder and a report can be re-rendered without the model.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from cavpref.data import ALL_TASKS, DIMENSIONS, TASKS
+from cavpref.plotting import pyplot
 from cavpref.eval.metrics import primary
+from cavpref.eval.tables import fmt
+from cavpref.eval.tables import table as _table
 
 CATEGORY_ABBR = {"Existential": "E", "Localization": "L", "Count": "Cn", "Temporal": "T", "Comparative": "Co",
                  "World knowledge": "WK"}
 DIMENSION_OF = {t: d for d, ts in DIMENSIONS.items() for t in ts}
-
-
-def fmt(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
-            *("| " + " | ".join(r) + " |" for r in rows), ""]
 
 
 def render_markdown(results: dict) -> str:
@@ -100,10 +93,7 @@ def _category_tables(setting: str, block: dict) -> list[str]:
 
 def plot(results: dict, out_dir: str | Path) -> list[Path]:
     """Per-task bars (circular and vanilla) per setting, and a radar over the three dimensions."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np
 
     out_dir = Path(out_dir)
@@ -189,14 +179,8 @@ def _protocols(runs: Sequence[dict], labels: Sequence[str], metric: str) -> list
     return lines
 
 
-def write_reports(results: dict, out_dir: str | Path) -> None:
+def write_report(results: dict, out_dir: str | Path) -> None:
+    """AVTrustBench's report.md and plots/ (``cavpref.eval.registry.write_reports`` writes results.json)."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                                          encoding="utf-8")
-    if results.get("benchmark") in ("aura", "mmar", "traceav"):  # their own tables and plots
-        from cavpref.eval.benchmarks.reports import write
-
-        return write(results, out_dir)
     (out_dir / "report.md").write_text(render_markdown(results) + "\n", encoding="utf-8")
     plot(results, out_dir / "plots")

@@ -10,7 +10,8 @@ from cavpref.eval.cli import main as eval_main
 from cavpref.eval.loader import DataError, load_items
 from cavpref.eval.metrics import ItemOutcome, accuracy_block, dimension_means, summarize
 from cavpref.eval.pipeline import EvalArgs, score_predictions
-from cavpref.eval.report import compare, write_reports
+from cavpref.eval.registry import write_reports
+from cavpref.eval.report import compare
 
 MEDIA = to_json(clip("a.mp4"))
 

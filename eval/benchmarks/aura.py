@@ -109,6 +109,13 @@ def letter_of(answer: str, item: BenchmarkItem) -> str | None:
     return ext.choice if ext.choice in item.options else None
 
 
+def official_skip(answer: str | None, reasoning: str | None) -> bool:
+    """The released ``scripts/evaluation/evaluation.py`` (rishieraj/aura) drops a record from every
+    average when the generated answer or reasoning is empty (``if not all([...]): continue``); the
+    paper's Algorithm 1 counts it as wrong (``--protocol paper``)."""
+    return not (answer or "").strip() or not (reasoning or "").strip()
+
+
 # ----------------------------------------------------------------------------- metrics (pure)
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from cavpref.data import LETTERS, BenchmarkItem
 from cavpref.media.spec import clip, drop_video
+from cavpref.eval.extract import strip_reasoning
 from cavpref.eval.benchmarks.common import (
     BenchmarkInputError,
     field,
@@ -121,10 +122,15 @@ def string_match(answer: str, prediction: str, choices: Sequence[str]) -> bool:
 _LETTER_ONLY = re.compile(r"[(\[]?([A-Z])[)\]]?[.:]?")
 
 
-def is_correct(prediction: str | None, item: BenchmarkItem) -> tuple[bool, str]:
-    """(correct, how): an exact option letter ("B", "(B)", "B.") is compared as a letter; anything else
-    goes through the string-match rule on the answer text."""
-    pred = (prediction or "").strip()
+def is_correct(prediction: str | None, item: BenchmarkItem, protocol: str = "paper") -> tuple[bool, str]:
+    """(correct, how). ``paper``: reasoning blocks dropped, then an exact option letter ("B", "(B)", "B.")
+    is compared as a letter; anything else goes through the string-match rule on the answer text.
+    ``official``: the string-match rule alone, on the prediction as given (``code/evaluation.py`` and
+    ``code/evaluation_rubrics.py`` of ddlBoJack/MMAR), so a bare letter is wrong."""
+    if protocol == "official":
+        return string_match(item.options[item.answer], prediction or "", list(item.options.values())), \
+            "string match (official)"
+    pred = strip_reasoning(prediction).strip()
     m = _LETTER_ONLY.fullmatch(pred)
     if m and m.group(1) in item.options:
         return m.group(1) == item.answer, "option letter"

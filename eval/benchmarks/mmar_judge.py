@@ -35,12 +35,19 @@ class MMARJudge:
     seed: int = 42
     max_tokens: int = 1024
     parse_retries: int = 2  # a reply that does not parse is asked again with the seed moved
+    # "paper": rater k uses seed + k (distinct requests); "official": every rater uses ``seed``, as the
+    # released ``code/evaluation_rubrics.py`` (SEED = 42 for all NUM_RATERS calls), and correctness is
+    # string match alone (``mmar.is_correct``)
+    protocol: str = "paper"
+
+    def seeds(self) -> list[int]:
+        return [self.seed + (0 if self.protocol == "official" else k) for k in range(self.raters)]
 
     def describe(self) -> dict:
         if self.client is None:
             return {"judge": None}
         return {"judge": {**self.client.describe(), "prompt_version": PROMPT_VERSION, "raters": self.raters,
-                          "seeds": [self.seed + k for k in range(self.raters)]}}
+                          "seeds": self.seeds()}}
 
 
 def score(items: Sequence[BenchmarkItem], answers: Sequence[str], reasonings: Sequence[str],
@@ -49,18 +56,19 @@ def score(items: Sequence[BenchmarkItem], answers: Sequence[str], reasonings: Se
     scores, r — or error) and ``error``. A correct item has usable r values only when all K ratings do."""
     recs, requests, owners = [], [], []
     for i, (item, answer, reasoning) in enumerate(zip(items, answers, reasonings)):
-        ok, how = is_correct(answer, item)
+        ok, how = is_correct(answer, item, judge.protocol)
         recs.append({"id": item.id, "modality": item.task, "category": item.category,
                      "sub_category": item.meta.get("sub_category"), "answer_prediction": answer,
                      "thinking_prediction": reasoning, "correct": ok, "correct_by": how, "ratings": [],
+                     "protocol": judge.protocol,
                      "error": None})
         if ok and judge.client is not None:
             if not item.meta.get("rubric"):
                 recs[-1]["error"] = "no rubric in the benchmark record"
                 continue
             messages = rubric_messages(item, reasoning, answer)
-            for k in range(judge.raters):
-                requests.append((messages, judge.seed + k))
+            for k, seed in enumerate(judge.seeds()):
+                requests.append((messages, seed))
                 owners.append((i, k))
     if judge.client is None or not requests:
         return recs

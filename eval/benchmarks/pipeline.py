@@ -17,72 +17,58 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cavpref.eval.benchmarks import aura, mmar, traceav
+from cavpref.media.args import MediaArguments
+from cavpref.eval.args import JudgeArguments, ModelArguments
+from cavpref.eval import registry
 from cavpref.eval.benchmarks.longvideo import LongVideoPolicy
 
-BENCHMARKS = ("aura", "mmar", "traceav")
-DEFAULT_MAX_NEW_TOKENS = {"aura": 512, "mmar": 1024, "traceav": 32}
+PROTOCOLS = ("paper", "official")
 
 
 @dataclass
-class BenchArgs:
+class BenchArgs(ModelArguments, MediaArguments, JudgeArguments):
     """Every field is a ``--flag`` (and a YAML key) of ``cavpref eval aura|mmar|traceav`` and ``eval score``."""
 
-    benchmark: str = field(default="", metadata={"help": "aura | mmar | traceav (set by the sub-command)"})
-    model: str = field(default="", metadata={"help": "checkpoint folder / hub id, or an OpenAI-compatible URL"})
+    benchmark: str = field(default="", metadata={"help": "a registered benchmark (set by the sub-command): "
+                                                         "aura | mmar | traceav"})
+    protocol: str = field(default="paper", metadata={
+        "help": "paper: the papers' rules; official: the released scoring scripts' per-item decisions and "
+                "totals (docs/reasoning_benchmarks.md lists the differences)"})
     data: str = field(default="", metadata={"help": "the released file (TraceAV-Bench: a task file or data/)"})
     output: str = field(default="", metadata={"help": "run folder (records, results.json, report.md, plots)"})
     media_root: str | None = field(default=None, metadata={"help": "media folder (default: --data's folder)"})
     tasks: list[str] = field(default_factory=list,
                              metadata={"help": "AURA task codes / MMAR modalities / TraceAV task types"})
     limit: int | None = field(default=None, metadata={"help": "first N items (by id) of each task"})
-    label: str | None = None
-    batch_size: int = 4
-    chunk_size: int = 32
+    label: str | None = field(default=None, metadata={"help": "name of this run in reports"})
+    batch_size: int = field(default=4, metadata={"help": "items per generation batch"})
+    chunk_size: int = field(default=32, metadata={"help": "items decoded and scored per chunk"})
     max_new_tokens: int | None = field(default=None, metadata={"help": "default: aura 512, mmar 1024, traceav 32"})
-    num_frames: int | None = 8
-    frames_fps: float | None = None
-    max_frames: int = 32
-    frame_height: int | None = None
-    frame_width: int | None = None
-    sample_rate: int = 16000
+    sample_rate: int = field(default=16000, metadata={"help": "audio sample rate fed to the model"})
     video_pattern: str = field(default="{video_id}.mp4", metadata={"help": "AURA: media path of a video_id"})
     long_num_frames: int | None = field(default=64, metadata={"help": "TraceAV: uniform frames per video"})
     long_fps: float | None = field(default=None, metadata={"help": "TraceAV: frame rate instead (capped)"})
-    long_max_frames: int = 64
+    long_max_frames: int = field(default=64, metadata={"help": "TraceAV: cap on frames with long_fps"})
     audio_window_s: float | None = field(default=None, metadata={
         "help": "TraceAV: the model's audio window, s (default: its processor's feature extractor, else 30)"})
     audio_segments: int = field(default=8, metadata={"help": "TraceAV: chunks spread over the video"})
     durations: str | None = field(default=None, metadata={"help": "TraceAV: JSON video_id -> seconds"})
     nli_model: str = field(default="cross-encoder/nli-deberta-v3-base", metadata={"help": "AURA CIS cross-encoder"})
     raters: int = field(default=5, metadata={"help": "MMAR: judge ratings per correct item"})
-    rater_seed: int = 42
+    rater_seed: int = field(default=42, metadata={"help": "MMAR: judge seed (paper: rater k uses seed + k)"})
     model_key: str | None = field(default=None, metadata={"help": "score: AURA's <key>_answer/<key>_reason fields"})
-    adapter: str | None = None
-    dtype: str = "auto"
-    endpoint_model: str | None = None
-    endpoint_api_key_env: str = "CAVPREF_ENDPOINT_API_KEY"
-    endpoint_concurrency: int = 8
-    media_format: str = "mp4"
-    judge_model: str | None = field(default=None, metadata={"help": "LLM judge (or CAVPREF_JUDGE_MODEL)"})
-    judge_base_url: str | None = None
-    judge_api_key_env: str = "CAVPREF_JUDGE_API_KEY"
-    judge_concurrency: int = 8
-    judge_max_retries: int = field(default=4, metadata={"help": "retries on timeouts / 429 / 5xx (with backoff)"})
-    judge_cache: str | None = field(default=None, metadata={"help": "default: <output>/judge_cache.sqlite"})
-    no_judge: bool = False
 
     def __post_init__(self):
-        if self.benchmark and self.benchmark not in BENCHMARKS:
-            raise ValueError(f"--benchmark must be one of {BENCHMARKS}, got {self.benchmark!r}")
-        if self.max_new_tokens is None and self.benchmark:
-            self.max_new_tokens = DEFAULT_MAX_NEW_TOKENS[self.benchmark]
-
-    def frame_policy(self):
-        from cavpref.media.decode import FramePolicy
-
-        size = (self.frame_height, self.frame_width) if self.frame_height and self.frame_width else None
-        return FramePolicy(num_frames=self.num_frames, fps=self.frames_fps, max_frames=self.max_frames, size=size)
+        MediaArguments.__post_init__(self)
+        if self.benchmark:
+            spec = registry.get(self.benchmark)
+            if spec.args_type() is not type(self):
+                raise ValueError(f"--benchmark {self.benchmark!r} is not run with these arguments "
+                                 f"(use `cavpref eval {self.benchmark}`)")
+            if self.max_new_tokens is None:
+                self.max_new_tokens = spec.default_max_new_tokens
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"--protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
 
     def long_policy(self, backend=None) -> LongVideoPolicy:
         """TraceAV's sampling; the audio window defaults to what the local model's processor takes."""
@@ -105,12 +91,7 @@ class BenchArgs:
 
 def load(args: BenchArgs) -> tuple[list, str]:
     """(items sorted by id, media root) after --tasks and --limit."""
-    if args.benchmark == "aura":
-        items = aura.read(args.data, video_pattern=args.video_pattern)
-    elif args.benchmark == "mmar":
-        items = mmar.read(args.data)
-    else:
-        items = traceav.read(args.data)
+    items = registry.get(args.benchmark).read(args)
     if args.tasks:
         known = {i.task for i in items}
         unknown = sorted(set(args.tasks) - known)
@@ -135,7 +116,7 @@ def load(args: BenchArgs) -> tuple[list, str]:
 
 def build_judge_client(args: BenchArgs):
     configured = args.judge_model or os.environ.get("CAVPREF_JUDGE_MODEL")
-    if args.benchmark == "traceav" or args.no_judge or not configured:
+    if not registry.get(args.benchmark).uses_judge or args.no_judge or not configured:
         return None
     from cavpref.eval.judge import ChatClient, ChatConfig
 
@@ -146,20 +127,8 @@ def build_judge_client(args: BenchArgs):
 
 
 def build_benchmark(args: BenchArgs, client=None, nli=None, backend=None):
-    """The runner plug-in. AURA loads the NLI cross-encoder only when a judge is configured (CIS needs both)."""
-    from cavpref.eval.benchmarks.aura_judge import AuraJudges
-    from cavpref.eval.benchmarks.mmar_judge import MMARJudge
-    from cavpref.eval.benchmarks.plugins import AuraBenchmark, MMARBenchmark, TraceAVBenchmark
-
-    if args.benchmark == "aura":
-        if client is not None and nli is None:
-            from cavpref.eval.nli import NLIConfig, NLIScorer
-
-            nli = NLIScorer(NLIConfig(model=args.nli_model))
-        return AuraBenchmark(AuraJudges(client, nli))
-    if args.benchmark == "mmar":
-        return MMARBenchmark(MMARJudge(client, raters=args.raters, seed=args.rater_seed))
-    return TraceAVBenchmark(args.long_policy(backend), args.sample_rate)
+    """The runner plug-in of ``args.benchmark`` (its scorer)."""
+    return registry.get(args.benchmark).plugin(args, client, nli, backend)
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -187,23 +156,10 @@ def durations_for(args: BenchArgs, items, media_root: str) -> dict[str, float]:
 def metrics_for(args: BenchArgs, items, records: dict[str, dict], media_root: str, *,
                 judged: bool) -> dict[str, Any]:
     """The benchmark's metrics from the scored records (item id -> record) of the items that have one;
-    ``judged``: a judge rated the reasoning (else MMAR reports accuracy alone)."""
+    ``judged``: a judge rated the reasoning."""
     by_id = {i.id: i for i in items}
     recs = [(by_id[i], r) for i, r in records.items() if i in by_id]
-    if args.benchmark == "aura":
-        return aura.aura_metrics([aura.AuraRecord(it.task, bool(r["correct"]), r["fcs"] or 0.0, r["cis"] or 0.0)
-                                  for it, r in recs], reasoning=judged)
-    if args.benchmark == "mmar":
-        from cavpref.eval.benchmarks.mmar_judge import ratings_of
-
-        rated = [mmar.MMARRecord(it.id, bool(r["correct"]), ratings_of(r) or (), it.task, it.category,
-                                 it.meta.get("sub_category")) for it, r in recs]
-        return mmar.mmar_metrics(rated, ("raters", "runs") if judged else ("accuracy",))
-    lengths = durations_for(args, [it for it, _ in recs], media_root)
-    return traceav.traceav_metrics([
-        traceav.TraceRecord(it.task, tuple(r["predicted"]), it.answer_letters, len(it.options),
-                            len(it.meta["trajectory"]), traceav.first_hop_minute(it.meta["trajectory"]),
-                            lengths.get(it.meta["video_id"])) for it, r in recs])
+    return registry.get(args.benchmark).metrics(args, recs, media_root, judged=judged)
 
 
 def assemble(args: BenchArgs, bench, items, media_root: str, outcomes, records: dict[str, dict],
@@ -212,7 +168,8 @@ def assemble(args: BenchArgs, bench, items, media_root: str, outcomes, records: 
     from cavpref.eval.pipeline import versions
 
     scored = {o.item_id for o in outcomes if o.status == "evaluated"}
-    return {"benchmark": args.benchmark, "label": args.label, "mode": "generate", "config": args.public(),
+    return {"benchmark": args.benchmark, "protocol": args.protocol, "label": args.label, "mode": "generate",
+            "config": args.public(),
             "model": model, "evaluation": bench.describe(), "judge": bench.describe().get("judge"),
             "versions": versions(),
             "loading": {"files": [args.data], "media_root": media_root, "items": len(items)},
@@ -225,7 +182,6 @@ def evaluate(args: BenchArgs, *, backend=None, client=None, nli=None, rank: int 
              world: int | None = None) -> dict | None:
     """Run (or resume) one benchmark; the results dict on the main process, None elsewhere."""
     from cavpref.eval.pipeline import build_backend
-    from cavpref.eval.report import write_reports
     from cavpref.eval.runner import RunConfig, Runner
 
     if not (args.data and args.output):
@@ -233,8 +189,9 @@ def evaluate(args: BenchArgs, *, backend=None, client=None, nli=None, rank: int 
     items, media_root = load(args)
     backend = backend if backend is not None else build_backend(args)
     client = client if client is not None else build_judge_client(args)
-    bench = build_benchmark(args, client, nli, backend)
-    frames = bench.policy.frame_policy() if args.benchmark == "traceav" else args.frame_policy()
+    spec = registry.get(args.benchmark)
+    bench = spec.plugin(args, client, nli, backend)
+    frames = spec.frame_policy(args, bench)
     runner = Runner(bench, backend, RunConfig(args.output, media_root, "generate", args.batch_size, args.chunk_size,
                                               frames, args.sample_rate), rank=rank, world=world)
     stats = runner.run(items)
@@ -245,5 +202,6 @@ def evaluate(args: BenchArgs, *, backend=None, client=None, nli=None, rank: int 
     outcomes, used = runner.collect(items)
     records = {r["item_id"]: r for r in used}
     results = assemble(args, bench, items, media_root, outcomes, records, backend.describe())
-    write_reports(results, args.output)
+    registry.write_reports(results, args.output)
     return results
+

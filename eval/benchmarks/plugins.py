@@ -27,6 +27,7 @@ class _OnePass:
     """One pass per item; an item whose scoring is still pending counts as skipped (retried on resume)."""
 
     name = ""
+    protocol = "paper"  # "paper" | "official" (docs/reasoning_benchmarks.md)
 
     def next_pass(self, item, records: list[dict]) -> int | None:
         return None if records else 0
@@ -41,7 +42,8 @@ class _OnePass:
         return True
 
     def needs_rescore(self, record: dict) -> bool:
-        return False
+        """A record scored under the other protocol is re-scored from its stored response."""
+        return record.get("protocol", "paper") != self.protocol
 
     def outcome(self, item, records: list[dict]) -> ItemOutcome:
         rec = records[0]
@@ -56,24 +58,25 @@ class _OnePass:
 class AuraBenchmark(_OnePass):
     name = aura.BENCHMARK
 
-    def __init__(self, judges: AuraJudges):
-        self.judges = judges
+    def __init__(self, judges: AuraJudges, protocol: str = "paper"):
+        self.judges, self.protocol = judges, protocol
 
     def prompt(self, item) -> str:
         return aura.prompt(item)
 
     def score(self, jobs: list[Job]) -> list[dict]:
         parts = [split_response(j.output or "") for j in jobs]
-        return aura_score([j.item for j in jobs], [a for a, _ in parts], [r for _, r in parts], self.judges)
+        recs = aura_score([j.item for j in jobs], [a for a, _ in parts], [r for _, r in parts], self.judges)
+        return [{**r, "protocol": self.protocol} for r in recs]
 
     def scored(self, record: dict) -> bool:
         return is_scored(record) if self.judges.client is not None else record.get("correct") is not None
 
     def needs_rescore(self, record: dict) -> bool:
-        return self.judges.client is not None and not is_scored(record)
+        return (self.judges.client is not None and not is_scored(record)) or super().needs_rescore(record)
 
     def describe(self) -> dict[str, Any]:
-        return {"benchmark": self.name, "passes": 1, **self.judges.describe()}
+        return {"benchmark": self.name, "passes": 1, "protocol": self.protocol, **self.judges.describe()}
 
 
 class MMARBenchmark(_OnePass):
@@ -81,6 +84,7 @@ class MMARBenchmark(_OnePass):
 
     def __init__(self, judge: MMARJudge):
         self.judge = judge
+        self.protocol = judge.protocol
 
     def prompt(self, item) -> str:
         return mmar.prompt(item)
@@ -93,17 +97,17 @@ class MMARBenchmark(_OnePass):
         return not record.get("correct") or self.judge.client is None or ratings_of(record) is not None
 
     def needs_rescore(self, record: dict) -> bool:
-        return self.judge.client is not None and not self.scored(record)
+        return (self.judge.client is not None and not self.scored(record)) or super().needs_rescore(record)
 
     def describe(self) -> dict[str, Any]:
-        return {"benchmark": self.name, "passes": 1, **self.judge.describe()}
+        return {"benchmark": self.name, "passes": 1, "protocol": self.protocol, **self.judge.describe()}
 
 
 class TraceAVBenchmark(_OnePass):
     name = traceav.BENCHMARK
 
-    def __init__(self, policy: LongVideoPolicy, sample_rate: int = 16000):
-        self.policy, self.sample_rate = policy, sample_rate
+    def __init__(self, policy: LongVideoPolicy, sample_rate: int = 16000, protocol: str = "paper"):
+        self.policy, self.sample_rate, self.protocol = policy, sample_rate, protocol
         self.key_extra = policy.describe()
         self._sampled: dict[str, dict] = {}
 
@@ -119,12 +123,13 @@ class TraceAVBenchmark(_OnePass):
     def score(self, jobs: list[Job]) -> list[dict]:
         out = []
         for j in jobs:
-            predicted, rule = traceav.parse_prediction(j.output, list(j.item.options))
+            predicted, rule = traceav.parse_prediction(j.output, list(j.item.options), self.protocol)
             gold = j.item.answer_letters
             out.append({"task_type": j.item.task, "predicted": list(predicted), "gold": list(gold), "rule": rule,
                         "correct": bool(predicted) and set(predicted) == set(gold), "abstained": not predicted,
-                        "sampled": self._sampled.get(j.item.id)})
+                        "sampled": self._sampled.get(j.item.id), "protocol": self.protocol})
         return out
 
     def describe(self) -> dict[str, Any]:
-        return {"benchmark": self.name, "passes": 1, "sampling": self.policy.describe(), "judge": None}
+        return {"benchmark": self.name, "passes": 1, "protocol": self.protocol, "sampling": self.policy.describe(),
+                "judge": None}

@@ -1,7 +1,8 @@
 """report.md and PNG plots for AURA, MMAR and TraceAV-Bench runs, from results.json alone.
 
-``eval.report.write_reports`` hands results of these benchmarks here, so ``cavpref eval report RUN``
-re-renders any run folder the same way. Tables follow the papers' layouts: AURA Table 2 (ACC / FCS / CIS
+The registered benchmarks (``cavpref.eval.tasks``) pick their section and figures from here;
+``cavpref.eval.registry.write_reports`` calls them, so ``cavpref eval report RUN`` re-renders any run folder
+the same way. Tables follow the papers' layouts: AURA Table 2 (ACC / FCS / CIS
 per task), the Audio-Cogito card (Avg / Rubrics / CRS, by modality / category / sub-category, both
 variance protocols), TraceAV-Bench Tables 2 and 3 (sub-tasks, Gen. Avg, MH Avg, random guess) and the
 Figure 5 breakdowns (hop count, first-hop position).
@@ -12,19 +13,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from cavpref.eval.benchmarks import aura, traceav
-from cavpref.eval.report import _table, fmt
+from cavpref.eval.tables import fmt
+from cavpref.eval.tables import table as _table
 
-TITLES = {"aura": "AURA", "mmar": "MMAR-Rubrics", "traceav": "TraceAV-Bench"}
+from cavpref.plotting import pyplot
 
 
-def _header(results: dict) -> list[str]:
+def header(results: dict, title: str) -> list[str]:
     name = results.get("label") or results["model"].get("name_or_path") or results["model"].get("model") \
         or results["model"].get("predictions") or "model"
     judge = results.get("judge")
-    lines = [f"# {TITLES[results['benchmark']]} — {name}", "",
+    lines = [f"# {title} — {name}", "",
              f"- answers: **{results['mode']}**" + (f", model fingerprint `{results['model']['fingerprint'][:16]}`"
                                                     if results["model"].get("fingerprint") else ""),
-             "- judge: " + (f"`{judge['model']}` ({judge['prompt_version']})" if judge else "none")]
+             "- judge: " + (f"`{judge['model']}` ({judge['prompt_version']})" if judge else "none"),
+             f"- protocol: **{results.get('protocol', 'paper')}** (docs/reasoning_benchmarks.md)"]
     nli = results.get("evaluation", {}).get("nli")
     if nli:
         lines.append(f"- NLI cross-encoder: `{nli['model']}` (entailment = output {nli['entailment_index']})")
@@ -40,7 +43,7 @@ def _header(results: dict) -> list[str]:
     return lines + ["", "## Items", ""] + _table(["", "count"], rows)
 
 
-def _aura(results: dict) -> list[str]:
+def aura_section(results: dict) -> list[str]:
     m = results["metrics"]
     table = aura.table2_markdown(m, results.get("label") or results["model"].get("name_or_path") or "model")
     out = ["## AuraScore (layout of AURA Table 2)", "", table, ""]
@@ -50,10 +53,12 @@ def _aura(results: dict) -> list[str]:
     rows += [["**overall** (all items)", str(o["n"]), fmt(o["ACC"]), fmt(o["FCS"]), fmt(o["CIS"])],
              ["task mean (unweighted)", str(t["n_tasks"]), fmt(t["ACC"]), fmt(t["FCS"]), fmt(t["CIS"])]]
     return out + _table(["Task", "N", "ACC", "FCS", "CIS"], rows) + [
-        "FCS and CIS are 0 for wrong answers (Algorithm 1); the paper defines no combined score.", ""]
+        "FCS and CIS are 0 for wrong answers (Algorithm 1); the paper defines no combined score.", ""] + (
+        [(f"Official protocol: {m['dropped_empty']} record(s) with an empty answer or reasoning dropped from "
+          "every average (as the released evaluation.py does)."), ""] if m.get("dropped_empty") else [])
 
 
-def _mmar(results: dict) -> list[str]:
+def mmar_section(results: dict) -> list[str]:
     m = results["metrics"]
     names = {"raters": "K raters per item, trimmed mean (released script)",
              "runs": "K runs, mean of the middle three (Audio-Cogito card)", "accuracy": "no judge: accuracy only"}
@@ -69,7 +74,7 @@ def _mmar(results: dict) -> list[str]:
     return out
 
 
-def _traceav(results: dict) -> list[str]:
+def traceav_section(results: dict) -> list[str]:
     m = results["metrics"]
     per = m["per_subtask"]
     general = [t for t in traceav.GENERAL if t in per]
@@ -104,11 +109,6 @@ def _traceav(results: dict) -> list[str]:
     return out + [f"Abstained (no letter parsed): {m['overall']['abstained']} of {m['overall']['n']}.", ""]
 
 
-def render_markdown(results: dict) -> str:
-    body = {"aura": _aura, "mmar": _mmar, "traceav": _traceav}[results["benchmark"]](results)
-    return "\n".join(_header(results) + body)
-
-
 def _bars(ax, labels, series: dict[str, list], ylabel: str, title: str):
     import numpy as np
 
@@ -123,38 +123,40 @@ def _bars(ax, labels, series: dict[str, list], ylabel: str, title: str):
     ax.legend(fontsize=8)
 
 
-def plot(results: dict, out_dir: str | Path) -> list[Path]:
-    import matplotlib
+def aura_figures(results: dict) -> list:
+    m = results["metrics"]
+    tasks = list(m["per_task"])
+    series = {k: [m["per_task"][t][k] for t in tasks] for k in ("ACC", "FCS", "CIS")}
+    return [("aura_tasks.png", [tasks], [series], ["AuraScore per task"])]
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def mmar_figures(results: dict) -> list:
+    m = results["metrics"]
+    protocol = next(iter(m))
+    groups = [list(m[protocol][g]) for g in ("modality", "category")]
+    series = [{k: [m[protocol][g][x][k] for x in keys] for k in ("Avg", "Rubrics", "CRS")}
+              for g, keys in zip(("modality", "category"), groups)]
+    titles = [f"MMAR by {g} ({protocol})" for g in ("modality", "category")]
+    return [("mmar_breakdown.png", groups, series, titles)]
+
+
+def traceav_figures(results: dict) -> list:
+    m = results["metrics"]
+    per = m["per_subtask"]
+    tasks = list(per)
+    series = {"accuracy": [per[t]["acc"] for t in tasks], "random guess": [per[t]["random_guess"] for t in tasks]}
+    groups = [list(m["by_hops"]), list(m["by_first_hop"])]
+    return [("traceav_subtasks.png", [[per[t]["abbrev"] for t in tasks]], [series], ["TraceAV-Bench per sub-task"]),
+            ("traceav_breakdowns.png", groups, [{"accuracy": [m[k][x]["acc"] for x in g]}
+                                                for k, g in zip(("by_hops", "by_first_hop"), groups)],
+             ["by evidence hops", "by first-hop position"])]
+
+
+def draw(figures: list, out_dir: str | Path) -> list[Path]:
+    """Bar charts: each figure is (file name, label lists, series dicts, titles), one panel per label list."""
+    plt = pyplot()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    m, bench = results["metrics"], results["benchmark"]
-    figures = []
-    if bench == "aura":
-        tasks = list(m["per_task"])
-        series = {k: [m["per_task"][t][k] for t in tasks] for k in ("ACC", "FCS", "CIS")}
-        figures.append(("aura_tasks.png", [tasks], [series], ["AuraScore per task"]))
-    elif bench == "mmar":
-        protocol = next(iter(m))
-        groups = [list(m[protocol][g]) for g in ("modality", "category")]
-        series = [{k: [m[protocol][g][x][k] for x in keys] for k in ("Avg", "Rubrics", "CRS")}
-                  for g, keys in zip(("modality", "category"), groups)]
-        titles = [f"MMAR by {g} ({protocol})" for g in ("modality", "category")]
-        figures.append(("mmar_breakdown.png", groups, series, titles))
-    else:
-        per = m["per_subtask"]
-        tasks = list(per)
-        series = {"accuracy": [per[t]["acc"] for t in tasks],
-                  "random guess": [per[t]["random_guess"] for t in tasks]}
-        figures.append(("traceav_subtasks.png", [[per[t]["abbrev"] for t in tasks]], [series],
-                        ["TraceAV-Bench per sub-task"]))
-        groups = [list(m["by_hops"]), list(m["by_first_hop"])]
-        figures.append(("traceav_breakdowns.png", groups, [{"accuracy": [m[k][x]["acc"] for x in g]}
-                                                           for k, g in zip(("by_hops", "by_first_hop"), groups)],
-                        ["by evidence hops", "by first-hop position"]))
     written = []
     for name, labels, series, titles in figures:
         width = max(5, 0.9 * sum(map(len, labels)) + 2 * len(labels))
@@ -168,8 +170,8 @@ def plot(results: dict, out_dir: str | Path) -> list[Path]:
     return written
 
 
-def write(results: dict, out_dir: str | Path) -> None:
-    """report.md and plots/ (results.json is written by ``eval.report.write_reports``)."""
+def write(results: dict, out_dir: str | Path, title: str, section, figures) -> None:
+    """report.md (header + ``section(results)``) and plots/ (``figures(results)``)."""
     out_dir = Path(out_dir)
-    (out_dir / "report.md").write_text(render_markdown(results) + "\n", encoding="utf-8")
-    plot(results, out_dir / "plots")
+    (out_dir / "report.md").write_text("\n".join(header(results, title) + section(results)) + "\n", encoding="utf-8")
+    draw(figures(results), out_dir / "plots")

@@ -31,7 +31,7 @@ from typing import Any
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip
 from cavpref.eval.benchmarks.common import BenchmarkInputError, field, mean, parse_json_reply, read_records
-from cavpref.eval.extract import letter_mentions
+from cavpref.eval.extract import letter_mentions, strip_reasoning
 
 BENCHMARK = "traceav"
 # task_type -> (dimension, abbreviation), in the order of the paper's Tables 2 and 3
@@ -160,10 +160,28 @@ def _letters(value: Any, valid: Sequence[str]) -> list[str]:
     return [x for x in re.findall(r"(?<![A-Za-z])([A-Z])(?![A-Za-z])", value) if x in valid]
 
 
-def parse_prediction(text: str | None, letters: Sequence[str]) -> tuple[tuple[str, ...], str]:
-    """(sorted letters, rule). Rules in order: a JSON ``answer`` field, an ``Answer: A,C`` line, bare
-    option letters in the text. No letters -> ``()`` with rule "abstained"."""
-    text = (text or "").strip()
+_LOWER_LIST = re.compile(r"[(\[]?[a-z][)\]]?(?:\s*(?:,|、|/|&|\band\b)\s*[(\[]?[a-z][)\]]?)*\.?")
+_LOWER_ANSWER = re.compile(r"\b(?i:answers?)(?:\s+(?i:is|are))?\s*[:：]?\s*"
+                           r"([a-z](?:\s*(?:,|、|/|&)\s*[a-z])*)(?![A-Za-z'’])(?!\s+[a-z])")
+
+
+def parse_prediction(text: str | None, letters: Sequence[str], protocol: str = "paper") -> tuple[tuple[str, ...], str]:
+    """(sorted letters, rule). ``protocol="official"``: the released scripts' parser
+    (``parse_official``). Otherwise, after dropping ``<think>`` blocks, in order: a JSON ``answer`` field,
+    an ``Answer: A,C`` line (lower-case letters too), a response that is only letters ("b", "b,c,d"),
+    bare option letters in the text. No letters -> ``()`` with rule "abstained"."""
+    if protocol == "official":
+        return parse_official(text, letters), "official parser"
+    text = strip_reasoning(text)
+    if _LOWER_LIST.fullmatch(text):  # "b", "b, c, d": only letters, so "a" is one too
+        found = {x.upper() for x in re.findall(r"[a-z]", re.sub(r"\band\b", " ", text))} & set(letters)
+        if found:
+            return tuple(sorted(found)), "letters only"
+    m = _LOWER_ANSWER.search(text)
+    if m and not _ANSWER_LINE.search(text):
+        found = set(_letters(m.group(1).upper(), letters))
+        if found:
+            return tuple(sorted(found)), "answer line"
     if "{" in text:
         try:
             obj = parse_json_reply(text, want=dict)
@@ -185,6 +203,22 @@ def parse_prediction(text: str | None, letters: Sequence[str]) -> tuple[tuple[st
     if found:
         return tuple(sorted(found)), "bare letters"
     return (), "abstained"
+
+
+def parse_official(text: str | None, letters: Sequence[str]) -> tuple[str, ...]:
+    """The parser most official TraceAV-Bench eval scripts share (``parse_response_to_prediction`` in
+    e.g. ``eval/baichuan_omni/eval_baichuan_omni.py`` of Heinz217/TraceAV-Bench-Submission): keep the text
+    after the last ``</think>``; the first "answer / choice / options / selected" followed by ``:`` or
+    spaces and a letter list (any case) gives the letters; else every stand-alone letter of the
+    upper-cased text (so the article "a" reads as A). Letters are A-D there; here the item's letters."""
+    text = text or ""
+    cut = text.rfind("</think>")
+    part = (text[cut + len("</think>"):] if cut != -1 else text).strip()
+    span = "".join(sorted({x.upper() for x in letters}))
+    cls = f"[{re.escape(span)}]"
+    m = re.search(rf"(?:answer|choice|options|selected)[:\s]+({cls}(?:\s*[,，/]\s*{cls})*)", part, re.IGNORECASE)
+    source = m.group(1) if m else " ".join(re.findall(rf"\b({cls})\b", part.upper()))
+    return tuple(sorted(set(re.findall(cls, source.upper()))))
 
 
 def hop_bin(hops: int) -> str:
