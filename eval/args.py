@@ -18,7 +18,7 @@ class ModelArguments:
 
     model: str = field(default="", metadata={"help": "checkpoint folder / hub id, or the base URL (http[s]://…/v1) "
                                                      "of an OpenAI-compatible server"})
-    adapter: str | None = field(default=None, metadata={"help": "registered model I/O wrapper (default: from "
+    model_io: str | None = field(default=None, metadata={"help": "registered model I/O wrapper (default: from "
                                                                 "config.json)"})
     dtype: str = field(default="auto", metadata={"help": "torch dtype of a local checkpoint (auto | bfloat16 | …)"})
     endpoint_model: str | None = field(default=None, metadata={"help": "served model name (endpoint models)"})

@@ -61,22 +61,22 @@ def model_fingerprint(adapter: Any, model: Any) -> str:
     return h.hexdigest()
 
 
-class AdapterBackend:
-    """A cavpref ``AVModelIO`` and its model (``adapter.model`` unless given), greedy by default."""
+class ModelIOBackend:
+    """A cavpref ``AVModelIO`` and its model (``model_io.model`` unless given), greedy by default."""
 
-    kind = "adapter"
+    kind = "local"
 
-    def __init__(self, adapter: Any, model: Any = None, *, generation: dict[str, Any] | None = None):
-        self.adapter = adapter
-        self.model = model if model is not None else adapter.model
+    def __init__(self, model_io: Any, model: Any = None, *, generation: dict[str, Any] | None = None):
+        self.model_io = model_io
+        self.model = model if model is not None else model_io.model
         if self.model is None:
-            raise ValueError(f"{type(adapter).__name__}: no model (pass model= or load with load_model_io)")
+            raise ValueError(f"{type(model_io).__name__}: no model (pass model= or load with load_model_io)")
         self.generation = {"max_new_tokens": 64, "do_sample": False, **(generation or {})}
-        self.fingerprint = model_fingerprint(adapter, self.model)
+        self.fingerprint = model_fingerprint(model_io, self.model)
 
     def describe(self) -> dict[str, Any]:
         cfg = getattr(self.model, "config", None)
-        return {"kind": self.kind, "adapter": type(self.adapter).__name__, "fingerprint": self.fingerprint,
+        return {"kind": self.kind, "model_io": type(self.model_io).__name__, "fingerprint": self.fingerprint,
                 "name_or_path": getattr(cfg, "_name_or_path", None), "generation": self.generation}
 
     def _rows(self, prompts, media, keys):
@@ -88,11 +88,11 @@ class AdapterBackend:
         import torch
 
         with torch.no_grad():
-            texts = self.adapter.generate(self.model, self._rows(prompts, media, keys), **self.generation)
+            texts = self.model_io.generate(self.model, self._rows(prompts, media, keys), **self.generation)
         return [(t, None) for t in texts]
 
     def option_logps(self, prompts, media, keys, candidates: Sequence[Sequence[str]]) -> list[Output]:
-        scores = self.adapter.option_logps(self.model, self._rows(prompts, media, keys), candidates)
+        scores = self.model_io.option_logps(self.model, self._rows(prompts, media, keys), candidates)
         return [([float(x) for x in s], None) for s in scores]
 
 

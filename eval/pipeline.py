@@ -103,7 +103,7 @@ def build_judge(args: EvalArgs):
 
 def build_backend(args: EvalArgs):
     """An endpoint backend for http(s) models, else the checkpoint's adapter on this process's device."""
-    from cavpref.eval.backends import AdapterBackend, EndpointBackend
+    from cavpref.eval.backends import ModelIOBackend, EndpointBackend
 
     if args.model.startswith(("http://", "https://")):
         from cavpref.eval.judge import ChatClient, ChatConfig
@@ -115,9 +115,9 @@ def build_backend(args: EvalArgs):
     from cavpref.models import load_model_io
     from cavpref.eval.runner import dist_state
 
-    adapter = load_model_io(args.model, model_io=args.adapter, dtype=args.dtype)
-    adapter.model.to(dist_state().device).eval()
-    return AdapterBackend(adapter, generation={"max_new_tokens": args.max_new_tokens, "do_sample": False})
+    model_io = load_model_io(args.model, model_io=args.model_io, dtype=args.dtype)
+    model_io.model.to(dist_state().device).eval()
+    return ModelIOBackend(model_io, generation={"max_new_tokens": args.max_new_tokens, "do_sample": False})
 
 
 def versions() -> dict[str, str]:

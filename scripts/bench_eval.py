@@ -77,14 +77,14 @@ def main() -> None:
 
     torch.set_num_threads(ns.threads)
     from cavpref.models import build_tiny_qwen_omni, load_model_io
-    from cavpref.eval.backends import AdapterBackend
+    from cavpref.eval.backends import ModelIOBackend
     from cavpref.eval.choice_judge import ChoiceJudge
     from cavpref.eval.judge import ChatClient, ChatConfig
     from cavpref.eval.pipeline import EvalArgs, evaluate
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_eval_"))
     data = make_bench(tmp, ns.items)
-    backend = AdapterBackend(load_model_io(str(build_tiny_qwen_omni(tmp / "tiny"))), generation={"max_new_tokens": 16})
+    backend = ModelIOBackend(load_model_io(str(build_tiny_qwen_omni(tmp / "tiny"))), generation={"max_new_tokens": 16})
     server, calls = start_judge()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
 

@@ -10,7 +10,7 @@ from judge_server import LoopbackServer, completion
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, concat, drop_video, mute, to_json
 from cavpref.media.write import write_mp4
-from cavpref.eval.backends import AdapterBackend, model_fingerprint
+from cavpref.eval.backends import ModelIOBackend, model_fingerprint
 from cavpref.eval.pipeline import EvalArgs, evaluate
 from cavpref.eval.runner import load_records
 
@@ -23,7 +23,7 @@ def backend(tmp_path_factory):
     from cavpref.models import build_tiny_qwen_omni, load_model_io
 
     path = build_tiny_qwen_omni(tmp_path_factory.mktemp("tiny"))
-    return AdapterBackend(load_model_io(str(path)), generation={"max_new_tokens": 5})
+    return ModelIOBackend(load_model_io(str(path)), generation={"max_new_tokens": 5})
 
 
 @pytest.fixture(scope="module")
@@ -155,9 +155,9 @@ def test_fingerprint_and_keys_follow_the_weights(backend, bench, tmp_path):
     param = next(backend.model.parameters())
     with torch.no_grad():
         param.view(-1)[0] += 1e-3
-        changed = model_fingerprint(backend.adapter, backend.model)
+        changed = model_fingerprint(backend.model_io, backend.model)
         param.view(-1)[0] -= 1e-3
-    assert changed != before and model_fingerprint(backend.adapter, backend.model) == before
+    assert changed != before and model_fingerprint(backend.model_io, backend.model) == before
 
 
 def test_changed_generation_config_or_prompt_is_never_served_stale_answers(backend, bench, tmp_path):
@@ -171,7 +171,7 @@ def test_changed_generation_config_or_prompt_is_never_served_stale_answers(backe
         return log["passes_reused"], log["passes_computed"]
 
     assert run(backend) == (0, 2)
-    shorter = AdapterBackend(backend.adapter, generation={"max_new_tokens": 2})
+    shorter = ModelIOBackend(backend.model_io, generation={"max_new_tokens": 2})
     assert shorter.fingerprint == backend.fingerprint  # same weights: only the generation config differs
     assert run(shorter) == (0, 2)
     assert run(backend, post_prompt="Answer with the option's letter.") == (0, 2)
