@@ -58,7 +58,7 @@ class LLMConfig:
     api_key_env: str = "OPENAI_API_KEY"  # name of the variable holding the key (the key is never stored)
     timeout: float = 60.0
     max_concurrency: int = 8
-    cache_path: str | None = None  # SQLite reply cache (eval.judge.ChatCache); re-runs send nothing twice
+    cache_path: str | None = None  # SQLite reply cache (chat_client.ChatCache); re-runs send nothing twice
 
 
 @dataclass
