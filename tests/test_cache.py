@@ -1,4 +1,4 @@
-"""``cavpref.cache.SQLiteCache``: the one on-disk cache (data prep's embeddings, the chat client's replies)."""
+"""``cavpref.cache.SQLiteCache``: the one on-disk cache (prep's embeddings, the chat client's replies)."""
 
 from __future__ import annotations
 
