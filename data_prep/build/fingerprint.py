@@ -24,7 +24,6 @@ BUILD_VERSION = 1
 _NOT_FINGERPRINTED = ("output_dir", "num_proc", "force", "progress")  # where / how fast, not what
 
 
-
 def file_sha256(path: str | os.PathLike) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -75,7 +74,6 @@ def fingerprint(config: PrepConfig) -> tuple[str, dict[str, Any]]:
     basis = {"build_version": BUILD_VERSION, "config": cfg, "inputs": inputs, "code": code_sha256()}
     digest = hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
     return digest, basis
-
 
 
 def versions() -> dict[str, str]:

@@ -112,14 +112,16 @@ def build(config: PrepConfig) -> dict[str, Any]:
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return {**stats, "up_to_date": False}
 
+
 def build_tables(records: list[QARecord], config: PrepConfig, out: Path):
-    tables = derive_tables(records, ontology=config.audioset_ontology,
-                    config=TablesConfig(group_level=config.tables_group_level))
+    """T1/T2/T3 from the kept records (+ the user's override), saved next to the outputs."""
+    tables = derive_tables(
+        records, ontology=config.audioset_ontology, config=TablesConfig(group_level=config.tables_group_level)
+    )
     if config.tables_override:
         tables = apply_overrides(tables, config.tables_override)
     tables.save(out / DEFAULT_FILENAME)
     return tables
-
 
 
 # data_prep.scoring loads torch and the encoder backends: imported only by a build that scores or aligns.

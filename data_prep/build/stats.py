@@ -24,7 +24,6 @@ def dropped_total(stats: dict[str, Any]) -> int:
     )
 
 
-
 def task_stats(skips: dict[str, Counter], items: dict[str, list], split_dropped: Counter, config: PrepConfig):
     made = Counter(it.task for split in items.values() for it in split)
     out = {}
@@ -87,7 +86,6 @@ def format_stats(stats: dict[str, Any], splits: list[str]) -> str:
         )
         lines += [f"{'':<13}skipped {n:>7}  {reason}" for reason, n in t["skipped"].items()]
     return "\n".join(lines)
-
 
 
 def add_stats(a: Any, b: Any) -> Any:
