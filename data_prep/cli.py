@@ -1,63 +1,84 @@
 """``cavpref prep``: build, merge shards, or read sources.
 
-cavpref prep CONFIG.yaml [--key value ...]     build (every PrepConfig key can be overridden)
-cavpref prep --world DIR --output_dir OUT       build without a YAML file
-cavpref prep merge OUT SHARD_DIR [SHARD_DIR ...]
-cavpref prep read --source ... FILE ...          print source records (data_prep.readers.cli)
+cavpref prep [CONFIG.yaml | --config CONFIG.yaml] [--key value ...]   build (every PrepConfig key)
+cavpref prep --world DIR --output_dir OUT                              build without a YAML file
+cavpref prep merge [--config M.yaml] --output_dir OUT --shards SHARD_DIR [SHARD_DIR ...]
+cavpref prep read [--config R.yaml] --source ... FILE ...              print source records (prep read --help)
+
+Every form parses with ``cavpref.parsing.parse_args``: the YAML file sets the keys, the command line
+overrides them, an unknown key is an error and ``--help`` lists every key.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, field
+from pathlib import Path
 
-import yaml
-from transformers import HfArgumentParser
-
+from cavpref.parsing import parse_args
 from cavpref.data_prep.build import PrepConfig, PrepError, build, format_stats, merge
+from cavpref.data_prep.readers.cli import main as read_main
 
 USAGE = __doc__
 
 
+@dataclass
+class MergeArgs:
+    """``cavpref prep merge``: the outputs of every shard build of one config -> one build."""
+
+    output_dir: str = field(default="", metadata={"help": "folder the merged build is written to (required)"})
+    shards: list[str] = field(
+        default_factory=list,
+        metadata={"help": "the shard builds' output folders, one per shard index, in any order (required)"},
+    )
+
+
 def parse_config(argv: list[str]) -> PrepConfig:
-    """YAML file (optional first argument) as defaults, then ``--key value`` overrides on top."""
-    parser = HfArgumentParser(PrepConfig, prog="cavpref prep")
-    defaults = {}
-    if argv and not argv[0].startswith("-"):
-        path, argv = argv[0], argv[1:]
-        with open(path, encoding="utf-8") as f:
-            defaults = yaml.safe_load(f) or {}
-        if not isinstance(defaults, dict):
-            raise ValueError(f"{path}: expected a mapping of PrepConfig keys, got {type(defaults).__name__}")
-        known = {a.dest for a in parser._actions}
-        unknown = sorted(set(defaults) - known)
-        if unknown:
-            raise ValueError(f"{path}: unknown key(s) {unknown}")
-        parser.set_defaults(**defaults)
-    (config,) = parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False)
+    """``[CONFIG.yaml | --config CONFIG.yaml] [--key value ...]`` -> PrepConfig (command line wins)."""
+    (config,) = parse_args([PrepConfig], argv, prog="cavpref prep")
     return config
+
+
+def parse_merge(argv: list[str]) -> MergeArgs:
+    """``--output_dir OUT --shards A B ...``; the older positional ``OUT A B ...`` still works, deprecated."""
+    if argv and not argv[0].startswith("-") and not argv[0].endswith((".yaml", ".yml")):
+        print(
+            "cavpref prep merge: the positional form `merge OUT SHARD_DIR ...` is deprecated; "
+            "use `merge --output_dir OUT --shards SHARD_DIR ...`",
+            file=sys.stderr,
+        )
+        argv = ["--output_dir", argv[0], *(["--shards", *argv[1:]] if argv[1:] else [])]
+    (args,) = parse_args([MergeArgs], argv, prog="cavpref prep merge")
+    if not args.output_dir or not args.shards:
+        raise ValueError("merge needs --output_dir OUT and --shards SHARD_DIR [SHARD_DIR ...]")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "read":
-        from cavpref.data_prep.readers.cli import main as read_main
-
         return read_main(argv[1:])
     if not argv or argv == ["-h"] or argv == ["--help"]:
         print(USAGE)
-        if argv:
-            HfArgumentParser(PrepConfig, prog="cavpref prep").print_help()
-        return 0 if argv else 2
+        if not argv:
+            return 2
+        parse_config(["--help"])  # argparse prints every key and exits 0
+    if argv[0] == "merge":
+        try:
+            args = parse_merge(argv[1:])
+        except ValueError as err:  # a usage error
+            print(f"cavpref prep merge: error: {err}", file=sys.stderr)
+            return 2
+        try:
+            stats = merge(args.output_dir, args.shards)
+        except ValueError as err:  # shards that do not make one build
+            print(f"cavpref prep merge: error: {err}", file=sys.stderr)
+            return 1
+        print(f"merged {len(args.shards)} shards into {args.output_dir}")
+        print(format_stats(stats, _splits(args.output_dir)))
+        return 0
     try:
-        if argv[0] == "merge":
-            if len(argv) < 3:
-                print("usage: cavpref prep merge OUT SHARD_DIR [SHARD_DIR ...]", file=sys.stderr)
-                return 2
-            stats = merge(argv[1], argv[2:])
-            print(f"merged {len(argv) - 2} shards into {argv[1]}")
-            print(format_stats(stats, _splits(argv[1])))
-            return 0
         config = parse_config(argv)
         stats = build(config)
     except (PrepError, ValueError, FileNotFoundError) as err:
@@ -74,8 +95,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _splits(out: str) -> list[str]:
-    from pathlib import Path
-
     cfg = json.loads((Path(out) / "manifest.json").read_text())["config"]
     return PrepConfig(**{k: v for k, v in cfg.items() if k in PrepConfig.__dataclass_fields__}).splits()
 

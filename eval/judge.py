@@ -1,235 +1,25 @@
-"""The one OpenAI-compatible chat client of the project: LLM judges and served models alike.
+"""The evaluator's name for the project's one OpenAI-compatible chat client.
 
-Every judge (choice extraction here, AURA / MMAR / TraceAV scoring later) and every endpoint-served
-model goes through ``ChatClient``, so retries, concurrency limits, caching and key handling are written
-once. Design points:
-
-- The API key is read from an environment variable named in the config and kept only in the request
-  header: it is never part of ``describe()``, a cache entry, an error message or a result file.
-- Transient failures (timeouts, connection errors, 408/429/5xx) are retried with exponential backoff,
-  honouring ``Retry-After``; other 4xx and malformed replies fail at once. A failure is a
-  ``ChatResult`` with ``error`` set — never an exception in the middle of a long run, never a guess.
-- Successful replies are cached on disk (SQLite, safe across threads and processes) under
-  (model, sha256 of the request), so a rerun or a resumed run costs no judge calls.
+The client is core (data prep uses it too): it lives in ``cavpref.chat_client``; these names stay
+importable from here so evaluator code and recipes keep working.
 """
 
-from __future__ import annotations
+from cavpref.chat_client import (
+    RETRY_STATUS,
+    ChatCache,
+    ChatClient,
+    ChatConfig,
+    ChatResult,
+    public_url,
+    request_hash,
+)
 
-import hashlib
-import json
-import os
-import sqlite3
-import threading
-import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlsplit, urlunsplit
-
-RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-
-
-@dataclass
-class ChatConfig:
-    """Where and how to call an OpenAI-compatible ``/chat/completions`` endpoint.
-
-    ``base_url`` and ``model`` fall back to ``{env_prefix}_BASE_URL`` / ``{env_prefix}_MODEL`` (then
-    ``OPENAI_BASE_URL``); the key is read from ``api_key_env`` (then ``OPENAI_API_KEY``) when the client
-    is built. No key is fine for local servers (vLLM without ``--api-key``).
-    """
-
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str = "CAVPREF_JUDGE_API_KEY"
-    env_prefix: str = "CAVPREF_JUDGE"
-    timeout_s: float = 60.0
-    max_retries: int = 4
-    backoff_s: float = 1.0
-    max_backoff_s: float = 30.0
-    max_concurrency: int = 8
-    temperature: float = 0.0
-    max_tokens: int = 32
-    cache_path: str | None = None  # SQLite file; None disables the cache
-    extra_body: dict[str, Any] = field(default_factory=dict)
-
-    def resolved(self) -> ChatConfig:
-        env = os.environ
-        base_url = self.base_url or env.get(f"{self.env_prefix}_BASE_URL") or env.get("OPENAI_BASE_URL")
-        model = self.model or env.get(f"{self.env_prefix}_MODEL")
-        if not base_url or not model:
-            raise ValueError(f"chat client needs a base URL and a model: pass them or set "
-                             f"{self.env_prefix}_BASE_URL and {self.env_prefix}_MODEL")
-        out = ChatConfig(**{**self.__dict__, "base_url": base_url.rstrip("/"), "model": model})
-        return out
-
-
-@dataclass
-class ChatResult:
-    text: str | None
-    error: str | None = None
-    attempts: int = 0
-    cached: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
-def public_url(url: str) -> str:
-    """The URL without user info, query or fragment (they may carry credentials)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def request_hash(messages: Sequence[dict], params: dict[str, Any]) -> str:
-    blob = json.dumps({"messages": list(messages), "params": params}, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-class ChatCache:
-    """(model, request hash) -> reply text, in one SQLite file shared by threads and processes."""
-
-    def __init__(self, path: str | os.PathLike):
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self.path = str(path)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
-        with self._lock, self._db:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS replies (model TEXT, hash TEXT, text TEXT, "
-                             "created REAL, PRIMARY KEY (model, hash))")
-
-    def get(self, model: str, key: str) -> str | None:
-        with self._lock:
-            row = self._db.execute("SELECT text FROM replies WHERE model=? AND hash=?", (model, key)).fetchone()
-        return None if row is None else row[0]
-
-    def put(self, model: str, key: str, text: str) -> None:
-        with self._lock, self._db:
-            self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?)", (model, key, text, time.time()))
-
-    def close(self) -> None:
-        self._db.close()
-
-
-class ChatClient:
-    """Thread-safe client; ``chat_many`` runs at most ``max_concurrency`` requests at once."""
-
-    def __init__(self, config: ChatConfig):
-        import httpx
-
-        self.config = config.resolved()
-        key = os.environ.get(self.config.api_key_env) or os.environ.get("OPENAI_API_KEY")
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._http = httpx.Client(base_url=self.config.base_url, headers=headers, timeout=self.config.timeout_s,
-                                  limits=httpx.Limits(max_connections=self.config.max_concurrency))
-        self._httpx = httpx
-        self.cache = ChatCache(self.config.cache_path) if self.config.cache_path else None
-        self._lock = threading.Lock()
-        self.stats = {"requests": 0, "http_calls": 0, "cache_hits": 0, "retries": 0, "failures": 0}
-
-    def describe(self) -> dict[str, Any]:
-        """What results files record about this client (never the key)."""
-        return {"model": self.config.model, "base_url": public_url(self.config.base_url),
-                "temperature": self.config.temperature, "max_tokens": self.config.max_tokens}
-
-    def _count(self, name: str, n: int = 1) -> None:
-        with self._lock:
-            self.stats[name] += n
-
-    def chat(self, messages: Sequence[dict], **params: Any) -> ChatResult:
-        """One chat completion. ``params`` override temperature / max_tokens / extra body fields."""
-        body_params = {"temperature": self.config.temperature, "max_tokens": self.config.max_tokens,
-                       **self.config.extra_body, **params}
-        key = request_hash(messages, body_params)
-        self._count("requests")
-        if self.cache is not None:
-            hit = self.cache.get(self.config.model, key)
-            if hit is not None:
-                self._count("cache_hits")
-                return ChatResult(hit, attempts=0, cached=True)
-        result = self._post({"model": self.config.model, "messages": list(messages), **body_params})
-        if result.ok and self.cache is not None:
-            self.cache.put(self.config.model, key, result.text)
-        if not result.ok:
-            self._count("failures")
-        return result
-
-    def chat_many(self, requests: Sequence[Sequence[dict]], *, desc: str | None = None, **params: Any) -> list[ChatResult]:
-        """``chat`` over many message lists, bounded concurrency, results in input order."""
-        if not requests:
-            return []
-        from tqdm.auto import tqdm
-
-        with ThreadPoolExecutor(max_workers=self.config.max_concurrency) as pool:
-            futures = [pool.submit(self.chat, m, **params) for m in requests]
-            return [f.result() for f in tqdm(futures, desc=desc or "chat", disable=len(futures) < 32, leave=False)]
-
-    def _post(self, body: dict[str, Any]) -> ChatResult:
-        cfg, httpx = self.config, self._httpx
-        error = "no attempt made"
-        for attempt in range(cfg.max_retries + 1):
-            if attempt:
-                self._count("retries")
-            wait = None
-            self._count("http_calls")
-            try:
-                resp = self._http.post("/chat/completions", json=body)
-            except httpx.TimeoutException as err:
-                error = f"timeout after {cfg.timeout_s}s ({type(err).__name__})"
-            except httpx.TransportError as err:
-                error = f"connection error ({type(err).__name__}: {err})"
-            else:
-                if resp.status_code == 200:
-                    text, problem = _reply_text(resp)
-                    if problem:
-                        return ChatResult(None, f"malformed reply: {problem}", attempt + 1)
-                    return ChatResult(text, None, attempt + 1)
-                error = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                if resp.status_code not in RETRY_STATUS:
-                    return ChatResult(None, error, attempt + 1)
-                wait = _retry_after(resp)
-            if attempt < cfg.max_retries:
-                delay = cfg.backoff_s * (2**attempt) if wait is None else wait
-                time.sleep(min(delay, cfg.max_backoff_s))
-        return ChatResult(None, f"gave up after {cfg.max_retries + 1} attempts: {error}", cfg.max_retries + 1)
-
-    def close(self) -> None:
-        self._http.close()
-        if self.cache is not None:
-            self.cache.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def _retry_after(resp) -> float | None:
-    value = resp.headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _reply_text(resp) -> tuple[str | None, str | None]:
-    """(text, None) or (None, what is wrong with the reply)."""
-    try:
-        data = resp.json()
-    except ValueError:
-        return None, f"not JSON: {resp.text[:120]!r}"
-    try:
-        content = data["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        return None, f"no choices[0].message.content in {json.dumps(data)[:160]}"
-    if isinstance(content, list):  # some servers return content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    if not isinstance(content, str):
-        return None, f"content is {type(content).__name__}, not text"
-    return content, None
+__all__ = [
+    "RETRY_STATUS",
+    "ChatCache",
+    "ChatClient",
+    "ChatConfig",
+    "ChatResult",
+    "public_url",
+    "request_hash",
+]

@@ -342,11 +342,61 @@ def test_cli(built, tmp_path, capsys):
     assert main([str(recipe), "--seed", "6"]) == 0
     assert "up to date" in capsys.readouterr().out
     recipe.write_text("colour: blue\n")
-    assert main([str(recipe)]) == 1 and "unknown key(s) ['colour']" in capsys.readouterr().err
+    assert main([str(recipe)]) == 1 and "'--colour', 'blue'" in capsys.readouterr().err
     assert main(["read", "--source", "avqa", str(world / "avqa/annotation/train_qa.json")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 16 and json.loads(lines[0])["source"] == "avqa"
     assert main(["merge", str(tmp_path / "m")]) == 2
+
+
+def test_cli_config_flag_and_overrides(built, tmp_path, capsys):
+    """`cavpref prep --config x.yaml --key value`: the file sets the keys, the command line wins."""
+    world = built[0]
+    recipe = tmp_path / "prep.yaml"
+    recipe.write_text(
+        f"world: {world}\noutput_dir: {tmp_path / 'out'}\ntasks: [COT-Swap]\nformats: [jsonl]\n"
+        "progress: false\nseed: 5\n"
+    )
+    assert main(["--config", str(recipe), "--seed", "7", "--tasks", "CAT"]) == 0
+    cfg = json.loads((tmp_path / "out" / "manifest.json").read_text())["config"]
+    assert (cfg["seed"], cfg["tasks"], cfg["formats"]) == (7, ["CAT"], ["jsonl"])
+    assert "CAT " in capsys.readouterr().out
+    assert main(["--config", str(recipe), "--colour", "blue"]) == 1  # unknown on the command line too
+    assert "'--colour', 'blue'" in capsys.readouterr().err
+
+
+def test_cli_help_lists_every_key(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    printed = capsys.readouterr().out
+    missing = [k for k in PrepConfig.__dataclass_fields__ if f"--{k}" not in printed]
+    assert not missing, missing
+
+
+def test_cli_merge_keys_and_the_deprecated_positional_form(built, tmp_path, capsys):
+    world, root, _ = built
+    shards = []
+    for i in range(2):
+        shards.append(str(tmp_path / f"shard{i}"))
+        build(config(world, tmp_path / f"shard{i}", num_shards=2, shard_index=i, tasks=["COT-Swap"]))
+    assert main(["merge", "--output_dir", str(tmp_path / "a"), "--shards", *shards]) == 0
+    assert "merged 2 shards" in capsys.readouterr().out
+    merge_yaml = tmp_path / "merge.yaml"
+    merge_yaml.write_text(f"output_dir: {tmp_path / 'b'}\nshards: [{shards[1]}, {shards[0]}]\n")
+    assert main(["merge", "--config", str(merge_yaml)]) == 0
+    assert main(["merge", str(tmp_path / "c"), *shards]) == 0
+    assert "deprecated" in capsys.readouterr().err
+    files = ["stats.json", "manifest.json", *(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.jsonl"))]
+    assert len(files) > 3
+    for f in files:
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() == (
+            tmp_path / "c" / f
+        ).read_bytes(), f
+    assert main(["merge", "--output_dir", str(tmp_path / "d"), "--shards", shards[0]]) == 1
+    assert "cover" in capsys.readouterr().err
+    assert main(["merge", "--output_dir", str(tmp_path / "d")]) == 2
+    assert "--shards" in capsys.readouterr().err
 
 
 def test_items_straddling_the_split_are_dropped_and_counted():

@@ -90,7 +90,6 @@ def test_no_module_imports_a_stage_by_its_bare_folder_name(graph):
     assert not bare, "\n".join(bare)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: data_prep.tasks.llm imports eval.judge")
 def test_each_layer_imports_only_the_layers_below_it(graph):
     wrong = [
         f"{m}:{line} ({layer(m)}) imports {t} ({layer(t)})"

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from cavpref.data_prep.readers import ReaderConfig, ReaderError, read_avqa, read_music_avqa, read_source
-from cavpref.data_prep.readers.cli import main
+from cavpref.data_prep.readers.cli import ReadArgs, main
 
 GOOD = {"video_id": "00000001", "question_id": 1, "type": '["Audio-Visual", "Existential"]',
         "question_content": "Is the <Object> in the video always playing?", "templ_values": '["piano"]',
@@ -140,6 +140,25 @@ def test_cli_prints_every_record_as_json_lines(tmp_path, capsys):
     assert main(["--source", "audioset", "--labels", labels, seg]) == 0
     row = json.loads(capsys.readouterr()[0])
     assert (row["source_id"], row["start"], row["end"], row["labels"]) == ("xyz", 5.0, 15.0, ["A, b"])
+
+
+def test_cli_config_file_and_files_key(tmp_path, capsys):
+    """`cavpref prep read --config r.yaml`: keys (files included) from the file, the command line wins."""
+    good = write(tmp_path, "m/json/avqa-test.json", [GOOD, {**GOOD, "templ_values": "[]"}])
+    other = write(tmp_path, "m/json/avqa-val.json", [GOOD])
+    config = write(tmp_path, "read.yaml", f"source: music_avqa\non_error: skip\nfiles: [{good}]\n")
+    assert main(["--config", config]) == 0
+    assert "read 2 records from 1 file(s): 1 out, 1 skipped" in capsys.readouterr()[1]
+    assert main([config, other, "--on_error", "raise"]) == 0  # a bare FILE replaces the file's list
+    assert "read 1 records from 1 file(s)" in capsys.readouterr()[1]
+    assert main(["--source", "music_avqa", "--files", good, other, "--on_error", "skip"]) == 0
+    assert "read 3 records from 2 file(s)" in capsys.readouterr()[1]
+    assert main(["--source", "music_avqa"]) == 2 and "no annotation files" in capsys.readouterr()[1]
+    assert main(["--config", config, "--colour", "blue"]) == 2 and "--colour" in capsys.readouterr()[1]
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    printed = capsys.readouterr()[0]
+    assert all(f"--{k}" in printed for k in ReadArgs.__dataclass_fields__)
 
 
 def test_cli_errors_and_skip(tmp_path, capsys):

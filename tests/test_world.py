@@ -427,6 +427,12 @@ def test_knobs_respected_through_the_cli(tmp_path, capsys):
 def test_cli_errors_are_clear(tmp_path, capsys):
     assert cavpref_main(["world", "--out", str(tmp_path / "x"), "--width", "63"]) == 2
     assert "WorldConfig.width=63" in capsys.readouterr().err
+    config = tmp_path / "world.yaml"
+    config.write_text(f"out: {tmp_path / 'y'}\ncolour: blue\n")
+    assert cavpref_main(["world", "--config", str(config)]) == 2  # unknown key in the file
+    assert "'--colour', 'blue'" in capsys.readouterr().err
+    config.write_text(f"out: {tmp_path / 'y'}\nwidth: 63\n")
+    assert cavpref_main(["world", str(config)]) == 2 and "WorldConfig.width=63" in capsys.readouterr().err
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     assert cavpref_main(["world", "--out", str(tmp_path / "busy"), "--num-clips", "1"]) == 2

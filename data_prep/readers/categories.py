@@ -68,10 +68,6 @@ SINGLE_MODALITY: dict[str, dict[str, str]] = {
 }
 
 
-def music_avqa_category(qtype: str) -> str | None:
-    return MUSIC_AVQA_TYPES.get(qtype)
-
-
 def avqa_category(question: str, qtype: str,
                   prefix_rules: Iterable[tuple[str, str]] = AVQA_PREFIX_RULES,
                   lookup: dict[str, str] = AVQA_TYPE_LOOKUP) -> str | None:

@@ -10,50 +10,14 @@ new backend only has to embed. Default backends load with ``from_pretrained(path
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
 from .cache import fingerprint
 from .config import ScoringConfig
-
-
-@runtime_checkable
-class AudioTextEncoder(Protocol):
-    fingerprint: str
-    sample_rate: int
-    window_samples: int | None  # longest input the model takes at once (None = any)
-    logit_scale: float  # audio -> text softmax temperature the model was trained with
-
-    def embed_audio(self, waves: list[np.ndarray]) -> np.ndarray: ...
-    def embed_text(self, texts: list[str]) -> np.ndarray: ...
-
-
-@runtime_checkable
-class ImageTextEncoder(Protocol):
-    fingerprint: str
-    logit_scale: float
-
-    def embed_images(self, images: list[np.ndarray]) -> np.ndarray: ...  # (H, W, 3) uint8 each
-    def embed_text(self, texts: list[str]) -> np.ndarray: ...
-
-
-@runtime_checkable
-class AudioVideoEncoder(Protocol):
-    fingerprint: str
-    sample_rate: int
-
-    def embed_audio(self, waves: list[np.ndarray]) -> np.ndarray: ...
-    def embed_video(self, clips: list[np.ndarray]) -> np.ndarray: ...  # (T, H, W, 3) uint8 each
-
-
-def as_unit_numpy(x) -> np.ndarray:
-    """Model output (tensor, or a ModelOutput whose pooler_output is the embedding) -> unit rows."""
-    if not isinstance(x, torch.Tensor):
-        x = x.pooler_output
-    x = torch.nn.functional.normalize(x.detach().float(), dim=-1)
-    return x.cpu().numpy().astype(np.float32)
+from .embedding import AudioTextEncoder, AudioVideoEncoder, ImageTextEncoder, as_unit_numpy
+from .encoders_pe import PeAudioVideo
 
 
 class HFClap:
@@ -185,12 +149,6 @@ class OpenClip:
         return as_unit_numpy(self.model.encode_text(self.tokenizer(list(texts)).to(self.device)))
 
 
-def _pe_audio_video(config: ScoringConfig):
-    from .encoders_pe import PeAudioVideo
-
-    return PeAudioVideo(config.av_model, config.device)
-
-
 BACKENDS: dict[str, dict[str, Callable[[ScoringConfig], object]]] = {
     "clap": {
         "transformers": lambda c: HFClap(c.clap_model, c.device),
@@ -200,7 +158,7 @@ BACKENDS: dict[str, dict[str, Callable[[ScoringConfig], object]]] = {
         "transformers": lambda c: HFClip(c.clip_model, c.device),
         "open_clip": lambda c: OpenClip(c.clip_model, c.clip_pretrained, c.device),
     },
-    "av": {"pe_audio_video": _pe_audio_video},
+    "av": {"pe_audio_video": lambda c: PeAudioVideo(c.av_model, c.device)},
 }
 _PROTOCOLS = {"clap": AudioTextEncoder, "clip": ImageTextEncoder, "av": AudioVideoEncoder}
 

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from .cache import fingerprint
-from .encoders import as_unit_numpy
+from .embedding import as_unit_numpy
 
 
 class PeAudioVideo:

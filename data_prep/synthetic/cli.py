@@ -1,4 +1,5 @@
-"""``cavpref world``: generate the synthetic world and report what was written."""
+"""``cavpref world [CONFIG.yaml | --config CONFIG.yaml] [--key value ...]``: generate the synthetic world
+and report what was written (every key: ``cavpref world --help``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 import sys
 import time
 
-from transformers import HfArgumentParser
+from cavpref.parsing import parse_args
 
 from .config import WorldConfig
 from .world import generate_world
@@ -48,10 +49,8 @@ def report(manifest: dict, out: str, seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = HfArgumentParser(WorldConfig)
-    parser.prog = "cavpref world"
     try:
-        (cfg,) = parser.parse_args_into_dataclasses(args=list(sys.argv[1:] if argv is None else argv))
+        (cfg,) = parse_args([WorldConfig], list(sys.argv[1:] if argv is None else argv), prog="cavpref world")
     except ValueError as err:
         print(f"cavpref world: {err}", file=sys.stderr)
         return 2

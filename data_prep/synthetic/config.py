@@ -1,4 +1,4 @@
-"""The world's knobs: one small dataclass, parsed by ``HfArgumentParser`` (flag = field name)."""
+"""The world's knobs: one small dataclass, parsed by ``cavpref.parsing.parse_args`` (flag = YAML key = field name)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 
 from cavpref.data import ALL_TASKS, SETTINGS, TASKS, BenchmarkItem, PreferenceExample
 from cavpref.data_prep.tasks import cat, clean, cot_stitch, cot_swap, icit, mait, mat, mcit, mvit, mvt
-from cavpref.data_prep.tasks.common import Draft, LLMConfig, TaskError, TaskOptions, item_prompt, render_prompt
+from cavpref.data_prep.tasks.common import LLMConfig, TaskError, TaskOptions, item_prompt, render_prompt
+from cavpref.data_prep.tasks.drafts import Draft
 from cavpref.data_prep.tasks.context import Context, TableView, make_context
 from cavpref.data_prep.tasks.templates import ABSTENTIONS, TEMPLATES
 

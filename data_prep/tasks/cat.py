@@ -19,7 +19,8 @@ import random
 from cavpref.data import SETTINGS
 from cavpref.media.spec import Source, concat, overlay
 from cavpref.data_prep.records import QARecord
-from cavpref.data_prep.tasks.common import Draft, norm, run, shuffled, source_range, unique_by_norm
+from cavpref.data_prep.tasks.common import norm, shuffled, source_range, unique_by_norm
+from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.context import Context, record_spec
 from cavpref.data_prep.tasks.cot_stitch import distractor_pairs, event_pair
 from cavpref.data_prep.tasks.templates import ATTRIBUTE_WORDS, BINDINGS, EQUAL_BINDINGS
@@ -83,5 +84,5 @@ def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
 
 
 def generate(records, tables, *, seed: int, settings=SETTINGS, **kw):
-    """CAT items and preference examples; see :func:`data_prep.tasks.common.run` for the keywords."""
+    """CAT items and preference examples; see :func:`data_prep.tasks.drafts.run` for the keywords."""
     return run(TASK, draft, records, tables, seed=seed, settings=settings, **kw)

@@ -12,7 +12,8 @@ import random
 
 from cavpref.data import CLEAN_TASK, SETTINGS
 from cavpref.data_prep.records import QARecord
-from cavpref.data_prep.tasks.common import Draft, run, shuffled
+from cavpref.data_prep.tasks.common import shuffled
+from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.context import Context, plausible_options, record_spec
 
 TASK = CLEAN_TASK
@@ -27,5 +28,5 @@ def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
 
 
 def generate(records, tables, *, seed: int, settings=SETTINGS, **kw):
-    """CLEAN items and preference examples; see :func:`data_prep.tasks.common.run` for the keywords."""
+    """CLEAN items and preference examples; see :func:`data_prep.tasks.drafts.run` for the keywords."""
     return run(TASK, draft, records, tables, seed=seed, settings=settings, **kw)

@@ -15,7 +15,8 @@ import random
 from cavpref.data import SETTINGS
 from cavpref.media.spec import concat
 from cavpref.data_prep.records import QARecord
-from cavpref.data_prep.tasks.common import Draft, TaskOptions, norm, rng_for, run, shuffled, unique_by_norm
+from cavpref.data_prep.tasks.common import TaskOptions, norm, rng_for, shuffled, unique_by_norm
+from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.context import Context, make_context, record_spec
 from cavpref.data_prep.tasks.templates import ORDER_PHRASES, SIMULTANEOUS
 
@@ -108,7 +109,7 @@ def prefetch_llm(records, ctx: Context, select=None) -> None:
 
 
 def generate(records, tables, *, seed: int, settings=SETTINGS, **kw):
-    """COT-Stitch items and preference examples; see :func:`data_prep.tasks.common.run` for the keywords."""
+    """COT-Stitch items and preference examples; see :func:`data_prep.tasks.drafts.run` for the keywords."""
     ctx = kw.get("context")
     if (ctx.options if ctx else kw.get("options") or TaskOptions()).negatives == "llm":
         ctx = kw["context"] = ctx or make_context(

@@ -19,7 +19,7 @@ import random
 from cavpref.data import SETTINGS
 from cavpref.media.spec import combine, concat
 from cavpref.data_prep.records import QARecord
-from cavpref.data_prep.tasks.common import Draft, run
+from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.context import Context, record_spec
 from cavpref.data_prep.tasks.cot_stitch import CATEGORY, event_pair, order_options
 
@@ -52,5 +52,5 @@ def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
 
 
 def generate(records, tables, *, seed: int, settings=SETTINGS, **kw):
-    """COT-Swap items and preference examples; see :func:`data_prep.tasks.common.run` for the keywords."""
+    """COT-Swap items and preference examples; see :func:`data_prep.tasks.drafts.run` for the keywords."""
     return run(TASK, draft, records, tables, seed=seed, settings=settings, **kw)

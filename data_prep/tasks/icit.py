@@ -13,7 +13,8 @@ import random
 
 from cavpref.data import SETTINGS
 from cavpref.data_prep.records import QARecord
-from cavpref.data_prep.tasks.common import YES_NO, Draft, norm, run, unique_by_norm
+from cavpref.data_prep.tasks.common import YES_NO, norm, unique_by_norm
+from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.context import Context, record_spec
 
 TASK = "ICIT"
@@ -104,5 +105,5 @@ def _other_vocab(ctx: Context, category: str) -> list[str]:
 
 
 def generate(records, tables, *, seed: int, settings=SETTINGS, **kw):
-    """ICIT items and preference examples; see :func:`data_prep.tasks.common.run` for the keywords."""
+    """ICIT items and preference examples; see :func:`data_prep.tasks.drafts.run` for the keywords."""
     return run(TASK, draft, records, tables, seed=seed, settings=settings, **kw)

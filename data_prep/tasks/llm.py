@@ -2,7 +2,7 @@
 the ordering of acoustic events, replace the preposition, or swap noun-verb associations").
 
 Off by default (templates write the same kinds of negatives offline). When on, requests go through the
-project's one OpenAI-compatible client, ``eval.judge.ChatClient`` (retries, concurrency, SQLite reply
+project's one OpenAI-compatible client, ``cavpref.chat_client.ChatClient`` (retries, concurrency, SQLite reply
 cache, key only in the request header). Endpoint, model and key come from :class:`LLMConfig`, else from
 OPENAI_BASE_URL / OPENAI_MODEL / OPENAI_API_KEY. A reply that is not a usable JSON list falls back to
 the template negatives and is marked in the item's ``meta["negatives"]``.
@@ -14,6 +14,7 @@ import json
 import random
 import re
 
+from cavpref.chat_client import ChatClient, ChatConfig
 from cavpref.data_prep.tasks.common import LLMConfig, norm, shuffled, unique_by_norm
 from cavpref.data_prep.tasks.context import Context
 from cavpref.data_prep.tasks.templates import ORDER_PHRASES
@@ -38,8 +39,6 @@ def messages(a: str, b: str, right: str, k: int) -> list[dict]:
 def client(ctx: Context):
     """One ChatClient per context (per worker process)."""
     if "llm_client" not in ctx.memo:
-        from cavpref.eval.judge import ChatClient, ChatConfig
-
         cfg = ctx.options.llm or LLMConfig()
         ctx.memo["llm_client"] = ChatClient(
             ChatConfig(

@@ -11,7 +11,7 @@ import random
 
 from cavpref.data import SETTINGS
 from cavpref.data_prep.records import QARecord
-from cavpref.data_prep.tasks.common import Draft, run
+from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.context import Context
 from cavpref.data_prep.tasks.mvit import mismatched
 
@@ -23,5 +23,5 @@ def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
 
 
 def generate(records, tables, *, seed: int, settings=SETTINGS, **kw):
-    """MAIT items and preference examples; see :func:`data_prep.tasks.common.run` for the keywords."""
+    """MAIT items and preference examples; see :func:`data_prep.tasks.drafts.run` for the keywords."""
     return run(TASK, draft, records, tables, seed=seed, settings=settings, **kw)

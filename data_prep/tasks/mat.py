@@ -10,7 +10,7 @@ import random
 
 from cavpref.data import SETTINGS
 from cavpref.data_prep.records import QARecord
-from cavpref.data_prep.tasks.common import Draft, run
+from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.context import Context
 from cavpref.data_prep.tasks.mvt import missing
 
@@ -22,5 +22,5 @@ def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
 
 
 def generate(records, tables, *, seed: int, settings=SETTINGS, **kw):
-    """MAT items and preference examples; see :func:`data_prep.tasks.common.run` for the keywords."""
+    """MAT items and preference examples; see :func:`data_prep.tasks.drafts.run` for the keywords."""
     return run(TASK, draft, records, tables, seed=seed, settings=settings, **kw)

@@ -15,7 +15,8 @@ import random
 
 from cavpref.data import SETTINGS
 from cavpref.data_prep.records import QARecord
-from cavpref.data_prep.tasks.common import YES_NO, Draft, norm, run, shuffled
+from cavpref.data_prep.tasks.common import YES_NO, norm, shuffled
+from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.context import Context, plausible_options, record_spec
 
 TASK = "MCIT"
@@ -60,5 +61,5 @@ def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
 
 
 def generate(records, tables, *, seed: int, settings=SETTINGS, **kw):
-    """MCIT items and preference examples; see :func:`data_prep.tasks.common.run` for the keywords."""
+    """MCIT items and preference examples; see :func:`data_prep.tasks.drafts.run` for the keywords."""
     return run(TASK, draft, records, tables, seed=seed, settings=settings, **kw)

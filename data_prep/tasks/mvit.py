@@ -14,7 +14,7 @@ import random
 from cavpref.data import SETTINGS
 from cavpref.media.spec import combine
 from cavpref.data_prep.records import QARecord
-from cavpref.data_prep.tasks.common import Draft, run, stream_draft
+from cavpref.data_prep.tasks.drafts import Draft, run, stream_draft
 from cavpref.data_prep.tasks.context import Context, plausible_options, record_spec
 
 TASK = "MVIT"
@@ -39,5 +39,5 @@ def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
 
 
 def generate(records, tables, *, seed: int, settings=SETTINGS, **kw):
-    """MVIT items and preference examples; see :func:`data_prep.tasks.common.run` for the keywords."""
+    """MVIT items and preference examples; see :func:`data_prep.tasks.drafts.run` for the keywords."""
     return run(TASK, draft, records, tables, seed=seed, settings=settings, **kw)

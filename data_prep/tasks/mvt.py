@@ -14,7 +14,8 @@ import random
 from cavpref.data import SETTINGS
 from cavpref.media.spec import drop_video, mute
 from cavpref.data_prep.records import QARecord
-from cavpref.data_prep.tasks.common import SINGLE_MODALITY_LABELS, Draft, run, stream_draft
+from cavpref.data_prep.tasks.common import SINGLE_MODALITY_LABELS
+from cavpref.data_prep.tasks.drafts import Draft, run, stream_draft
 from cavpref.data_prep.tasks.context import Context, plausible_options, record_spec
 
 TASK = "MVT"
@@ -37,5 +38,5 @@ def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
 
 
 def generate(records, tables, *, seed: int, settings=SETTINGS, **kw):
-    """MVT items and preference examples; see :func:`data_prep.tasks.common.run` for the keywords."""
+    """MVT items and preference examples; see :func:`data_prep.tasks.drafts.run` for the keywords."""
     return run(TASK, draft, records, tables, seed=seed, settings=settings, **kw)

@@ -1,0 +1,87 @@
+"""What makes a build's outputs up to date: a fingerprint of the config, the input bytes and the code.
+
+The manifest of a finished build holds it; an identical second run finds it and does nothing, and a
+changed config key, input file or source file of this stage makes the outputs stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+import datasets
+import transformers
+
+import cavpref
+from cavpref.data_prep.build.config import PrepConfig
+
+BUILD_VERSION = 1
+_NOT_FINGERPRINTED = ("output_dir", "num_proc", "force", "progress")  # where / how fast, not what
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def input_files(config: PrepConfig) -> list[str]:
+    files = [*config.music_avqa, *config.avqa, *config.audioset]
+    files += [
+        f
+        for f in (
+            config.audioset_labels,
+            config.audioset_ontology,
+            config.tables_override,
+            config.scoring_config,
+        )
+        if f
+    ]
+    return files
+
+
+def code_sha256() -> str:
+    """The source of this stage (build, tasks, readers, tables, scoring): changed code means stale outputs."""
+    root = Path(__file__).parents[1]  # the data_prep folder
+    files = sorted(
+        [
+            *root.glob("build/*.py"),
+            root / "tables.py",
+            root / "records.py",
+            *root.glob("tasks/*.py"),
+            *root.glob("readers/*.py"),
+            *root.glob("scoring/*.py"),
+        ]
+    )
+    h = hashlib.sha256()
+    for f in files:
+        if f.exists():
+            h.update(f"{f.parent.name}/{f.name}".encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def fingerprint(config: PrepConfig) -> tuple[str, dict[str, Any]]:
+    """(hex digest, what it covers): config (minus output-only keys), input file hashes, code hash."""
+    cfg = {k: v for k, v in dataclasses.asdict(config).items() if k not in _NOT_FINGERPRINTED}
+    inputs = {str(Path(f)): file_sha256(f) for f in input_files(config)}
+    basis = {"build_version": BUILD_VERSION, "config": cfg, "inputs": inputs, "code": code_sha256()}
+    digest = hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
+    return digest, basis
+
+
+def versions() -> dict[str, str]:
+    """The library versions a manifest records (not fingerprinted: they do not change the outputs)."""
+    return {
+        "python": platform.python_version(),
+        "cavpref": getattr(cavpref, "__version__", "?"),
+        "datasets": datasets.__version__,
+        "transformers": transformers.__version__,
+    }
+

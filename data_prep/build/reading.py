@@ -1,0 +1,112 @@
+"""Reading the configured sources and validating each record before any generator sees it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from cavpref.data import CATEGORIES
+from cavpref.media.spec import MediaError, from_json, resolve_path, sources
+from cavpref.data_prep.build.config import PrepConfig
+from cavpref.data_prep.readers import ReaderConfig, read_source
+from cavpref.data_prep.records import SOURCES, QARecord
+
+
+class PrepError(ValueError):
+    """A record the build cannot use; names the annotation file, the record index and the field."""
+
+    def __init__(self, record: QARecord, field_name: str, problem: str, kind: str | None = None):
+        self.reason = f"{field_name}: {kind or problem}"  # the count key of a skip: no per-record values
+        super().__init__(
+            f"{record.file}: record {record.index} ({record.source_id}): field {field_name!r}: {problem}"
+        )
+
+
+def read_records(config: PrepConfig, stats: dict) -> list[QARecord]:
+    """Every configured source file through its reader; reader skips counted per source and reason."""
+    reader_cfg = ReaderConfig(data_root=config.data_root, on_error=config.on_error)
+    records, skipped, n_in = [], Counter(), 0
+    for source in ("music_avqa", "avqa", "audioset"):
+        files = getattr(config, source)
+        if not files:
+            continue
+        names = Counter(Path(f).name for f in files)
+        clash = sorted(str(f) for f in files if names[Path(f).name] > 1)
+        if clash:  # e.g. MUSIC-AVQA's json/avqa-train.json and its corrected copy json_update/avqa-train.json
+            raise ValueError(
+                f"PrepConfig.{source}: {clash} share a file name; records are keyed by file name + index "
+                "(QARecord.key), so their ids would collide: pass one of them, or rename a copy"
+            )
+        kw = (
+            {"labels": config.audioset_labels, "ontology": config.audioset_ontology}
+            if source == "audioset"
+            else {}
+        )
+        result = read_source(source, files, reader_cfg, **kw)
+        records += result.records
+        skipped.update({f"{source}: {k}": v for k, v in result.skipped.items()})
+        n_in += result.n_in
+    # reader skips have no record key to shard by: shard 0 reports them
+    stats["reader_skipped"] = dict(sorted(skipped.items())) if config.shard_index == 0 else {}
+    stats["reader_skipped_total"] = sum(stats["reader_skipped"].values())
+    return records
+
+
+def validate(record: QARecord, view, config: PrepConfig, present: dict[str, bool]) -> None:
+    """Raise PrepError for a record no generator may use."""
+    if record.source not in SOURCES:
+        raise PrepError(
+            record,
+            "source",
+            f"unknown source {record.source!r} (expected one of {SOURCES})",
+            "unknown source",
+        )
+    try:
+        spec = from_json(record.media)
+    except (MediaError, ValueError, KeyError, TypeError) as err:
+        raise PrepError(record, "media", f"not a MediaSpec ({err})", "not a MediaSpec") from None
+    if config.check_media:
+        for s in sources(spec):
+            if s.path not in present:
+                try:
+                    present[s.path] = resolve_path(config.data_root, s.path).is_file()
+                except MediaError:
+                    present[s.path] = False
+            if not present[s.path]:
+                raise PrepError(
+                    record,
+                    "media",
+                    f"missing media file {s.path!r} (under {config.data_root})",
+                    "missing media file",
+                )
+    if record.source == "audioset":
+        if not record.labels:
+            raise PrepError(record, "labels", "segment has no labels")
+        return
+    if record.category not in CATEGORIES:
+        raise PrepError(
+            record,
+            "category",
+            f"unknown category {record.category!r} (expected one of {CATEGORIES})",
+            "unknown category",
+        )
+    if not record.question.strip():
+        raise PrepError(record, "question", "empty question")
+    if not record.answer.strip():
+        raise PrepError(record, "answer", "empty answer")
+    if record.options:
+        if record.answer.strip().lower() not in {o.strip().lower() for o in record.options}:
+            raise PrepError(
+                record,
+                "answer",
+                f"answer {record.answer!r} not among the options {record.options}",
+                "answer not among the options",
+            )
+    elif not view.in_vocab(record.category, record.answer):
+        raise PrepError(
+            record,
+            "answer",
+            f"answer {record.answer!r} not in the T3 vocabulary of category {record.category!r}",
+            "answer not in the T3 vocabulary",
+        )
+
