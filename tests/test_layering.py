@@ -100,7 +100,6 @@ def test_each_layer_imports_only_the_layers_below_it(graph):
     assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12: three cycles dodged by function imports")
 def test_no_import_cycles(graph):
     """Tarjan's strongly connected components over module -> module edges (package ``__init__`` files
     included); any component of two or more modules, or a module importing itself, is a cycle."""
