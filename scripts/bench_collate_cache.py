@@ -35,11 +35,11 @@ def main(argv=None) -> int:
 
     from datasets import load_from_disk
 
+    from cavpref.apps.quickstart import QuickstartConfig, run
     from cavpref.collator import CAVPrefCollator
     from cavpref.loss import DEFAULT_SWITCHES
     from cavpref.media.decode import FramePolicy
     from cavpref.models.registry import load_adapter
-    from cavpref.apps.quickstart import QuickstartConfig, run
 
     out = Path(args.out)
     saved = out / "quickstart_config.json"  # an existing run (e.g. the default size) is used as it was made

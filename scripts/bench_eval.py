@@ -82,11 +82,12 @@ def main(argv=None) -> None:
     import torch
 
     torch.set_num_threads(ns.threads)
-    from cavpref.models import build_tiny_qwen_omni, load_adapter
     from cavpref.eval.backends import AdapterBackend
     from cavpref.eval.choice_judge import ChoiceJudge
     from cavpref.eval.judge import ChatClient, ChatConfig
     from cavpref.eval.pipeline import EvalArgs, evaluate
+
+    from cavpref.models import build_tiny_qwen_omni, load_adapter
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_eval_"))
     data = make_bench(tmp, ns.items)

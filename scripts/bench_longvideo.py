@@ -15,12 +15,12 @@ import tracemalloc
 from dataclasses import dataclass, field
 
 import numpy as np
+from cavpref.eval.benchmarks.longvideo import LongVideoPolicy, decode_long
 
 from cavpref.media.decode import FramePolicy, decode
 from cavpref.media.spec import clip
 from cavpref.media.write import write_mp4
 from cavpref.parsing import parse_args
-from cavpref.eval.benchmarks.longvideo import LongVideoPolicy, decode_long
 
 
 @dataclass

@@ -18,8 +18,8 @@ here (see scripts/bench_media.py).
 from __future__ import annotations
 
 import statistics
-import tempfile
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,8 +39,9 @@ class BenchConfig:
 
 
 def _media(n: int, seed: int = 0):
-    from cavpref.media.decode import DecodedMedia
     from cavpref.data_prep.scoring import KeyedMedia
+
+    from cavpref.media.decode import DecodedMedia
 
     rng = np.random.default_rng(seed)
     return [

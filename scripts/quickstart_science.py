@@ -34,8 +34,6 @@ from pathlib import Path
 
 import numpy as np
 
-from cavpref.config import PAPER_LAMBDAS
-from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.apps.quickstart import (
     LABELS,
     QuickstartConfig,
@@ -48,6 +46,8 @@ from cavpref.apps.quickstart import (
     task_accuracy,
     train_stage,
 )
+from cavpref.config import PAPER_LAMBDAS
+from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.media.decode import FramePolicy, decode
 from cavpref.media.spec import clip, to_json
 from cavpref.models.base import Row

@@ -43,7 +43,13 @@ from cavpref.apps.quickstart.data import (
 )
 from cavpref.apps.quickstart.pipeline import eval_stage, main, run, train_stage
 from cavpref.apps.quickstart.recipes import recipe, write_recipe
-from cavpref.apps.quickstart.report import category_table, clean_chance, plot_methods, task_accuracy, write_report
+from cavpref.apps.quickstart.report import (
+    category_table,
+    clean_chance,
+    plot_methods,
+    task_accuracy,
+    write_report,
+)
 from cavpref.apps.quickstart.stages import Stage, Stages, say
 
 __all__ = [

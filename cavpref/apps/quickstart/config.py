@@ -76,7 +76,6 @@ class QuickstartConfig:
             raise ValueError(f"--methods: unknown {unknown}; choose from {list(METHODS)}")
         if self.eval_mode not in ("likelihood", "generate"):  # checked now, not after the training stages
             raise ValueError(f"--eval_mode must be likelihood or generate, got {self.eval_mode!r}")
-        for name in DEFAULTS:
+        for name, (full, small) in DEFAULTS.items():
             if getattr(self, name) is None:
-                full, small = DEFAULTS[name]
                 setattr(self, name, small if self.small else full)

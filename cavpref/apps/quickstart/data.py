@@ -13,15 +13,14 @@ from pathlib import Path
 
 from datasets import Dataset, load_from_disk
 
+from cavpref.apps.quickstart.config import QuickstartConfig
+from cavpref.apps.quickstart.stages import Stage
 from cavpref.data import CLEAN_TASK, NONE_OF_THE_ABOVE
 from cavpref.eval.avtrustbench import format_prompt
 from cavpref.eval.circular import n_passes, rotate
 from cavpref.eval.loader import load_items
 from cavpref.media.spec import clip as clip_spec
 from cavpref.media.spec import to_json
-
-from cavpref.apps.quickstart.config import QuickstartConfig
-from cavpref.apps.quickstart.stages import Stage
 
 
 def corpus(data: Path) -> list[str]:
