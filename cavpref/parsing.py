@@ -15,6 +15,7 @@ A leading positional ``*.yaml`` is the same as ``--config`` (the alignment-handb
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,4 +39,10 @@ def parse_args(types: Sequence[type], argv: Sequence[str], prog: str | None = No
     naming the key.
     """
     parser = TrlParser(list(types), prog=prog)
+    # TrlParser takes --config out of argv before argparse sees it; declared here only so --help shows it.
+    parser.add_argument(
+        "--config", default=argparse.SUPPRESS, metavar="CONFIG.yaml",
+        help="YAML file of defaults for every key below (the command line overrides it; an env: mapping sets "
+        "environment variables)",
+    )
     return tuple(parser.parse_args_and_config(args=config_argv(argv), fail_with_unknown_args=True))

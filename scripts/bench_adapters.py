@@ -13,15 +13,17 @@ encoders a larger share of the work (wider, deeper, 112-pixel frames), which is 
 
 from __future__ import annotations
 
-import argparse
+import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from cavpref.models import Row, load_model_io
 from cavpref.models.tiny import build_tiny_composed, build_tiny_qwen_omni, demo_media
+from cavpref.parsing import parse_args
 
 SIZES = {
     "tiny": ({}, {}, 56),
@@ -75,16 +77,23 @@ def bench(name: str, folder: Path, args) -> list[tuple]:
             (name, f"generate {args.new_tokens} tok", len(gen_rows), t_gen, len(gen_rows) / t_gen, "items/s")]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--samples", type=int, default=4)
-    ap.add_argument("--size", choices=sorted(SIZES), default="tiny")
-    ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--frames", type=int, default=8)
-    ap.add_argument("--seconds", type=float, default=4.0)
-    ap.add_argument("--new_tokens", type=int, default=8)
-    args = ap.parse_args()
+@dataclass
+class BenchArguments:
+    samples: int = field(default=4, metadata={"help": "samples per measurement (4 rows each, 2 distinct media)"})
+    size: str = field(default="tiny", metadata={"help": f"model size, one of {sorted(SIZES)}"})
+    repeats: int = field(default=10, metadata={"help": "repeats per measurement (median reported)"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+    frames: int = field(default=8, metadata={"help": "video frames per clip"})
+    seconds: float = field(default=4.0, metadata={"help": "clip length in seconds"})
+    new_tokens: int = field(default=8, metadata={"help": "tokens generated per row"})
+
+    def __post_init__(self):
+        if self.size not in SIZES:
+            raise ValueError(f"--size must be one of {sorted(SIZES)}, got {self.size!r}")
+
+
+def main(argv=None) -> None:
+    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_adapters.py")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     table = []

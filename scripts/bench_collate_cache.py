@@ -11,27 +11,35 @@ per epoch and the ratio; no model forward is timed (see scripts/bench_trainer.py
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from cavpref.parsing import parse_args
+
+
+@dataclass
+class BenchArguments:
+    out: str = field(default="runs/bench_collate_cache", metadata={
+        "help": "a quickstart run folder (reused when it finished before, else a --small one is run there)"})
+    rows: int = field(default=256, metadata={"help": "training rows collated per epoch"})
+    batch: int = field(default=8, metadata={"help": "rows per batch"})
+    epochs: int = field(default=2, metadata={"help": "epochs per cache size (the cache pays off from epoch 2)"})
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", default="runs/bench_collate_cache")
-    p.add_argument("--rows", type=int, default=256)
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--epochs", type=int, default=2)
-    args = p.parse_args(argv)
+    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv,
+                         prog="scripts/bench_collate_cache.py")
 
     from datasets import load_from_disk
 
+    from cavpref.apps.quickstart import QuickstartConfig, run
     from cavpref.collator import CAVPrefCollator
     from cavpref.loss import DEFAULT_SWITCHES
     from cavpref.media.decode import FramePolicy
     from cavpref.models.registry import load_model_io
-    from cavpref.apps.quickstart import QuickstartConfig, run
 
     out = Path(args.out)
     saved = out / "quickstart_config.json"  # an existing run (e.g. the default size) is used as it was made

@@ -11,15 +11,18 @@ judge calls depends only on how many answers the heuristics leave unparsed.
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
+
+from cavpref.parsing import parse_args
 
 
 def start_judge() -> tuple[ThreadingHTTPServer, list]:
@@ -66,21 +69,25 @@ def make_bench(root: Path, n_items: int) -> Path:
     return root / "items.jsonl"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--items", type=int, default=24)
-    ap.add_argument("--batch_size", type=int, default=8)
-    ap.add_argument("--threads", type=int, default=2)
-    ns = ap.parse_args()
+@dataclass
+class BenchArguments:
+    items: int = field(default=24, metadata={"help": "benchmark items evaluated per measurement"})
+    batch_size: int = field(default=8, metadata={"help": "evaluation batch size"})
+    threads: int = field(default=2, metadata={"help": "torch CPU threads"})
+
+
+def main(argv=None) -> None:
+    (ns,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_eval.py")
 
     import torch
 
     torch.set_num_threads(ns.threads)
-    from cavpref.models import build_tiny_qwen_omni, load_model_io
     from cavpref.eval.backends import ModelIOBackend
     from cavpref.eval.choice_judge import ChoiceJudge
     from cavpref.eval.judge import ChatClient, ChatConfig
     from cavpref.eval.pipeline import EvalArgs, evaluate
+
+    from cavpref.models import build_tiny_qwen_omni, load_model_io
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_eval_"))
     data = make_bench(tmp, ns.items)

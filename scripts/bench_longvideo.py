@@ -8,23 +8,29 @@ after a warm-up and prints a table: seconds, seconds of audio kept, peak traced 
 
 from __future__ import annotations
 
-import argparse
+import sys
 import tempfile
 import time
 import tracemalloc
+from dataclasses import dataclass, field
 
 import numpy as np
+from cavpref.eval.benchmarks.longvideo import LongVideoPolicy, decode_long
 
 from cavpref.media.decode import FramePolicy, decode
 from cavpref.media.spec import clip
 from cavpref.media.write import write_mp4
-from cavpref.eval.benchmarks.longvideo import LongVideoPolicy, decode_long
+from cavpref.parsing import parse_args
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--minutes", type=float, default=20.0)
-    n = int(ap.parse_args().minutes * 60)
+@dataclass
+class BenchArguments:
+    minutes: float = field(default=20.0, metadata={"help": "length of the generated long video"})
+
+
+def main(argv=None) -> None:
+    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_longvideo.py")
+    n = int(args.minutes * 60)
     root = tempfile.mkdtemp()
     rng = np.random.default_rng(0)
     write_mp4(f"{root}/long.mp4", rng.integers(0, 255, (n, 64, 64, 3), dtype=np.uint8), 1.0,

@@ -19,19 +19,23 @@ The synthetic media are generated once into ``cache_dir`` (default ~/.cache/cavp
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from cavpref.parsing import parse_args
+
 
 @dataclass
 class BenchConfig:
-    cache_dir: str = field(default=os.path.expanduser("~/.cache/cavpref/bench_media"))
+    cache_dir: str = field(default=os.path.expanduser("~/.cache/cavpref/bench_media"), metadata={
+        "help": "where the generated test videos are kept between runs"})
     repeats: int = field(default=20, metadata={"help": "rounds over the 10 s clip (median reported)"})
     long_rounds: int = field(default=5, metadata={"help": "rounds over the long video (median reported)"})
-    long_minutes: float = 20.0
+    long_minutes: float = field(default=20.0, metadata={"help": "length of the generated long video"})
 
 
 def _frames(n, fps, h, w, period=1):
@@ -115,10 +119,8 @@ def _all_frames_decord(path, times):
     return np.stack(keep), len(vr)
 
 
-def main() -> None:
-    from transformers import HfArgumentParser
-
-    (cfg,) = HfArgumentParser(BenchConfig).parse_args_into_dataclasses()
+def main(argv=None) -> None:
+    (cfg,) = parse_args([BenchConfig], sys.argv[1:] if argv is None else argv, prog="scripts/bench_media.py")
     import torch
 
     torch.set_num_threads(1)

@@ -11,16 +11,19 @@ seconds of this process (on a shared machine the CPU figure is the stable one), 
 
 from __future__ import annotations
 
-import argparse
 import random
+import sys
 import time
+from dataclasses import dataclass, field
 
-from cavpref.data import TASKS
-from cavpref.media.spec import Source, to_json
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tables import LookupTables
 from cavpref.data_prep.tasks import GENERATORS, TaskOptions, make_context
 from cavpref.data_prep.tasks.common import stable_hash
+
+from cavpref.data import TASKS
+from cavpref.media.spec import Source, to_json
+from cavpref.parsing import parse_args
 
 
 def synthetic_tables(n_groups: int = 12, per_group: int = 25) -> tuple[LookupTables, list[str]]:
@@ -103,11 +106,14 @@ def synthetic_records(n: int, classes: list[str], seed: int) -> list[QARecord]:
     return recs
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=50_000)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
+@dataclass
+class BenchArguments:
+    records: int = field(default=50_000, metadata={"help": "synthetic source records"})
+    seed: int = field(default=0, metadata={"help": "seed of the synthetic records"})
+
+
+def main(argv=None) -> None:
+    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_prep.py")
     tables, classes = synthetic_tables()
     records = synthetic_records(args.records, classes, args.seed)
     t0, c0 = time.perf_counter(), time.process_time()

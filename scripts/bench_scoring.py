@@ -18,25 +18,30 @@ here (see scripts/bench_media.py).
 from __future__ import annotations
 
 import statistics
+import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from cavpref.parsing import parse_args
+
 
 @dataclass
 class BenchConfig:
-    items: int = 64
-    rounds: int = 3
-    batch_size: int = 16
-    threads: int = 1  # torch intra-op threads: 1 keeps figures comparable on a shared machine
+    items: int = field(default=64, metadata={"help": "media items scored per round"})
+    rounds: int = field(default=3, metadata={"help": "timed rounds (median reported)"})
+    batch_size: int = field(default=16, metadata={"help": "items per scorer batch"})
+    threads: int = field(default=1, metadata={
+        "help": "torch intra-op threads: 1 keeps figures comparable on a shared machine"})
 
 
 def _media(n: int, seed: int = 0):
-    from cavpref.media.decode import DecodedMedia
     from cavpref.data_prep.scoring import KeyedMedia
+
+    from cavpref.media.decode import DecodedMedia
 
     rng = np.random.default_rng(seed)
     return [
@@ -54,11 +59,10 @@ def _media(n: int, seed: int = 0):
     ]
 
 
-def main() -> None:
+def main(argv=None) -> None:
     import torch
-    from transformers import HfArgumentParser
 
-    (cfg,) = HfArgumentParser(BenchConfig).parse_args_into_dataclasses()
+    (cfg,) = parse_args([BenchConfig], sys.argv[1:] if argv is None else argv, prog="scripts/bench_scoring.py")
     torch.set_num_threads(cfg.threads)
     with tempfile.TemporaryDirectory(prefix="bench_scoring_") as tmp:
         run_bench(cfg, Path(tmp))

@@ -16,14 +16,17 @@ throughput (samples / s).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import torch
+
+from cavpref.parsing import parse_args
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -181,13 +184,16 @@ def step(case, device):
     return dt, (torch.cuda.max_memory_allocated() if device == "cuda" else saved.bytes)
 
 
+@dataclass
+class BenchArguments:
+    batch: int = field(default=9, metadata={"help": "samples per step (one per task in the mix)"})
+    rounds: int = field(default=5, metadata={"help": "timed rounds (median reported)"})
+    hidden: int = field(default=64, metadata={"help": "hidden size of the tiny thinker"})
+    device: Literal["auto", "cpu", "cuda"] = field(default="auto", metadata={"help": "auto: cuda when available"})
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--batch", type=int, default=9, help="samples per step (one per task in the mix)")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--hidden", type=int, default=64)
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    args = p.parse_args(argv)
+    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_trainer.py")
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     from cavpref.models import AVModelArguments, load_model_io
 

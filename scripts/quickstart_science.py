@@ -1,6 +1,7 @@
 """The quickstart's science on the embedded default: seeds, the stream ablation and the λ sweep (Fig. 6).
 
-    python scripts/quickstart_science.py --out runs/quickstart [--seeds 0,1,2] [--grid 0.5,1,2] [quickstart flags]
+    python scripts/quickstart_science.py --out runs/quickstart [--seeds 0 1 2] [--grid 0.5 1 2] [quickstart keys]
+    python scripts/quickstart_science.py --config science.yaml [--key value ...]   (the same keys in a YAML file)
 
 1. runs (or reuses) ``cavpref quickstart`` in ``--out`` with the given flags;
 2. seeds: DPO and CAVPref again from the *same* starting model with preference-training seeds ``--seeds``
@@ -23,29 +24,35 @@ quickstart's (instruction setting, CircularEval, its answer mode) and is never c
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import statistics
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from cavpref.config import PAPER_LAMBDAS
-from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.apps.quickstart import (
     LABELS,
     QuickstartConfig,
     Stages,
+    clip_captions,
     eval_stage,
     recipe,
     run,
+    split_clips,
     task_accuracy,
     train_stage,
 )
+from cavpref.config import PAPER_LAMBDAS
+from cavpref.data import CLEAN_TASK, TASKS
+from cavpref.media.decode import FramePolicy, decode
+from cavpref.media.spec import clip, to_json
+from cavpref.models.base import Row
+from cavpref.models.registry import load_model_io
+from cavpref.parsing import parse_args
 
 MODALITY = ("MVIT", "MAIT", "MVT", "MAT")
 REST = tuple(t for t in TASKS if t not in MODALITY)
@@ -76,6 +83,7 @@ def _load(path: Path) -> dict:
 def _sweep_plot():
     spec = importlib.util.spec_from_file_location("sweep", Path(__file__).with_name("sweep.py"))
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass reads its module's namespace while it is defined
     spec.loader.exec_module(module)
     return module.plot
 
@@ -190,17 +198,11 @@ def protocol_probe(cfg, stage: Stages, qs: dict) -> tuple[list[str], dict]:
 def caption_probe(cfg, qs: dict) -> tuple[list[str], dict]:
     """Does the starting model see and hear? Greedy answers to the three caption prompts on every *test*
     clip (never trained on), exact match against the world's ground truth (``clip_captions``)."""
-    from cavpref.media.decode import FramePolicy, decode
-    from cavpref.media.spec import clip, to_json
-    from cavpref.models.base import Row
-    from cavpref.models.registry import load_model_io
-    from cavpref.apps.quickstart import clip_captions, split_clips
-
     world = Path(qs["world"])
     _, test = split_clips(Path(qs["data"]))
     manifest = json.loads((world / "world.json").read_text())
     clips = [c for src in ("music_avqa", "avqa", "audioset") for c in manifest[src] if c["file"] in test]
-    adapter = load_model_io(qs["start"], dtype="float32", num_frames=cfg.num_frames, frame_height=cfg.frame_size,
+    model_io = load_model_io(qs["start"], dtype="float32", num_frames=cfg.num_frames, frame_height=cfg.frame_size,
                            frame_width=cfg.frame_size)
     policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.frame_size))
     hits, prompts = None, None
@@ -208,7 +210,7 @@ def caption_probe(cfg, qs: dict) -> tuple[list[str], dict]:
         media = decode(to_json(clip(c["file"])), str(world), frames=policy)
         caps = clip_captions(c)
         prompts = [p for p, _ in caps]
-        out = adapter.generate(adapter.model, [Row(p, "", media, c["file"], c["file"]) for p in prompts],
+        out = model_io.generate(model_io.model, [Row(p, "", media, c["file"], c["file"]) for p in prompts],
                                max_new_tokens=24)
         ok = [int(o.strip() == t) for o, (_, t) in zip(out, caps)]
         hits = ok if hits is None else [a + b for a, b in zip(hits, ok)]
@@ -244,24 +246,29 @@ def sweep(cfg, stage: Stages, qs: dict, grid: list[float]) -> tuple[dict, Path]:
     return summary, path
 
 
-def parse(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--seeds", default="0,1,2", help="preference-training seeds (the first run is the quickstart's)")
-    p.add_argument("--grid", default="0.5,1,2", help="factors applied to one paper λ at a time")
-    p.add_argument("--no_ablation", action="store_true")
-    p.add_argument("--no_sweep", action="store_true")
-    p.add_argument("--no_clean_mix", action="store_true", help="skip DPO / CAVPref with CLEAN in the preference mix")
-    args, rest = p.parse_known_args(argv)
-    from transformers import HfArgumentParser
+@dataclass
+class ScienceArguments:
+    """The science script's own keys; every ``QuickstartConfig`` key is accepted too (``--help`` lists both)."""
 
-    (cfg,) = HfArgumentParser(QuickstartConfig).parse_args_into_dataclasses(args=rest)
-    return args, cfg
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata={
+        "help": "preference-training seeds (the quickstart's own seed is always included, and reused)"})
+    grid: list[float] = field(default_factory=lambda: [0.5, 1.0, 2.0], metadata={
+        "help": "factors applied to one paper λ at a time"})
+    no_ablation: bool = field(default=False, metadata={"help": "skip the stream ablation"})
+    no_sweep: bool = field(default=False, metadata={"help": "skip the λ sweep"})
+    no_clean_mix: bool = field(default=False, metadata={
+        "help": "skip DPO / CAVPref with CLEAN in the preference mix"})
+
+
+def parse(argv=None) -> tuple[ScienceArguments, QuickstartConfig]:
+    return parse_args([ScienceArguments, QuickstartConfig], sys.argv[1:] if argv is None else argv,
+                      prog="scripts/quickstart_science.py")
 
 
 def main(argv=None) -> int:
     args, cfg = parse(argv)
     t0 = time.perf_counter()
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = list(args.seeds)
     if cfg.seed not in seeds:
         seeds = [cfg.seed, *seeds]
     cfg = replace(cfg, methods=list(dict.fromkeys([*cfg.methods, *COMPARED])))
@@ -293,7 +300,7 @@ def main(argv=None) -> int:
     lines, science["protocol_probe"] = protocol_probe(cfg, stage, qs)
     report += ["## Starting model on CLEAN: option likelihood vs generation (paper protocol)", "", *lines, ""]
     if not args.no_sweep:
-        grid = [float(g) for g in args.grid.split(",")]
+        grid = list(args.grid)
         science["sweep"], png = sweep(cfg, stage, qs, grid)
         report += ["## λ sweep (Fig. 6 style; circular accuracy)", "", "| axis | value | MCIT | MVIT | MAIT |",
                    "|---|---|---|---|---|"]

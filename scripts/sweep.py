@@ -1,8 +1,9 @@
 """λ / β sweep in the style of the paper's Fig. 6: train one run per grid value, evaluate it, plot.
 
-    python scripts/sweep.py recipes/tiny/cavpref.yaml --out runs/sweep \\
-        --lambda_y 0.5,1.0,2.0 --lambda_v 0.5,1.0,2.0 --lambda_a 0.4,0.8,1.6 \\
+    python scripts/sweep.py --recipe recipes/tiny/cavpref.yaml --out runs/sweep \\
+        --lambda_y 0.5 1.0 2.0 --lambda_v 0.5 1.0 2.0 --lambda_a 0.4 0.8 1.6 \\
         --eval_data runs/tiny/bench [--eval_limit 50] [--eval_mode likelihood] [-- --max_steps 200 ...]
+    python scripts/sweep.py --config sweep.yaml [--key value ...]     (the same keys in a YAML file)
 
 Each axis is varied alone, the others staying at the recipe's values (Fig. 6: λ_y is read on MCIT, λ_V on MVIT,
 λ_A on MAIT; β axes on all tasks unless ``--task_for``). A run is ``cavpref train RECIPE --<axis> <value>`` (in
@@ -14,50 +15,73 @@ runs and evaluations are reused). Writes ``sweep.json`` and ``sweep.png`` in ``-
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
+
+from cavpref.eval.metrics import primary
+from cavpref.eval.pipeline import EvalArgs, evaluate
+
+from cavpref.data import TASKS
+from cavpref.parsing import parse_args
+from cavpref.plotting import pyplot
+from cavpref.train import main as train_main
 
 AXES = ("lambda_y", "lambda_v", "lambda_a", "beta_y", "beta_v", "beta_a", "beta_scale", "beta_offset")
 FIG6_TASK = {"lambda_y": "MCIT", "lambda_v": "MVIT", "lambda_a": "MAIT", "beta_v": "MVIT", "beta_a": "MAIT"}
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@dataclass
+class SweepArguments:
+    """The sweep's keys (``--config sweep.yaml`` and / or the command line; ``--help`` lists them)."""
+
+    recipe: str = field(metadata={"help": "the `cavpref train` recipe every run starts from"})
+    out: str = field(metadata={"help": "sweep folder: one run folder per axis value, sweep.json, sweep.png"})
+    lambda_y: list[float] | None = field(default=None, metadata={"help": "values of λ_y, e.g. 0.5 1 2"})
+    lambda_v: list[float] | None = field(default=None, metadata={"help": "values of λ_V"})
+    lambda_a: list[float] | None = field(default=None, metadata={"help": "values of λ_A"})
+    beta_y: list[float] | None = field(default=None, metadata={"help": "values of β_y"})
+    beta_v: list[float] | None = field(default=None, metadata={"help": "values of β_V"})
+    beta_a: list[float] | None = field(default=None, metadata={"help": "values of β_A"})
+    beta_scale: list[float] | None = field(default=None, metadata={"help": "values of the β calibration scale"})
+    beta_offset: list[float] | None = field(default=None, metadata={"help": "values of the β calibration offset"})
+    task_for: list[str] = field(default_factory=list, metadata={
+        "help": "AXIS=TASK: the task an axis is read on (default: Fig. 6's MCIT / MVIT / MAIT, else all tasks)"})
+    eval_data: str | None = field(default=None, metadata={
+        "help": "benchmark items for the evaluation (prep output, datasets or JSONL); none: training metrics"})
+    eval_split: str = field(default="test", metadata={"help": "split of --eval_data"})
+    eval_limit: int | None = field(default=None, metadata={"help": "items per task and setting"})
+    eval_mode: Literal["generate", "likelihood"] = field(default="likelihood", metadata={"help": "answer mode"})
+    eval_setting: str | None = field(default=None, metadata={"help": "base | instruction (default: both)"})
+    eval_media_root: str | None = field(default=None, metadata={"help": "root the items' media paths are under"})
+    no_eval: bool = field(default=False, metadata={"help": "train only; plot the final training metrics"})
+    launch: str | None = field(default=None, metadata={
+        "help": 'run each training under a launcher, e.g. "accelerate launch --config_file '
+                'recipes/accelerate/multi_gpu.yaml"'})
+    train_overrides: list[str] = field(default_factory=list, metadata={
+        "help": "`cavpref train` overrides for every run (in YAML: a list, e.g. [--max_steps, 200]; on the "
+                "command line: after `--`)"})
+
+    def __post_init__(self):
+        if self.eval_setting not in (None, "base", "instruction"):
+            raise ValueError(f"--eval_setting must be base or instruction, got {self.eval_setting!r}")
+
+
 def parse(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("recipe")
-    p.add_argument("--out", required=True)
-    for axis in AXES:
-        p.add_argument(f"--{axis}", default=None, help="comma-separated values")
-    p.add_argument(
-        "--task_for",
-        action="append",
-        default=[],
-        metavar="AXIS=TASK",
-        help="task an axis is read on (default: Fig. 6's MCIT / MVIT / MAIT, else all tasks)",
-    )
-    p.add_argument(
-        "--eval_data", default=None, help="benchmark items for eval (prep output, datasets or JSONL)"
-    )
-    p.add_argument("--eval_split", default="test")
-    p.add_argument("--eval_limit", type=int, default=None)
-    p.add_argument("--eval_mode", default="likelihood", choices=["generate", "likelihood"])
-    p.add_argument("--eval_setting", default=None, choices=[None, "base", "instruction"])
-    p.add_argument("--eval_media_root", default=None)
-    p.add_argument("--no_eval", action="store_true")
-    p.add_argument(
-        "--launch",
-        default=None,
-        help='e.g. "accelerate launch --config_file recipes/accelerate/multi_gpu.yaml"',
-    )
-    args, extra = p.parse_known_args(argv)
-    args.extra = [a for a in extra if a != "--"]
-    grid = {a: [float(v) for v in getattr(args, a).split(",")] for a in AXES if getattr(args, a)}
+    """``(args, grid, tasks)``; what follows a ``--`` goes to every ``cavpref train`` run unchanged."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
+    (args,) = parse_args([SweepArguments], argv, prog="scripts/sweep.py")
+    args.extra = [*args.train_overrides, *extra]
+    grid = {a: [float(v) for v in getattr(args, a)] for a in AXES if getattr(args, a)}
     if not grid:
-        p.error("give at least one axis, e.g. --lambda_a 0.4,0.8,1.6")
+        raise SystemExit("scripts/sweep.py: give at least one axis, e.g. --lambda_a 0.4 0.8 1.6")
     tasks = dict(FIG6_TASK)
     for spec in args.task_for:
         axis, _, task = spec.partition("=")
@@ -72,11 +96,8 @@ def train_run(args, axis: str, value: float, run_dir: Path) -> None:
     if args.launch:
         cmd = [*shlex.split(args.launch), str(ROOT / "scripts" / "train.py"), *argv]
         subprocess.run(cmd, check=True)
-    else:
-        from cavpref.train import main
-
-        if main(argv) != 0:
-            raise RuntimeError(f"training {run_dir} failed")
+    elif train_main(argv) != 0:
+        raise RuntimeError(f"training {run_dir} failed")
 
 
 def training_summary(run_dir: Path) -> dict[str, float]:
@@ -93,14 +114,6 @@ def evaluate_run(args, run_dir: Path, task: str | None) -> dict | None:
     """Accuracy (%) per task from the eval module (circular where run, else vanilla); None without data."""
     if args.no_eval or not args.eval_data:
         return None
-    try:
-        from cavpref.eval.metrics import primary
-        from cavpref.eval.pipeline import EvalArgs, evaluate
-    except ImportError as err:  # eval is a separate stage; keep the sweep usable without it
-        print(f"[sweep] evaluation unavailable ({err}); plotting training metrics", file=sys.stderr)
-        return None
-    from cavpref.data import TASKS
-
     out = run_dir / "eval"
     results_file = out / "results.json"
     if results_file.exists():
@@ -128,11 +141,7 @@ def evaluate_run(args, run_dir: Path, task: str | None) -> dict | None:
 
 
 def plot(summary: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     axes = list(summary["axes"])
     fig, subplots = plt.subplots(1, len(axes), figsize=(4 * len(axes), 3.2), squeeze=False)
     for ax, axis in zip(subplots[0], axes):

@@ -208,11 +208,13 @@ def test_sweep_trains_evaluates_and_plots(fx, tmp_path):
 
     out = tmp_path / "sweep"
     argv = [
+        "--recipe",
         str(recipe(fx, tmp_path / "r.yaml", max_steps=1, per_device_train_batch_size=2)),
         "--out",
         str(out),
         "--lambda_a",
-        "0.4,1.6",
+        "0.4",
+        "1.6",
         "--eval_data",
         str(items),
         "--eval_media_root",

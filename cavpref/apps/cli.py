@@ -1,7 +1,9 @@
 """`cavpref` command line: one sub-command per stage, each owned by its stage's module.
 
-The dispatcher only routes; every sub-command parses its own arguments (HF ``HfArgumentParser`` over the
-stage's config dataclass), so a recipe key and a command-line flag are the same thing.
+The dispatcher only routes; every sub-command parses its own arguments with ``cavpref.parsing.parse_args``
+(TRL's ``TrlParser`` over the stage's config dataclasses: ``--config FILE.yaml`` plus ``--key value``
+overrides), so a recipe key and a command-line flag are the same thing, and ``cavpref <command> --help``
+lists every key.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ def _usage() -> str:
     width = max(map(len, COMMANDS))
     lines = ["usage: cavpref <command> [args...]", "", "commands:"]
     lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "Every command takes [--config FILE.yaml] [--key value ...] (the command line overrides the file);",
+              "`cavpref <command> --help` lists its keys."]
     return "\n".join(lines)
 
 
@@ -38,14 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     target, _ = COMMANDS[name]
     module_name, func_name = target.split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as err:
-        if err.name and (module_name == err.name or module_name.startswith(err.name + ".")):
-            print(f"cavpref {name}: not yet available in this version ({module_name} is not implemented)",
-                  file=sys.stderr)
-            return 2
-        raise
+    module = importlib.import_module(module_name)
     return int(getattr(module, func_name)(rest) or 0)
 
 

@@ -1,0 +1,118 @@
+"""The quickstart's stages in order and ``run``: world -> prep -> tiny thinker -> starting SFT -> the Table-5
+methods -> evaluation of each -> ``report.md``. Each stage is a function ``(cfg, stage, *inputs)`` run by
+``Stages`` (reused when it finished before)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from cavpref.apps.quickstart.config import LABELS, QuickstartConfig
+from cavpref.apps.quickstart.data import corpus, rotated_preferences, start_data
+from cavpref.apps.quickstart.recipes import recipe, write_recipe
+from cavpref.apps.quickstart.report import load_results, table5, write_report
+from cavpref.apps.quickstart.stages import Stage, Stages, say
+from cavpref.data import CLEAN_TASK, TASKS
+from cavpref.data_prep.build import PrepConfig, build
+from cavpref.data_prep.synthetic import WorldConfig, generate_world
+from cavpref.eval.pipeline import EvalArgs, evaluate
+from cavpref.models.tiny import build_tiny_qwen_omni
+from cavpref.parsing import parse_args
+from cavpref.train import main as train_main
+
+
+def world_stage(cfg: QuickstartConfig, stage: Stage) -> None:
+    """The synthetic audio-visual world (``cavpref world``) with the run's seed and size."""
+    manifest = generate_world(WorldConfig(out=str(stage.dir), seed=cfg.seed, num_clips=cfg.num_clips))
+    stage.finish(files=manifest.get("files", {}) and len(manifest["files"]))
+
+
+def prep_stage(cfg: QuickstartConfig, stage: Stage, world: Path) -> None:
+    """AVTrustBench items of every task + CLEAN and the preference data (``cavpref prep``) from the world."""
+    stats = build(PrepConfig(output_dir=str(stage.dir), world=str(world), tasks=[*TASKS, CLEAN_TASK],
+                             seed=cfg.seed, split_seed=cfg.seed, score=cfg.calibrate_beta))
+    stage.finish(stats_file=str(stage.dir / "stats.json"), items=stats.get("items"))
+
+
+def model_stage(cfg: QuickstartConfig, stage: Stage, data: Path) -> None:
+    """A random tiny Qwen2.5-Omni thinker whose tokenizer is trained on the training split's text."""
+    build_tiny_qwen_omni(
+        stage.dir, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
+        num_attention_heads=cfg.num_attention_heads, num_key_value_heads=cfg.num_key_value_heads,
+        intermediate_size=cfg.intermediate_size, vision_hidden_size=cfg.vision_hidden_size,
+        vision_depth=cfg.vision_depth, audio_d_model=cfg.audio_d_model, audio_layers=cfg.audio_layers,
+        frame_pixels=cfg.frame_size * cfg.frame_size, extra_corpus=corpus(data), vocab_size=cfg.vocab_size,
+        seed=cfg.seed,
+    )
+    stage.finish()
+
+
+def train_stage(cfg: QuickstartConfig, stage: Stage, recipe: dict) -> None:
+    """``cavpref train`` on the stage's recipe (written to ``<root>/recipes/``), resuming a partial run."""
+    stage.dir.mkdir(parents=True, exist_ok=True)
+    path = write_recipe(stage, recipe)
+    argv = [str(path)]
+    if any(stage.dir.glob("checkpoint-*")):
+        argv += ["--resume_from_checkpoint", "last"]
+    code = train_main(argv)
+    if code:
+        raise RuntimeError(f"training stage {stage.name} failed (exit {code}); recipe {path}")
+    stage.finish(recipe=str(path))
+
+
+def eval_stage(cfg: QuickstartConfig, stage: Stage, model: Path, data: Path, world: Path, label: str, *,
+               tasks: list[str] | None = None, drop_stream: str | None = None) -> dict:
+    """The paper protocol on the test split: instruction setting, CircularEval (vanilla = its first pass)."""
+    args = EvalArgs(model=str(model), data=str(data), output=str(stage.dir), tasks=tasks or [*TASKS, CLEAN_TASK],
+                    setting="instruction", circular=True, limit=cfg.eval_limit or None, mode=cfg.eval_mode, label=label,
+                    media_root=str(world), num_frames=cfg.num_frames, frame_height=cfg.frame_size,
+                    frame_width=cfg.frame_size, max_new_tokens=24, no_judge=True, drop_stream=drop_stream)
+    results = evaluate(args)
+    if not results["metrics"]["counts"]["evaluated"]:
+        raise RuntimeError(f"evaluation {stage.name}: no test items of {args.tasks} in {data} (world too small for "
+                           f"a test split? raise --num_clips)")
+    stage.finish(label=label)
+    return results
+
+
+def run(cfg: QuickstartConfig) -> dict:
+    """Every stage under ``cfg.out`` (reusing finished ones), then ``report.md``; returns the stage folders."""
+    root = Path(cfg.out)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "quickstart_config.json").write_text(json.dumps(asdict(cfg), indent=1))
+    stage = Stages(cfg, root)
+    world = stage("world", world_stage).dir
+    data = stage("data", prep_stage, world).dir
+    init = stage("model_init", model_stage, data).dir
+    sft_data = stage("start_data", start_data, world, data).dir
+    start = stage("start", train_stage, recipe(cfg, method="sft", model=init, train=sft_data / "train",
+                                               world=world, out=root / "start", steps=cfg.sft_steps,
+                                               lr=cfg.sft_learning_rate, tasks=[CLEAN_TASK], encoders=True)).dir
+    prefs = stage("pref_data", rotated_preferences, data).dir
+    trained = {}
+    for method in cfg.methods:
+        trained[method] = stage(method, train_stage, recipe(
+            cfg, method=method, model=start, train=prefs, world=world, out=root / method, steps=cfg.pref_steps,
+            lr=cfg.pref_learning_rate, tasks=list(TASKS))).dir
+    runs = {}
+    for name, model in {"start": start, **trained}.items():
+        runs[name] = stage(f"eval/{name}", eval_stage, model, data, world, LABELS[name]).dir
+    times = root / "timings.json"  # every stage's wall time, from the invocation that ran it
+    recorded = {**(json.loads(times.read_text()) if times.exists() else {}), **stage.timings}
+    times.write_text(json.dumps(recorded, indent=1))
+    report = write_report(cfg, root, runs, recorded)
+    print(table5(load_results(runs)))  # the headline table, as the command's output
+    say(f"report: {report}")
+    return {"report": str(report), "runs": {k: str(v) for k, v in runs.items()}, "timings": stage.timings,
+            "root": str(root), "world": str(world), "data": str(data), "start": str(start),
+            "pref_data": str(prefs)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``cavpref quickstart [--config FILE.yaml] [--key value ...]`` (every key: ``--help``)."""
+    (cfg,) = parse_args([QuickstartConfig], sys.argv[1:] if argv is None else argv, prog="cavpref quickstart")
+    run(cfg)
+    return 0

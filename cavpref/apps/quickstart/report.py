@@ -1,0 +1,113 @@
+"""The quickstart's ``report.md``: the Table-5 layouts (``cavpref.eval.report.compare``), CLEAN after
+training, the per-category table, the methods plot and the stage wall times.
+
+The tables are rendered with the evaluation's own helpers (``compare``, ``fmt``, the markdown table), so a
+number reads the same here as in ``cavpref eval compare``; only what the evaluation has no view of (CLEAN's
+chance level, categories macro-averaged over the 9 tasks, several methods in one plot) is computed here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from datasets import load_from_disk
+
+from cavpref.apps.quickstart.config import LABELS, QuickstartConfig
+from cavpref.data import CATEGORIES, CLEAN_TASK, TASKS
+from cavpref.eval.report import _table, compare, fmt
+from cavpref.plotting import pyplot
+
+
+def task_accuracy(results: dict, task: str, metric: str = "circular") -> float | None:
+    """Accuracy (%) of one task in the instruction setting: ``circular`` or ``vanilla``."""
+    block = results["metrics"]["settings"].get("instruction", {}).get("tasks", {}).get(task)
+    return None if block is None else block.get(metric)
+
+
+def clean_chance(data: Path, limit: int | None = None) -> float:
+    """Vanilla chance on CLEAN's instruction test items: the mean of 1 / (number of options)."""
+    rows = load_from_disk(str(data / "benchmark" / CLEAN_TASK))["test"]
+    rows = sorted((r for r in rows if r["setting"] == "instruction"), key=lambda r: r["id"])[:limit]
+    return 100.0 * sum(1 / len(r["option_letters"]) for r in rows) / max(1, len(rows))
+
+
+def category_table(results: dict[str, dict]) -> list[str]:
+    """Rows: methods; columns: question categories; cell: circular accuracy macro-averaged over the 9 tasks
+    that have the category (instruction setting). CLEAN is left out (it is in its own column elsewhere)."""
+
+    def cell(res: dict, cat: str) -> float | None:
+        tasks = res["metrics"]["settings"].get("instruction", {}).get("tasks", {})
+        vals = [b["categories"][cat]["circular"] for t, b in tasks.items()
+                if t in TASKS and cat in b.get("categories", {}) and b["categories"][cat].get("circular") is not None]
+        return sum(vals) / len(vals) if vals else None
+
+    cats = [c for c in CATEGORIES if any(cell(r, c) is not None for r in results.values())]
+    return _table(["Method", *cats], [[LABELS.get(n, n), *(fmt(cell(r, c)) for c in cats)]
+                                      for n, r in results.items()])
+
+
+def table5(results: dict[str, dict], metric: str = "headline") -> str:
+    """Paper Table 5 over the methods (the first, the starting model, is the zero-shot row); empty for one run."""
+    if len(results) < 2:
+        return ""
+    return compare(list(results.values()), [LABELS[n] for n in results], setting="instruction", metric=metric)
+
+
+def plot_methods(results: dict[str, dict], path: Path) -> Path:
+    """Grouped bars: every method's circular and vanilla accuracy per task (instruction setting)."""
+    plt = pyplot()
+    tasks = [*TASKS, CLEAN_TASK]
+    fig, axes = plt.subplots(2, 1, figsize=(12, 6.5), sharex=True)
+    width = 0.8 / max(1, len(results))
+    for ax, metric in zip(axes, ("circular", "vanilla")):
+        for i, (name, res) in enumerate(results.items()):
+            ys = [task_accuracy(res, t, metric) or 0.0 for t in tasks]
+            ax.bar([k + i * width for k in range(len(tasks))], ys, width, label=LABELS.get(name, name))
+        ax.set_ylabel(f"{metric} accuracy (%)")
+        ax.grid(axis="y", alpha=0.3)
+    axes[1].set_xticks([k + 0.4 - width / 2 for k in range(len(tasks))], tasks, rotation=20)
+    axes[0].legend(ncol=len(results), fontsize=8, loc="upper left")
+    fig.suptitle("cavpref quickstart: synthetic AVTrustBench test split, instruction setting")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def load_results(runs: dict[str, Path]) -> dict[str, dict]:
+    """{method: results.json} of the evaluation stages, in the order given (the starting model first)."""
+    return {name: json.loads((path / "results.json").read_text()) for name, path in runs.items()}
+
+
+def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timings: dict[str, float]) -> Path:
+    """Write ``<root>/report.md`` (and ``plots/methods.png``) from the evaluation stages ``runs``."""
+    results = load_results(runs)
+    chance = clean_chance(root / "data", cfg.eval_limit or None)
+    start = results["start"]
+    clean = [[LABELS[n], fmt(task_accuracy(r, CLEAN_TASK, "vanilla")), fmt(task_accuracy(r, CLEAN_TASK, "circular")),
+              fmt(r["metrics"]["overall"].get("unparsed_rate"))] for n, r in results.items()]
+    plot = plot_methods(results, root / "plots" / "methods.png")
+    lines = [
+        "# cavpref quickstart", "",
+        f"config: `{json.dumps(asdict(cfg))}`", "",
+        (f"Starting model (SFT on the clean questions) on CLEAN test, instruction setting: vanilla "
+         f"{fmt(task_accuracy(start, CLEAN_TASK, 'vanilla'))} % (chance {chance:.2f} %), circular "
+         f"{fmt(task_accuracy(start, CLEAN_TASK, 'circular'))} %."), "",
+        "β is fixed for every method (no CLAP / CLIP checkpoints offline; see the module docstring).", "",
+        "## Table 5 layout — CircularEval (instruction setting; difference from the starting model)", "",
+        table5(results), "",
+        "## Table 5 layout — vanilla (first pass only)", "", table5(results, "vanilla"), "",
+        "## CLEAN after training (exposes 'always abstain' collapse: 7 of 9 tasks reward abstention)", "",
+        *_table(["Method", "CLEAN vanilla", "CLEAN circular", "unparsed % (all tasks)"], clean),
+        "## Per category (circular, macro over the 9 tasks that have it)", "", *category_table(results),
+        f"Per-source task x category tables: `eval/<method>/report.md`. Plot: `{plot.relative_to(root)}`.", "",
+        "## Stage wall time (when each stage ran; reused stages keep their time)", "",
+        "| stage | seconds |", "| --- | --- |", *[f"| {k} | {v:.1f} |" for k, v in timings.items()],
+        f"| total | {sum(timings.values()):.1f} |",
+    ]
+    path = root / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -1,0 +1,61 @@
+"""The resumable stage runner: every stage writes into its own folder and leaves a ``.done.json`` marker.
+
+A finished stage is reused and an unfinished one redone, so a second ``cavpref quickstart`` (or a science
+script calling the same stages from several processes) only redoes what is missing.
+
+Output convention of the apps: stage progress is the command's user-facing output and goes to stdout through
+``say`` (one ``[quickstart]`` line per event); the functions that compute data or reports never print.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def say(msg: str) -> None:
+    """One line of the quickstart's progress on stdout (the command's output, not a log record)."""
+    print(f"[quickstart] {msg}", flush=True)
+
+
+class Stage:
+    """A folder with a ``.done.json`` marker: a finished stage is reused, an unfinished one redone."""
+
+    def __init__(self, root: Path, name: str):
+        self.root, self.name, self.dir = root, name, root / name
+        self.marker = self.dir / ".done.json"
+
+    @property
+    def done(self) -> bool:
+        return self.marker.exists()
+
+    def finish(self, **info: Any) -> None:
+        self.marker.write_text(json.dumps(info, indent=1, sort_keys=True))
+
+    def info(self) -> dict:
+        return json.loads(self.marker.read_text())
+
+
+class Stages:
+    """Runs named stages under one root, reusing finished ones and timing the rest.
+
+    ``stages(name, fn, *args)`` calls ``fn(cfg, stage, *args)`` unless the stage finished before, and returns
+    the ``Stage`` either way (its ``dir`` is the stage's output)."""
+
+    def __init__(self, cfg: Any, root: Path):
+        self.cfg, self.root, self.timings = cfg, root, {}
+
+    def __call__(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Stage:
+        st = Stage(self.root, name)
+        if st.done:
+            say(f"{name}: done before, reused ({st.dir})")
+            return st
+        say(f"{name}: running ...")
+        t0 = time.perf_counter()
+        fn(self.cfg, st, *args, **kwargs)
+        self.timings[name] = time.perf_counter() - t0
+        say(f"{name}: finished in {self.timings[name]:.1f} s")
+        return st
