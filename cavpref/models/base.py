@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
+from cavpref.deprecation import deprecated_aliases
 from cavpref.media.decode import DecodedMedia
-from cavpref.models.config import warn_once
 
 
 class ModelIOError(ValueError):
@@ -77,12 +77,4 @@ class AVModelIO(ABC):
         return out
 
 
-_DEPRECATED = {'AVAdapter': 'AVModelIO', 'AdapterError': 'ModelIOError'}
-
-
-def __getattr__(name: str):
-    """The pre-0.2 names, for one release (``FutureWarning``)."""
-    if name in _DEPRECATED:
-        warn_once(name, f"{__name__}.{name} is deprecated, use {_DEPRECATED[name]} (the old name goes in the next release)")
-        return globals()[_DEPRECATED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = deprecated_aliases(__name__, globals(), {'AVAdapter': 'AVModelIO', 'AdapterError': 'ModelIOError'})

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from cavpref.deprecation import deprecated_aliases
 from cavpref.media.decode import DecodedMedia
 from cavpref.models.base import AVModelIO, ModelIOError, Row
 from cavpref.models.common import (
@@ -38,7 +39,6 @@ from cavpref.models.common import (
     response_logps,
     unwrap,
 )
-from cavpref.models.config import warn_once
 
 
 class ChatModelIO(AVModelIO):
@@ -288,12 +288,4 @@ class ChatModelIO(AVModelIO):
         return eos
 
 
-_DEPRECATED = {'ChatAdapter': 'ChatModelIO'}
-
-
-def __getattr__(name: str):
-    """The pre-0.2 names, for one release (``FutureWarning``)."""
-    if name in _DEPRECATED:
-        warn_once(name, f"{__name__}.{name} is deprecated, use {_DEPRECATED[name]} (the old name goes in the next release)")
-        return globals()[_DEPRECATED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = deprecated_aliases(__name__, globals(), {'ChatAdapter': 'ChatModelIO'})

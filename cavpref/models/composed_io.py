@@ -8,10 +8,10 @@ from typing import Any
 import torch
 
 import cavpref.models.composed  # noqa: F401  (registers the Auto classes used by from_pretrained)
+from cavpref.deprecation import deprecated_aliases
 from cavpref.media.decode import DecodedMedia
 from cavpref.models.chat import ChatModelIO
 from cavpref.models.common import EncodedMedia, resample, to_device, unwrap, zero_contribution
-from cavpref.models.config import warn_once
 
 
 class ComposedAVModelIO(ChatModelIO):
@@ -104,12 +104,4 @@ class ComposedAVModelIO(ChatModelIO):
                               **self._media_kwargs(b["media"], vrows, arows), **kw)
 
 
-_DEPRECATED = {'ComposedAVAdapter': 'ComposedAVModelIO'}
-
-
-def __getattr__(name: str):
-    """The pre-0.2 names, for one release (``FutureWarning``)."""
-    if name in _DEPRECATED:
-        warn_once(name, f"{__name__}.{name} is deprecated, use {_DEPRECATED[name]} (the old name goes in the next release)")
-        return globals()[_DEPRECATED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = deprecated_aliases(__name__, globals(), {'ComposedAVAdapter': 'ComposedAVModelIO'})

@@ -17,11 +17,11 @@ Not ``trl.ModelConfig`` (TRL's model arguments for text LMs): hence the name.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field, fields
 
 import torch
 
+from cavpref.deprecation import warn_once
 from cavpref.media.args import MediaArguments
 
 MISSING_MODALITY_POLICIES = ("drop", "zero_dummy")
@@ -93,19 +93,9 @@ class AVModelArguments(MediaArguments):
 
 
 # Old field names (the nested ``model:`` section of earlier recipes) -> today's flat keys.
-RENAMED_FIELDS = {"max_length": "model_max_length", "model_io": "model_io"}
+RENAMED_FIELDS = {"max_length": "model_max_length", "adapter": "model_io"}
 # Old ``model:`` keys that now live only in CAVPrefConfig (one meaning, one field).
 MOVED_TO_TRAINING = {"trust_remote_code": "trust_remote_code", "gradient_checkpointing": "activation_checkpointing"}
-
-_warned: set[str] = set()
-
-
-def warn_once(key: str, message: str) -> None:
-    """A ``FutureWarning`` once per process and key (deprecated names)."""
-    if key not in _warned:
-        _warned.add(key)
-        warnings.warn(message, FutureWarning, stacklevel=3)
-
 
 def __getattr__(name: str):
     if name == "ModelConfig":

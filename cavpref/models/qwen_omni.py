@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
+from cavpref.deprecation import deprecated_aliases
 from cavpref.media.decode import DecodedMedia
 from cavpref.models.chat import ChatModelIO
 from cavpref.models.common import (
@@ -32,7 +33,7 @@ from cavpref.models.common import (
     unwrap,
     zero_contribution,
 )
-from cavpref.models.config import AVModelArguments, warn_once
+from cavpref.models.config import AVModelArguments
 
 QWEN_OMNI_SYSTEM_PROMPT = ("You are Qwen, a virtual human developed by the Qwen Team, Alibaba Group, capable of "
                            "perceiving auditory and visual inputs, as well as generating text and speech.")
@@ -248,12 +249,4 @@ class QwenOmniModelIO(ChatModelIO):
         return out
 
 
-_DEPRECATED = {'QwenOmniAdapter': 'QwenOmniModelIO'}
-
-
-def __getattr__(name: str):
-    """The pre-0.2 names, for one release (``FutureWarning``)."""
-    if name in _DEPRECATED:
-        warn_once(name, f"{__name__}.{name} is deprecated, use {_DEPRECATED[name]} (the old name goes in the next release)")
-        return globals()[_DEPRECATED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = deprecated_aliases(__name__, globals(), {'QwenOmniAdapter': 'QwenOmniModelIO'})

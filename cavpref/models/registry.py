@@ -13,8 +13,9 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from cavpref.deprecation import deprecated_aliases
 from cavpref.models.base import AVModelIO
-from cavpref.models.config import AVModelArguments, warn_once
+from cavpref.models.config import AVModelArguments
 
 _MODEL_IOS: dict[str, type[AVModelIO] | str] = {
     "qwen2_5_omni": "cavpref.models.qwen_omni:QwenOmniModelIO",
@@ -83,12 +84,4 @@ def load_model_io(name_or_path: str | AVModelArguments, *, model_io: str | None 
     return model_io_class(name).from_pretrained(name_or_path, **kwargs)
 
 
-_DEPRECATED = {'load_adapter': 'load_model_io', 'register_adapter': 'register_model_io', 'registered_adapters': 'registered_model_ios', 'adapter_class': 'model_io_class', 'adapter_name_for': 'model_io_name_for'}
-
-
-def __getattr__(name: str):
-    """The pre-0.2 names, for one release (``FutureWarning``)."""
-    if name in _DEPRECATED:
-        warn_once(name, f"{__name__}.{name} is deprecated, use {_DEPRECATED[name]} (the old name goes in the next release)")
-        return globals()[_DEPRECATED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = deprecated_aliases(__name__, globals(), {'load_adapter': 'load_model_io', 'register_adapter': 'register_model_io', 'registered_adapters': 'registered_model_ios', 'adapter_class': 'model_io_class', 'adapter_name_for': 'model_io_name_for'})

@@ -398,16 +398,6 @@ class CAVPrefTrainer(DPOTrainer):
         return unique
 
 
-# Model I/O settings that change log-probs (besides the weights, hashed separately): part of the cache key.
-_ADAPTER_SETTINGS = (
-    "system_prompt",
-    "missing_modality",
-    "max_length",
-    "use_audio_in_video",
-    "video_fps",
-    "video_min_pixels",
-    "video_max_pixels",
-)
 
 # Columns the field check reads (anything else in the dataset is passed through untouched).
 _CHECK_COLUMNS = {"id", "task", "prompt", "clap_delta", "avsm_delta_v", "avsm_delta_a"} | {
