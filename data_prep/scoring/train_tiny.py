@@ -241,3 +241,21 @@ def _write_info(out: Path, cfg: TinyScorerConfig, kind: str, clips: list, exampl
             "loss_last": float(np.mean(losses[-min(20, len(losses)):])), "losses": losses}
     (Path(out) / "training.json").write_text(json.dumps(info, indent=1))
     return info
+
+
+TRAINERS = {"tiny-clap": train_tiny_clap, "tiny-clip": train_tiny_clip}
+
+
+def main(argv: list[str]) -> int:
+    """``cavpref model tiny-clap|tiny-clip --world DIR --out DIR [--steps N ...]`` (``--help`` lists the keys)."""
+    from cavpref.parsing import parse_args
+
+    if not argv or argv[0] not in TRAINERS:
+        print(f"usage: cavpref model {{{','.join(TRAINERS)}}} --world DIR --out DIR [options]")
+        return 2
+    name = argv[0]
+    (cfg,) = parse_args([TinyScorerConfig], argv[1:], prog=f"cavpref model {name}")
+    info = TRAINERS[name](cfg)
+    print(f"wrote {name} to {cfg.out}: {info['examples']} examples of {len(info['train_clips'])} train clips, "
+          f"{len(info['labels'])} labels, loss {info['loss_first']:.3f} -> {info['loss_last']:.3f}")
+    return 0
