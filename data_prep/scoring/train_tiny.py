@@ -39,7 +39,9 @@ class TinyScorerConfig:
 
     world: str = field(default="", metadata={"help": "a `cavpref world` folder (reads world.json + media)"})
     out: str = field(default="", metadata={"help": "output folder: an HF model folder (model + processor)"})
-    steps: int = field(default=400, metadata={"help": "optimizer steps (one batch of distinct labels each)"})
+    steps: int | None = field(default=None, metadata={
+        "help": "optimizer steps, one batch of distinct labels each (default: CLAP 1000, CLIP 300, the measured "
+                "settings of docs/scoring.md)"})
     batch_size: int = field(default=20, metadata={"help": "labels per batch (at most the label set's size)"})
     learning_rate: float = field(default=2e-3, metadata={"help": "AdamW learning rate (cosine decay)"})
     seed: int = field(default=0, metadata={"help": "initial weights and batch sampling"})
@@ -57,7 +59,7 @@ class TinyScorerConfig:
             raise ValueError("TinyScorerConfig: --world and --out are required")
         if not (Path(self.world) / "world.json").is_file():
             raise FileNotFoundError(f"TinyScorerConfig.world: {Path(self.world) / 'world.json'} does not exist")
-        if self.steps < 1 or self.batch_size < 2:
+        if (self.steps is not None and self.steps < 1) or self.batch_size < 2:
             raise ValueError(f"TinyScorerConfig: steps >= 1 and batch_size >= 2 needed, got {self.steps}, "
                              f"{self.batch_size}")
 
@@ -119,17 +121,23 @@ def _batches(by_label: dict[str, list], batch_size: int, rng: random.Random):
         yield [(lab, rng.choice(by_label[lab])) for lab in pick]
 
 
-def _train(model, make_inputs, by_label: dict[str, list], cfg: TinyScorerConfig, desc: str) -> list[float]:
+DEFAULT_STEPS = {"clap": 1000, "clip": 300}
+
+
+def _train(model, make_inputs, by_label: dict[str, list], cfg: TinyScorerConfig, kind: str) -> list[float]:
     """AdamW + cosine schedule on the model's own contrastive loss; returns the loss of every step."""
     from transformers import get_cosine_schedule_with_warmup
 
+    desc = f"training tiny {kind.upper()}"
+    steps = cfg.steps or DEFAULT_STEPS[kind]
+
     rng = random.Random(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=0.01)
-    sched = get_cosine_schedule_with_warmup(opt, max(1, cfg.steps // 20), cfg.steps)
+    sched = get_cosine_schedule_with_warmup(opt, max(1, steps // 20), steps)
     model.train()
     losses = []
     batches = _batches(by_label, cfg.batch_size, rng)
-    for _ in tqdm(range(cfg.steps), desc=desc, disable=not cfg.progress):
+    for _ in tqdm(range(steps), desc=desc, disable=not cfg.progress):
         batch = next(batches)
         out = model(**make_inputs(batch), return_loss=True)
         opt.zero_grad()
@@ -180,7 +188,7 @@ def train_tiny_clap(cfg: TinyScorerConfig) -> dict:
         return {"input_ids": tok["input_ids"][t], "attention_mask": tok["attention_mask"][t],
                 "input_features": feats[[i for _, i in batch]]}
 
-    losses = _train(model, inputs, by_label, cfg, "training tiny CLAP")
+    losses = _train(model, inputs, by_label, cfg, "clap")
     model.save_pretrained(out)
     processor.save_pretrained(out)
     info = _write_info(out, cfg, "clap", clips, len(waves), names, losses)
@@ -222,7 +230,7 @@ def train_tiny_clip(cfg: TinyScorerConfig) -> dict:
         return {"input_ids": tok["input_ids"][t], "attention_mask": tok["attention_mask"][t],
                 "pixel_values": pixels[[i for _, i in batch]]}
 
-    losses = _train(model, inputs, by_label, cfg, "training tiny CLIP")
+    losses = _train(model, inputs, by_label, cfg, "clip")
     model.save_pretrained(out)
     processor.save_pretrained(out)
     info = _write_info(out, cfg, "clip", clips, len(frames), names, losses)
