@@ -38,6 +38,12 @@ class CAVPrefConfig(DPOConfig):
     ``clap_delta`` / ``avsm_delta_v`` / ``avsm_delta_a`` columns; a number fixes that component's β.
     """
 
+    num_threads: int = field(
+        default=1,
+        metadata={"help": "torch intra-op CPU threads, fixed so results do not depend on OMP_NUM_THREADS or the "
+                          "CPUs available (different counts give different weights); 0 = torch's own choice. "
+                          "See docs/training.md"},
+    )
     # Defaults a multimodal preference run needs: the audio/video columns must reach the collator.
     remove_unused_columns: bool = field(
         default=False,

@@ -308,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     resume = train_args.resume_from_checkpoint
     if resume in ("last", "auto", "true", "True"):
         resume = last_complete_checkpoint(train_args.output_dir)
+    from cavpref.threads import pin_threads
+
+    pin_threads(train_args.num_threads)
     trainer = build_trainer(train_args, data_args, model_args)
     if trainer.accelerator.is_main_process:
         write_run_files(train_args.output_dir, train_args, data_args, model_args)

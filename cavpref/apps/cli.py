@@ -17,7 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prep": ("cavpref.data_prep.cli:main", "read source datasets and build AVTrustBench items + preference data"),
     "train": ("cavpref.train:main", "train with a recipe (SFT / DPO / CAVPref)"),
     "eval": ("cavpref.eval.cli:main", "evaluate a checkpoint (avtrustbench, compare, score, ...)"),
-    "model": ("cavpref.models.cli:main", "build tiny offline models (Qwen2.5-Omni thinker, composed AVLLM)"),
+    "model": ("cavpref.apps.model_cli:main", "build tiny offline models (Qwen2.5-Omni thinker, composed AVLLM, CLAP / CLIP scorers)"),
     "quickstart": ("cavpref.apps.quickstart:main", "the embedded default, end to end"),
 }
 

@@ -26,9 +26,15 @@ def _byte_vocab(specials: list[str], word_end: str | None = None) -> dict[str, i
 
 
 def save_tiny_clap(
-    path: str | os.PathLike, seed: int = 0, sample_rate: int = 8000, max_length_s: int = 1
+    path: str | os.PathLike,
+    seed: int = 0,
+    sample_rate: int = 8000,
+    max_length_s: int = 1,
+    hidden_size: int = 32,
+    num_mel_bins: int = 16,
 ) -> Path:
-    """A ClapModel (HTSAT audio tower, RoBERTa text tower) a few hundred KB in size, plus ClapProcessor."""
+    """A ClapModel (HTSAT audio tower, RoBERTa text tower) a few hundred KB in size, plus ClapProcessor.
+    ``hidden_size`` is the width of both towers (the HTSAT patch embedding is half of it)."""
     from transformers import ClapConfig, ClapFeatureExtractor, ClapModel, ClapProcessor, RobertaTokenizer
 
     torch.manual_seed(seed)
@@ -38,7 +44,7 @@ def save_tiny_clap(
     config = ClapConfig(
         text_config={
             "vocab_size": len(tokenizer),
-            "hidden_size": 32,
+            "hidden_size": hidden_size,
             "num_hidden_layers": 1,
             "num_attention_heads": 2,
             "intermediate_size": 37,
@@ -52,19 +58,19 @@ def save_tiny_clap(
             "window_size": 4,
             "depths": [1, 1],
             "num_attention_heads": [2, 2],
-            "hidden_size": 32,
-            "patch_embeds_hidden_size": 16,
-            "num_mel_bins": 16,
+            "hidden_size": hidden_size,
+            "patch_embeds_hidden_size": hidden_size // 2,
+            "num_mel_bins": num_mel_bins,
             "num_hidden_layers": 2,
         },
         projection_dim=16,
     )
     features = ClapFeatureExtractor(
-        feature_size=16,
+        feature_size=num_mel_bins,
         sampling_rate=sample_rate,
         hop_length=sample_rate // 100,
         max_length_s=max_length_s,
-        fft_window_size=256,
+        fft_window_size=256 * max(1, sample_rate // 8000),
         frequency_max=sample_rate // 2,
         truncation="rand_trunc",
         padding="repeatpad",
@@ -75,8 +81,10 @@ def save_tiny_clap(
     return path
 
 
-def save_tiny_clip(path: str | os.PathLike, seed: int = 0, image_size: int = 32) -> Path:
-    """A CLIPModel (ViT vision tower, CLIP text tower) plus CLIPProcessor, tiny."""
+def save_tiny_clip(
+    path: str | os.PathLike, seed: int = 0, image_size: int = 32, hidden_size: int = 32
+) -> Path:
+    """A CLIPModel (ViT vision tower, CLIP text tower) plus CLIPProcessor, tiny (``hidden_size`` wide)."""
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
 
     torch.manual_seed(seed)
@@ -88,7 +96,7 @@ def save_tiny_clip(path: str | os.PathLike, seed: int = 0, image_size: int = 32)
     config = CLIPConfig(
         text_config={
             "vocab_size": len(tokenizer),
-            "hidden_size": 32,
+            "hidden_size": hidden_size,
             "num_hidden_layers": 1,
             "num_attention_heads": 2,
             "intermediate_size": 37,
@@ -100,7 +108,7 @@ def save_tiny_clip(path: str | os.PathLike, seed: int = 0, image_size: int = 32)
         vision_config={
             "image_size": image_size,
             "patch_size": 8,
-            "hidden_size": 32,
+            "hidden_size": hidden_size,
             "num_hidden_layers": 1,
             "num_attention_heads": 2,
             "intermediate_size": 37,

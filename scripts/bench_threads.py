@@ -1,0 +1,61 @@
+"""Seconds per training step of a quickstart stage by CPU thread count, quiet and with competing processes.
+
+    cavpref quickstart --small --out runs/qs --methods sft          # any quickstart run: gives the recipe
+    python scripts/bench_threads.py --recipe runs/qs/recipes/start.yaml --steps 10 --rounds 1
+
+Each cell is ``train_runtime / steps`` of one ``cavpref train`` subprocess (model loading excluded), the
+thread count set by the recipe key ``num_threads``; "competing" runs N busy-looping processes alongside.
+Cells are run interleaved, and the table prints ratios to the 1-thread quiet cell of the same round,
+since absolute times on a shared machine are noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def step_time(recipe: str, threads: int, compete: int, steps: int, out: Path) -> float:
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(compete)]
+    try:
+        subprocess.run([sys.executable, "-m", "cavpref.apps.cli", "train", recipe, "--output_dir", str(out),
+                        "--max_steps", str(steps), "--save_strategy", "no", "--num_threads", str(threads),
+                        "--logging_steps", str(steps)], check=True, capture_output=True, text=True)
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    rows = [json.loads(line) for line in (out / "logs.jsonl").read_text().splitlines()]
+    return next(r["train_runtime"] for r in rows if "train_runtime" in r) / steps
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--recipe", required=True)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--compete", type=int, nargs="+", default=[0, 1])
+    args = ap.parse_args()
+    cells = [(t, c) for c in args.compete for t in args.threads]
+    times: dict[tuple[int, int], list[float]] = {cell: [] for cell in cells}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for t, c in cells:
+                times[(t, c)].append(step_time(args.recipe, t, c, args.steps, Path(tmp) / f"r{r}_t{t}_c{c}"))
+    base = times[cells[0]]
+    print(f"{args.recipe}: {args.steps} steps, {args.rounds} round(s); ratio = s/step over the "
+          f"{cells[0][0]}-thread, {cells[0][1]}-competing cell of the same round")
+    print("| num_threads | competing processes | s/step (mean) | ratio |")
+    print("|---|---|---|---|")
+    for cell in cells:
+        ratio = sum(a / b for a, b in zip(times[cell], base)) / len(base)
+        print(f"| {cell[0]} | {cell[1]} | {sum(times[cell]) / len(times[cell]):.2f} | {ratio:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
