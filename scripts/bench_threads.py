@@ -11,12 +11,23 @@ since absolute times on a shared machine are noise.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from cavpref.parsing import parse_args
+
+
+@dataclass
+class BenchArguments:
+    recipe: str = field(default="", metadata={"help": "a `cavpref train` recipe (e.g. a quickstart's recipes/start.yaml)"})
+    steps: int = field(default=10, metadata={"help": "training steps per cell"})
+    rounds: int = field(default=1, metadata={"help": "rounds over all cells (interleaved)"})
+    threads: list[int] = field(default_factory=lambda: [1, 2], metadata={"help": "num_threads values"})
+    compete: list[int] = field(default_factory=lambda: [0, 1], metadata={"help": "busy competing processes"})
 
 
 def step_time(recipe: str, threads: int, compete: int, steps: int, out: Path) -> float:
@@ -33,14 +44,10 @@ def step_time(recipe: str, threads: int, compete: int, steps: int, out: Path) ->
     return next(r["train_runtime"] for r in rows if "train_runtime" in r) / steps
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--recipe", required=True)
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--compete", type=int, nargs="+", default=[0, 1])
-    args = ap.parse_args()
+def main(argv: list[str] | None = None) -> None:
+    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_threads.py")
+    if not args.recipe:
+        raise SystemExit("scripts/bench_threads.py: --recipe is required")
     cells = [(t, c) for c in args.compete for t in args.threads]
     times: dict[tuple[int, int], list[float]] = {cell: [] for cell in cells}
     with tempfile.TemporaryDirectory() as tmp:
