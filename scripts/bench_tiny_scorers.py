@@ -16,8 +16,9 @@ Prints one table, measured value next to its target:
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ from cavpref.data_prep.scoring import Scorers, ScoringConfig
 from cavpref.data_prep.scoring.train_tiny import heard_labels, seen_labels, world_clips, world_labels
 from cavpref.media.spec import clip as clip_spec
 from cavpref.media.spec import to_json
+from cavpref.parsing import parse_args
 
 TARGET_TOP1, TARGET_AVSM = 80.0, 90.0
 
@@ -43,14 +45,21 @@ def retrieval(embeddings, text: np.ndarray, labels: list[str], truth: list[set[s
     return 100 * float(np.mean(hits)), 100 * float(np.mean(single)) if single else float("nan"), len(single)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--world", required=True)
-    ap.add_argument("--data", required=True, help="cavpref prep output of the same world (split_seed 0)")
-    ap.add_argument("--clap", required=True)
-    ap.add_argument("--clip", required=True)
-    ap.add_argument("--split_seed", type=int, default=0)
-    args = ap.parse_args()
+@dataclass
+class BenchArguments:
+    world: str = field(default="", metadata={"help": "the synthetic world folder (cavpref world)"})
+    data: str = field(default="", metadata={"help": "cavpref prep output of the same world (split_seed 0)"})
+    clap: str = field(default="", metadata={"help": "trained tiny CLAP folder (cavpref model tiny-clap)"})
+    clip: str = field(default="", metadata={"help": "trained tiny CLIP folder (cavpref model tiny-clip)"})
+    split_seed: int = field(default=0, metadata={"help": "the prep split seed the clips were split with"})
+
+
+def main(argv: list[str] | None = None) -> None:
+    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv,
+                         prog="scripts/bench_tiny_scorers.py")
+    missing = [k for k in ("world", "data", "clap", "clip") if not getattr(args, k)]
+    if missing:
+        raise SystemExit(f"scripts/bench_tiny_scorers.py: --{' --'.join(missing)} required")
 
     manifest = json.loads((Path(args.world) / "world.json").read_text())
     labels = world_labels(manifest)
