@@ -74,12 +74,23 @@ def positional(argv: list[str], key: str) -> list[str]:
 
 
 def benchmark_in(argv: list[str]) -> str | None:
-    """The value of ``--benchmark`` in ``argv`` (``eval score`` routes on it), else None."""
+    """The value of ``--benchmark`` (``eval score`` routes on it): the command line's, else the config file's
+    ``benchmark:`` key, else None. Read before parsing because it decides which dataclasses parse the rest."""
+    from cavpref.parsing import config_argv
+
+    argv = config_argv(argv)
     for i, a in enumerate(argv):
         if a == "--benchmark" and i + 1 < len(argv):
             return argv[i + 1]
         if a.startswith("--benchmark="):
             return a.split("=", 1)[1]
+    if "--config" in argv and argv.index("--config") + 1 < len(argv):
+        import yaml
+
+        with open(argv[argv.index("--config") + 1], encoding="utf-8") as f:
+            config = yaml.safe_load(f) or {}
+        if isinstance(config, dict) and config.get("benchmark") is not None:
+            return str(config["benchmark"])
     return None
 
 

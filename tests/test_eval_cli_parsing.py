@@ -69,3 +69,16 @@ def test_report_positional(tmp_path):
     (ns,) = parse("report", ["RUN"])
     assert ns.run == "RUN"
     assert cavpref_main(["eval", "report"]) == 2  # no run folder named
+
+
+def test_score_routes_on_the_benchmark_key_of_a_config_file(tmp_path):
+    """``eval score`` picks the benchmark's argument classes before parsing: from ``--benchmark`` or, as
+    here, from the file's ``benchmark:`` key (it used to fall through to AVTrustBench)."""
+    from cavpref.eval.cli import benchmark_in
+
+    cfg = tmp_path / "score.yaml"
+    cfg.write_text("benchmark: mmar\npredictions: p.jsonl\n")
+    assert benchmark_in([str(cfg)]) == "mmar"
+    assert benchmark_in(["--config", str(cfg)]) == "mmar"
+    assert benchmark_in(["--config", str(cfg), "--benchmark", "aura"]) == "aura"
+    assert benchmark_in(["--predictions", "p.jsonl"]) is None
