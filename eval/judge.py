@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from cavpref.redact import add_secret, redact, url_secrets
+
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 
@@ -124,6 +126,8 @@ class ChatClient:
 
         self.config = config.resolved()
         key = os.environ.get(self.config.api_key_env) or os.environ.get("OPENAI_API_KEY")
+        for secret in [key, *url_secrets(self.config.base_url)]:  # a server may echo them in an error body
+            add_secret(secret)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = httpx.Client(base_url=self.config.base_url, headers=headers, timeout=self.config.timeout_s,
                                   limits=httpx.Limits(max_connections=self.config.max_concurrency))
@@ -170,6 +174,11 @@ class ChatClient:
             return [f.result() for f in tqdm(futures, desc=desc or "chat", disable=len(futures) < 32, leave=False)]
 
     def _post(self, body: dict[str, Any]) -> ChatResult:
+        result = self._post_once(body)
+        result.error = redact(result.error)
+        return result
+
+    def _post_once(self, body: dict[str, Any]) -> ChatResult:
         cfg, httpx = self.config, self._httpx
         error = "no attempt made"
         for attempt in range(cfg.max_retries + 1):

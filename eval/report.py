@@ -12,6 +12,7 @@ from pathlib import Path
 
 from cavpref.data import ALL_TASKS, DIMENSIONS, TASKS
 from cavpref.eval.metrics import primary
+from cavpref.redact import redact
 
 CATEGORY_ABBR = {"Existential": "E", "Localization": "L", "Count": "Cn", "Temporal": "T", "Comparative": "Co",
                  "World knowledge": "WK"}
@@ -192,6 +193,7 @@ def _protocols(runs: Sequence[dict], labels: Sequence[str], metric: str) -> list
 def write_reports(results: dict, out_dir: str | Path) -> None:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    results = redact(results)  # no configured secret reaches a result file, whatever echoed it
     (out_dir / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
                                           encoding="utf-8")
     if results.get("benchmark") in ("aura", "mmar", "traceav"):  # their own tables and plots

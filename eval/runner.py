@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cavpref.media.decode import DecodedMedia, FramePolicy
+from cavpref.redact import redact
 from cavpref.eval.metrics import ItemOutcome
 
 
@@ -225,6 +226,7 @@ class Runner:
         return fresh, rescore
 
     def _write(self, fh, rec: dict, done: dict[str, dict]) -> None:
+        rec = redact(rec)  # an endpoint or judge may echo a configured key in its error body
         fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
         done[rec["key"]] = rec
 
