@@ -87,7 +87,10 @@ class EvalArgs:
         return FramePolicy(num_frames=self.num_frames, fps=self.frames_fps, max_frames=self.max_frames, size=size)
 
     def public(self) -> dict[str, Any]:
-        return asdict(self)  # holds env-variable *names* only, never keys
+        from cavpref.redact import public_config
+
+        # env-variable *names* only, never keys; URLs lose their user info and secret query parameters
+        return public_config(asdict(self))
 
 
 def load(args: EvalArgs) -> LoadResult:

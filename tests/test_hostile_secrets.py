@@ -57,3 +57,23 @@ def test_a_key_echoed_by_endpoint_and_judge_is_redacted_everywhere(tmp_path, mon
     assert SECRET not in written and SECRET[::-1] not in written  # ...but never the key
     assert SECRET not in json.dumps(res) and SECRET not in caplog.text
     assert "[REDACTED]" in written
+
+
+def test_credentials_in_model_and_judge_urls_never_reach_results_json(tmp_path, monkeypatch):
+    monkeypatch.delenv("CAVPREF_ENDPOINT_API_KEY", raising=False)
+    endpoint = LoopbackServer(lambda body, n: (200, {}, completion("A"), 0))
+    judge = LoopbackServer(lambda body, n: (200, {}, completion("A"), 0))
+    host = endpoint.url.split("//")[1]
+    model_url = f"http://alice:sk-url-password-77@{host}?api_key=sk-query-key-88&region=eu"
+    judge_url = judge.url + "?token=sk-judge-token-99"
+    try:
+        args = EvalArgs(data=str(_items(tmp_path)), output=str(tmp_path / "run"), vanilla=True, model=model_url,
+                        endpoint_model="served", judge_model="j", judge_base_url=judge_url, judge_max_retries=0)
+        res = evaluate(args, rank=0, world=1)
+    finally:
+        endpoint.close()
+        judge.close()
+    text = (tmp_path / "run" / "results.json").read_text() + json.dumps(res)
+    for secret in ("sk-url-password-77", "sk-query-key-88", "sk-judge-token-99", "alice"):
+        assert secret not in text, secret
+    assert res["config"]["model"] == f"http://{host}?region=eu"  # non-secret parameters are kept

@@ -97,7 +97,10 @@ class BenchArgs:
                                frame_size=size, audio_window_s=window or 30.0, audio_segments=self.audio_segments)
 
     def public(self) -> dict[str, Any]:
-        return asdict(self)  # env-variable names only, never keys
+        from cavpref.redact import public_config
+
+        # env-variable *names* only, never keys; URLs lose their user info and secret query parameters
+        return public_config(asdict(self))
 
 
 # ------------------------------------------------------------------------------------------ items and plug-ins
