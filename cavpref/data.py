@@ -104,7 +104,11 @@ class BenchmarkItem:
         import json
 
         row = dict(row)
-        row["options"] = dict(zip(row.pop("option_letters"), row.pop("option_texts")))
+        letters, texts = row.pop("option_letters"), row.pop("option_texts")
+        if len(letters) != len(texts) or len(set(letters)) != len(letters):  # zip would drop options silently
+            raise ValueError(f"{len(letters)} option_letters {list(letters)} but {len(texts)} option_texts "
+                             "(they must pair one to one, letters distinct)")
+        row["options"] = dict(zip(letters, texts))
         meta = row.get("meta") or "{}"
         row["meta"] = json.loads(meta) if isinstance(meta, str) else meta
         return cls(**row)
