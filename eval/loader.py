@@ -136,6 +136,8 @@ def _reason_class(err: Exception) -> str:
         return "invalid row: answer not among options"
     if "duplicate item id" in msg:
         return "invalid row: duplicate id"
+    if "missing field" in msg:
+        return "invalid row: missing field"
     if "unknown task" in msg:
         return "invalid row: unknown task"
     return f"invalid row: {type(err).__name__}"

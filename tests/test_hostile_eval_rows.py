@@ -31,3 +31,12 @@ def test_option_letters_and_texts_of_different_lengths_are_refused(tmp_path):
     assert "row 1" in msg and "'short'" in msg and "2 option_letters" in msg and "4 option_texts" in msg
     loaded = load_items(path, skip_invalid=True)  # skipping: counted, not truncated to A and B
     assert [i.id for i in loaded.items] == ["ok"] and sum(loaded.skipped.values()) == 1
+
+
+@pytest.mark.parametrize("field", ["option_texts", "question", "task"])
+def test_a_row_missing_a_field_names_the_row_and_the_field(tmp_path, field):
+    path = _write(tmp_path, _row(id="ok"), _row(id="holey", **{field: KeyError}))
+    with pytest.raises(DataError) as err:
+        load_items(path)
+    msg = str(err.value)
+    assert "row 1" in msg and "'holey'" in msg and f"missing field '{field}'" in msg and "KeyError" not in msg
