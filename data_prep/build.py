@@ -693,6 +693,8 @@ def merge(output_dir: str | os.PathLike, shard_dirs: list[str]) -> dict[str, Any
         )
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # a merge killed into an existing build must not leave that build's manifest claiming it is up to date
+    (out / "manifest.json").unlink(missing_ok=True)
     (out / DEFAULT_FILENAME).write_bytes(tables[first])
     splits = sorted({s for s in (*items, *prefs)}, key=SPLITS.index)
     write_outputs(out, items, prefs, cfg["tasks"], splits, cfg["formats"])

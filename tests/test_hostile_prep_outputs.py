@@ -1,0 +1,54 @@
+"""Hostile-input pass (issue 18), prep outputs: a killed `prep merge` into an existing build (#6), eval on the
+folder of a killed prep (#7), a build with folders deleted (#8). Real builds of a small synthetic world."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from cavpref.data_prep import build as build_module
+from cavpref.data_prep.build import PrepConfig, build, merge
+from cavpref.data_prep.synthetic.config import WorldConfig
+from cavpref.data_prep.synthetic.world import generate_world
+from cavpref.eval.loader import DataError, load_items
+
+TASKS = ["CLEAN", "MCIT", "MAT"]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    out = tmp_path_factory.mktemp("world") / "w"
+    generate_world(WorldConfig(out=str(out), seed=3, num_clips=6, workers=1, width=64, height=64, fps=4, duration=1.0))
+    return out
+
+
+def cfg(world, out, **kw):
+    return PrepConfig(world=str(world), output_dir=str(out), progress=False, tasks=TASKS, formats=["arrow", "jsonl"],
+                      **kw)
+
+
+class Killed(BaseException):
+    """What a kill -9 amounts to for the code under test: it stops in the middle of writing the outputs."""
+
+
+def dying_write(real):
+    def write(out, items, prefs, tasks, splits, formats=("arrow",)):
+        real(out, items, prefs, list(tasks)[:1], splits, formats)  # the first task written, then the kill
+        raise Killed
+    return write
+
+
+def test_killed_merge_into_an_existing_build_is_not_up_to_date(world, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    assert build(cfg(world, out))["up_to_date"] is False
+    for i in range(2):
+        build(cfg(world, tmp_path / f"shard{i}", num_shards=2, shard_index=i))
+    monkeypatch.setattr(build_module, "write_outputs", dying_write(build_module.write_outputs))
+    with pytest.raises(Killed):
+        merge(out, [str(tmp_path / "shard0"), str(tmp_path / "shard1")])
+    monkeypatch.undo()
+    again = build(cfg(world, out))
+    assert again["up_to_date"] is False  # before the fix: "up to date" with 2 of the 3 tasks missing
+    assert sorted(p.name for p in (out / "benchmark").iterdir()) == sorted(TASKS)
