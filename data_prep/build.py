@@ -32,13 +32,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from transformers.utils import logging
+
 from cavpref.data import ALL_TASKS, CATEGORIES, SETTINGS, TASKS, BenchmarkItem, PreferenceExample
 from cavpref.media.spec import MediaError, from_json, resolve_path, sources
+from cavpref.data_prep.integrity import damaged, output_files
 from cavpref.data_prep.records import SOURCES, QARecord
 from cavpref.data_prep.tasks import generate_all, make_context
 from cavpref.data_prep.tasks.common import LLMConfig, TaskOptions, stable_hash
 from cavpref.data_prep.tasks.context import clip_id
 from cavpref.data_prep.tasks.schema import write_outputs
+
+logger = logging.get_logger(__name__)
 
 BUILD_VERSION = 1
 SPLITS = ("train", "validation", "test")
@@ -403,7 +408,11 @@ def build(config: PrepConfig) -> dict[str, Any]:
     manifest_path = out / "manifest.json"
     if not config.force and manifest_path.is_file():
         old = json.loads(manifest_path.read_text())
-        if old.get("fingerprint") == digest and (out / "stats.json").is_file():
+        problems = damaged(out, old)
+        if problems and old.get("fingerprint") == digest:  # same recipe, but the files are not all there
+            logger.warning(f"{out}: rebuilding, the outputs differ from the manifest ({len(problems)} file(s): "
+                           f"{'; '.join(problems[:3])}{' …' if len(problems) > 3 else ''})")
+        if old.get("fingerprint") == digest and not problems and (out / "stats.json").is_file():
             stats = json.loads((out / "stats.json").read_text())
             return {**stats, "up_to_date": True}
     t0 = time.perf_counter()
@@ -463,6 +472,7 @@ def build(config: PrepConfig) -> dict[str, Any]:
     manifest = {
         "fingerprint": digest,
         **basis,
+        "files": output_files(out),
         "output_only": {k: getattr(config, k) for k in _NOT_FINGERPRINTED},
         "seconds": round(time.perf_counter() - t0, 3),
         "versions": versions(),
@@ -710,6 +720,7 @@ def merge(output_dir: str | os.PathLike, shard_dirs: list[str]) -> dict[str, Any
         "inputs": manifests[first]["inputs"],
         "code": manifests[first]["code"],
         "shard_fingerprints": sorted(m["fingerprint"] for m in manifests.values()),
+        "files": output_files(out),
     }
     (out / "manifest.json").write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
     return stats

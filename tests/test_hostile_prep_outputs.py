@@ -52,3 +52,22 @@ def test_killed_merge_into_an_existing_build_is_not_up_to_date(world, tmp_path, 
     again = build(cfg(world, out))
     assert again["up_to_date"] is False  # before the fix: "up to date" with 2 of the 3 tasks missing
     assert sorted(p.name for p in (out / "benchmark").iterdir()) == sorted(TASKS)
+
+
+@pytest.mark.parametrize("damage", ["delete_folder", "truncate_file", "delete_jsonl"])
+def test_a_build_with_outputs_deleted_or_changed_is_rebuilt(world, tmp_path, damage):
+    out = tmp_path / "out"
+    build(cfg(world, out))
+    (out / "preferences" / "train" / "cache-0123abcd.arrow").write_bytes(b"x")  # what datasets.select writes
+    assert build(cfg(world, out))["up_to_date"] is True
+    if damage == "delete_folder":
+        shutil.rmtree(out / "benchmark" / "MAT")
+    elif damage == "delete_jsonl":
+        shutil.rmtree(out / "jsonl" / "preferences")
+    else:
+        victim = next((out / "preferences").rglob("*.arrow"))
+        victim.write_bytes(victim.read_bytes()[:100])
+    again = build(cfg(world, out))
+    assert again["up_to_date"] is False  # before the fix: "up to date"
+    assert (out / "benchmark" / "MAT").is_dir() and any((out / "jsonl" / "preferences").iterdir())
+    assert build(cfg(world, out))["up_to_date"] is True
