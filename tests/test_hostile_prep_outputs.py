@@ -71,3 +71,19 @@ def test_a_build_with_outputs_deleted_or_changed_is_rebuilt(world, tmp_path, dam
     assert again["up_to_date"] is False  # before the fix: "up to date"
     assert (out / "benchmark" / "MAT").is_dir() and any((out / "jsonl" / "preferences").iterdir())
     assert build(cfg(world, out))["up_to_date"] is True
+
+
+def test_eval_refuses_the_folder_of_a_killed_or_damaged_prep(world, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    monkeypatch.setattr(build_module, "write_outputs", dying_write(build_module.write_outputs))
+    with pytest.raises(Killed):
+        build(cfg(world, out))
+    monkeypatch.undo()
+    assert (out / "benchmark" / "CLEAN").is_dir() and not (out / "manifest.json").exists()
+    with pytest.raises(DataError, match="incomplete prep build.*manifest.json"):
+        load_items(out)  # before the fix: loaded, and the other tasks listed as "no items"
+    build(cfg(world, out))
+    assert load_items(out).items  # a finished build loads
+    shutil.rmtree(out / "benchmark" / "MAT")
+    with pytest.raises(DataError, match="missing: benchmark/MAT"):
+        load_items(out)
