@@ -125,6 +125,13 @@ class CAVPrefConfig(DPOConfig):
             "checkpoint that eval and from_pretrained load)"
         },
     )
+    allow_recipe_change: bool = field(
+        default=False,
+        metadata={
+            "help": "Resume even if the loss / optimisation / data / model keys differ from the run's "
+            "run_config.yaml (the old config is kept as run_config.before_resume.N.yaml)"
+        },
+    )
     skip_bad_rows: bool = field(
         default=False,
         metadata={

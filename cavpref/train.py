@@ -154,16 +154,21 @@ def _plain(obj):
     return json.loads(json.dumps(d, default=str))
 
 
-def write_run_files(output_dir: str, train_args, data_args, model_args) -> None:
+def resolved_config(train_args, data_args, model_args) -> dict:
+    return {**_plain(train_args), **_plain(data_args), SECTION: _plain(model_args)}
+
+
+def write_run_files(output_dir: str, train_args, data_args, model_args, changed_on_resume=None) -> None:
     os.makedirs(output_dir, exist_ok=True)
-    resolved = {**_plain(train_args), **_plain(data_args), SECTION: _plain(model_args)}
+    resolved = resolved_config(train_args, data_args, model_args)
     with open(os.path.join(output_dir, "run_config.yaml"), "w") as f:
         yaml.safe_dump(resolved, f, sort_keys=True)
     with open(os.path.join(output_dir, "versions.json"), "w") as f:
         json.dump(_versions(), f, indent=1)
     with open(os.path.join(output_dir, "loss.json"), "w") as f:
         json.dump(
-            {**train_args.loss_summary(), "seed": train_args.seed, "data_seed": train_args.data_seed},
+            {**train_args.loss_summary(), "seed": train_args.seed, "data_seed": train_args.data_seed,
+             **({"changed_on_resume": changed_on_resume} if changed_on_resume else {})},
             f,
             indent=1,
         )
@@ -267,9 +272,19 @@ def main(argv: list[str] | None = None) -> int:
     resume = train_args.resume_from_checkpoint
     if resume in ("last", "auto", "true", "True"):
         resume = last_complete_checkpoint(train_args.output_dir)
+    changed = None
+    if resume:  # the run folder must keep saying what the run was (issue 18 #9)
+        from cavpref.resume_guard import check_resume
+
+        data_keys = [f.name for f in dataclasses.fields(DataArguments)]
+        changed = check_resume(train_args.output_dir, resolved_config(train_args, data_args, model_args),
+                               data_keys, train_args.allow_recipe_change, write=False)
     trainer = build_trainer(train_args, data_args, model_args)
     if trainer.accelerator.is_main_process:
-        write_run_files(train_args.output_dir, train_args, data_args, model_args)
+        if changed:
+            check_resume(train_args.output_dir, resolved_config(train_args, data_args, model_args),
+                         [f.name for f in dataclasses.fields(DataArguments)], True)
+        write_run_files(train_args.output_dir, train_args, data_args, model_args, changed)
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(train_args.output_dir)
     if train_args.save_merged:
