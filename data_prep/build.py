@@ -103,6 +103,9 @@ class PrepConfig:
     llm_base_url: str = ""
     llm_model: str = ""
     llm_api_key_env: str = "OPENAI_API_KEY"
+    llm_on_failure: Literal["template", "error"] = field(default="template", metadata={
+        "help": "negatives: llm and the endpoint fails (401, timeout): fall back to template negatives "
+                "(counted in stats.json as llm_fallback and printed) or stop with the error"})
     score: bool = field(
         default=False, metadata={"help": "fill clap_delta / avsm_delta_* (data_prep.scoring)"}
     )
@@ -159,6 +162,7 @@ class PrepConfig:
                 model=self.llm_model,
                 api_key_env=self.llm_api_key_env,
                 cache_path=str(Path(self.output_dir) / "llm_cache.sqlite"),
+                on_failure=self.llm_on_failure,
             )
         return TaskOptions(
             num_options=self.num_options,
@@ -465,6 +469,8 @@ def build(config: PrepConfig) -> dict[str, Any]:
     if config.score:
         prefs = {s: score(p, config) for s, p in prefs.items()}
     stats["tasks"] = task_stats(skips, items, split_dropped, config)
+    if config.negatives == "llm" and "COT-Stitch" in stats["tasks"]:  # records that fell back to templates
+        stats["tasks"]["COT-Stitch"]["llm_fallback"] = llm_fallbacks(items)
     stats["counts"] = count_table(items)
     stats["preferences"] = {s: len(p) for s, p in prefs.items()}
     write_outputs(out, items, prefs, config.tasks, config.splits(), config.formats)
@@ -588,6 +594,17 @@ def task_stats(skips: dict[str, Counter], items: dict[str, list], split_dropped:
     return out
 
 
+def llm_fallbacks(items: dict[str, list[BenchmarkItem]]) -> dict[str, int]:
+    """reason -> COT-Stitch records whose LLM negatives failed (template negatives used instead)."""
+    seen: dict[str, str] = {}
+    for split_items in items.values():
+        for it in split_items:
+            how = str(it.meta.get("negatives", ""))
+            if it.task == "COT-Stitch" and how.startswith("template ("):
+                seen[it.meta.get("record", it.id)] = how[len("template (") : -1]
+    return dict(sorted(Counter(seen.values()).items()))
+
+
 def count_table(items: dict[str, list[BenchmarkItem]]) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
     """{task: {source: {category: {split: items}}}} (both settings counted)."""
     table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(Counter)))
@@ -631,6 +648,7 @@ def format_stats(stats: dict[str, Any], splits: list[str]) -> str:
             f"  split-dropped {t['split_dropped_items']:>5}  (reconciles: {t['reconcile']})"
         )
         lines += [f"{'':<13}skipped {n:>7}  {reason}" for reason, n in t["skipped"].items()]
+        lines += [f"{'':<13}llm fallback {n:>5}  {reason}" for reason, n in t.get("llm_fallback", {}).items()]
     return "\n".join(lines)
 
 

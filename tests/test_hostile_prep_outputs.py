@@ -87,3 +87,26 @@ def test_eval_refuses_the_folder_of_a_killed_or_damaged_prep(world, tmp_path, mo
     shutil.rmtree(out / "benchmark" / "MAT")
     with pytest.raises(DataError, match="missing: benchmark/MAT"):
         load_items(out)
+
+
+def test_llm_negatives_against_a_failing_endpoint_are_counted_or_an_error(world, tmp_path):
+    from judge_server import LoopbackServer
+
+    from cavpref.data_prep.build import format_stats
+    from cavpref.data_prep.tasks.common import TaskError
+
+    server = LoopbackServer(lambda body, n: (401, {}, {"error": "invalid api key"}, 0))
+    try:
+        llm = {"negatives": "llm", "llm_base_url": server.url, "llm_model": "writer"}
+        stats = build(PrepConfig(world=str(world), output_dir=str(tmp_path / "out"), progress=False,
+                                 tasks=["COT-Stitch"], formats=["jsonl"], **llm))
+        made = stats["tasks"]["COT-Stitch"]["generated"]
+        assert made > 0 and server.requests
+        saved = json.loads((tmp_path / "out" / "stats.json").read_text())
+        assert saved["tasks"]["COT-Stitch"]["llm_fallback"] == {"llm endpoint error (HTTP 401)": made}
+        assert f"llm fallback {made:>5}  llm endpoint error (HTTP 401)" in format_stats(stats, ["train", "test"])
+        with pytest.raises(TaskError, match="HTTP 401.*llm_on_failure"):
+            build(PrepConfig(world=str(world), output_dir=str(tmp_path / "strict"), progress=False,
+                             tasks=["COT-Stitch"], formats=["jsonl"], llm_on_failure="error", **llm))
+    finally:
+        server.close()
