@@ -162,7 +162,10 @@ class CAVPrefCollator:
             skipped += extra
             batch = self._build(kept, media)
         if not kept:
-            raise BadRowError(f"every example of this batch is unusable: {skipped}")
+            if not self.skip_bad_rows:
+                raise BadRowError(f"every example of this batch is unusable: {skipped}")
+            # skip_bad_rows: the trainer skips (and counts) the whole batch; the rows go to skipped_rows.json
+            return {"empty": True, "skipped": skipped}
         batch["skipped"] = skipped
         return batch
 

@@ -276,6 +276,12 @@ class CAVPrefTrainer(DPOTrainer):
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         mode = "train" if self.model.training else "eval"
         self._skipped.extend(inputs.get("skipped") or [])
+        if inputs.get("empty"):  # every row of this batch was unusable (skip_bad_rows): skip the batch
+            device = next(p for p in model.parameters()).device
+            self._gather(torch.tensor([1], device=device))  # the other ranks' "any bad?" vote: all skip alike
+            self._log_counts["skipped_batches"] += 1
+            zero = sum((p.reshape(-1)[:1] * 0).sum() for p in model.parameters() if p.requires_grad)
+            return (zero, None) if return_outputs else zero
         flat = self.adapter.logps(model, inputs["model_inputs"]).to(torch.float32)
         policy = self._unflatten(flat, inputs["slots"])
         if not self._needs_reference:

@@ -53,3 +53,14 @@ def test_a_resume_with_a_changed_recipe_is_refused_unless_allowed(fx, tmp_path):
     assert history and history[-1]["method"] == "cavpref" and history[-1]["learning_rate"] == 0.05
     loss = json.loads((out / "loss.json").read_text())
     assert loss["method"] == "dpo" and loss["changed_on_resume"]["method"] == ["cavpref", "dpo"]
+
+
+def test_skip_bad_rows_skips_a_batch_whose_rows_are_all_bad_and_writes_the_file(fx, tmp_path):
+    empty = tmp_path / "no_media"  # every row's media fails to decode: every batch is all bad
+    empty.mkdir()
+    rec, out = recipe(fx, tmp_path / "r.yaml", save_strategy="no"), tmp_path / "run"
+    assert main([str(rec), "--output_dir", str(out), "--media_root", str(empty), "--skip_bad_rows", "true"]) == 0
+    report = json.loads((out / "skipped_rows.json").read_text())
+    assert report["count"] >= 1 and all("failed to decode" in r["reason"] for r in report["rows"])
+    logs = [json.loads(x) for x in (out / "logs.jsonl").read_text().splitlines()]
+    assert any(r.get("count/skipped_batches", 0) >= 1 for r in logs), logs
