@@ -111,6 +111,10 @@ def parse(argv: list[str]):
     unknown = sorted(set(model_section) - {f.name for f in dataclasses.fields(ModelConfig)})
     if unknown:
         raise ValueError(f"{recipe}: unknown keys in the '{SECTION}:' section: {unknown}")
+    from cavpref.recipe_types import check_recipe_types
+
+    check_recipe_types(config, [CAVPrefConfig, DataArguments], str(recipe))
+    check_recipe_types(model_section, [ModelConfig], str(recipe), prefix=f"{SECTION}.")
     parser = TrlParser([CAVPrefConfig, DataArguments])
     leftover = parser.set_defaults_with_config(**config)
     if leftover:

@@ -64,3 +64,19 @@ def test_skip_bad_rows_skips_a_batch_whose_rows_are_all_bad_and_writes_the_file(
     assert report["count"] >= 1 and all("failed to decode" in r["reason"] for r in report["rows"])
     logs = [json.loads(x) for x in (out / "logs.jsonl").read_text().splitlines()]
     assert any(r.get("count/skipped_batches", 0) >= 1 for r in logs), logs
+
+
+@pytest.mark.parametrize("key,value,kind", [("lambda_a", [1, 2], "float"), ("learning_rate", "fast", "float"),
+                                            ("max_steps", 1.5, "int"), ("skip_bad_rows", "maybe", "bool"),
+                                            ("model.lora_r", [8], "int")])
+def test_recipe_values_of_the_wrong_type_name_the_key(fx, tmp_path, key, value, kind):
+    from cavpref.train import parse
+
+    if key.startswith("model."):
+        rec = recipe(fx, tmp_path / "r.yaml", model={"model_name_or_path": str(fx["model"]), key[6:]: value})
+    else:
+        rec = recipe(fx, tmp_path / "r.yaml", **{key: value})
+    with pytest.raises((TypeError, ValueError)) as err:
+        parse([str(rec), "--output_dir", str(tmp_path / "o")])
+    msg = str(err.value)
+    assert key.split(".")[-1] in msg and kind in msg and str(rec) in msg, msg
