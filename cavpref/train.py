@@ -273,6 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     train_args, data_args, model_args = parse(argv)
     if not data_args.train_dataset:
         raise ValueError("no train_dataset: set it in the recipe or pass --train_dataset")
+    if not model_args.model_name_or_path:
+        raise ValueError(f"{argv[0] if not argv[0].startswith('-') else 'command line'}: model.model_name_or_path "
+                         f"is required: add a '{SECTION}:' section with model_name_or_path (a folder or hub id), or "
+                         "pass --model.model_name_or_path")
     resume = train_args.resume_from_checkpoint
     if resume in ("last", "auto", "true", "True"):
         resume = last_complete_checkpoint(train_args.output_dir)

@@ -80,3 +80,11 @@ def test_recipe_values_of_the_wrong_type_name_the_key(fx, tmp_path, key, value, 
         parse([str(rec), "--output_dir", str(tmp_path / "o")])
     msg = str(err.value)
     assert key.split(".")[-1] in msg and kind in msg and str(rec) in msg, msg
+
+
+def test_a_recipe_without_a_model_section_says_model_name_or_path_is_required(fx, tmp_path):
+    cfg = yaml.safe_load(recipe(fx, tmp_path / "r.yaml").read_text())
+    del cfg["model"]
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ValueError, match=r"model_name_or_path is required.*--model\.model_name_or_path"):
+        main([str(tmp_path / "r.yaml"), "--output_dir", str(tmp_path / "o")])
