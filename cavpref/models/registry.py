@@ -13,8 +13,12 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from transformers.utils import logging
+
 from cavpref.models.base import AVAdapter
 from cavpref.models.config import ModelConfig
+
+logger = logging.get_logger(__name__)
 
 _ADAPTERS: dict[str, type[AVAdapter] | str] = {
     "qwen2_5_omni": "cavpref.models.qwen_omni:QwenOmniAdapter",
@@ -75,6 +79,11 @@ def load_adapter(name_or_path: str | ModelConfig, *, adapter: str | None = None,
     """Load processor + model from a hub id or folder into the adapter its config selects (or ``adapter``).
     ``kwargs`` are ModelConfig fields; a ModelConfig may be passed instead of a path. The model is
     ``adapter.model``."""
+    trusted = name_or_path.trust_remote_code if isinstance(name_or_path, ModelConfig) else \
+        kwargs.get("trust_remote_code", False)
+    if trusted:  # the folder's own Python files will be imported and run
+        folder = name_or_path.model_name_or_path if isinstance(name_or_path, ModelConfig) else name_or_path
+        logger.warning(f"trust_remote_code is on: running the Python code shipped in {folder}")
     if isinstance(name_or_path, ModelConfig):
         cfg = name_or_path
         name = adapter or cfg.adapter or adapter_name_for(cfg.model_name_or_path)
