@@ -31,3 +31,21 @@ def test_a_record_with_duplicate_options_is_skipped_and_counted(task):
     assert not [i for i in items if i.meta["record"] == cats.key]
     reasons = [r for r in skips if "duplicate options" in r]
     assert reasons and skips[reasons[0]] == 1, skips
+
+
+def test_a_media_folder_symlinked_out_of_the_data_root_is_named_as_such(tmp_path):
+    from cavpref.data_prep.build import PrepConfig, PrepError, validate
+    from cavpref.media.spec import MediaError, resolve_path
+
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "x_0.mp4").write_bytes(b"")
+    (tmp_path / "root" / "audioset").mkdir(parents=True)
+    (tmp_path / "root" / "audioset" / "clips").symlink_to(tmp_path / "elsewhere")
+    record = QARecord("audioset", "x", "eval_segments.csv", 0, to_json(Source("audioset/clips/x_0.mp4", 0.0, 1.0)),
+                      labels=["Dog"], start=0.0, end=1.0)
+    with pytest.raises(PrepError) as err:
+        validate(record, None, PrepConfig(data_root=str(tmp_path / "root")), {})
+    with pytest.raises(MediaError) as evaluated:  # what evaluation says about the same path
+        resolve_path(tmp_path / "root", "audioset/clips/x_0.mp4")
+    assert "outside the data root" in str(err.value) and "missing media file" not in str(err.value)
+    assert str(evaluated.value) in str(err.value) and err.value.reason == "media: media path outside the data root"
