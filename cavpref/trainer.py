@@ -548,6 +548,20 @@ class CAVPrefTrainer(DPOTrainer):
             self._metrics[mode][f"count/{k}"] = [float(v)]
         super().log(logs, start_time)
 
+    def _save_checkpoint(self, model, trial):
+        """A full disk says so with the checkpoint's path (torch.save reports it as an opaque
+        ``basic_ios::clear: iostream error``); the resume then takes the last complete checkpoint."""
+        path = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
+        try:
+            return super()._save_checkpoint(model, trial)
+        except (OSError, RuntimeError) as err:
+            from cavpref.safety import disk_full_error
+
+            full = disk_full_error(err, path)
+            if full is None:
+                raise
+            raise full from err
+
     def train(self, *args, **kwargs):
         result = super().train(*args, **kwargs)
         self.report_skipped()

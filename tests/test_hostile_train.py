@@ -88,3 +88,24 @@ def test_a_recipe_without_a_model_section_says_model_name_or_path_is_required(fx
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(cfg))
     with pytest.raises(ValueError, match=r"model_name_or_path is required.*--model\.model_name_or_path"):
         main([str(tmp_path / "r.yaml"), "--output_dir", str(tmp_path / "o")])
+
+
+def test_disk_full_while_writing_a_checkpoint_names_enospc_and_the_path(fx, tmp_path, monkeypatch):
+    import errno
+
+    import torch
+
+    real_save = torch.save
+
+    def full_disk(obj, f, *a, **k):  # the optimizer / RNG state write of the real checkpoint save
+        if "checkpoint-" in str(f):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(obj, f, *a, **k)
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    rec, out = recipe(fx, tmp_path / "r.yaml"), tmp_path / "run"
+    with pytest.raises(OSError) as err:
+        main([str(rec), "--output_dir", str(out)])
+    assert err.value.errno == errno.ENOSPC
+    msg = str(err.value)
+    assert str(out / "checkpoint-1") in msg and "no space left" in msg.lower() and "resume" in msg, msg
