@@ -58,12 +58,18 @@ class EvalArgs:
     endpoint_model: str | None = field(default=None, metadata={"help": "served model name (endpoint models)"})
     endpoint_api_key_env: str = "CAVPREF_ENDPOINT_API_KEY"
     endpoint_concurrency: int = 8
+    endpoint_timeout_s: float = field(default=120.0, metadata={"help": "seconds before an endpoint request is "
+                                                                         "abandoned (then retried)"})
+    endpoint_max_retries: int = field(default=2, metadata={"help": "retries on timeouts / 429 / 5xx (with backoff)"})
+    max_reply_bytes: int = field(default=1 << 20, metadata={"help": "a longer endpoint / judge reply is an error, "
+                                                                      "never stored"})
     media_format: str = field(default="mp4", metadata={"help": "endpoint media: mp4 | frames"})
     judge_model: str | None = field(default=None, metadata={"help": "LLM judge for step 2 (or CAVPREF_JUDGE_MODEL)"})
     judge_base_url: str | None = field(default=None, metadata={"help": "or CAVPREF_JUDGE_BASE_URL"})
     judge_api_key_env: str = "CAVPREF_JUDGE_API_KEY"
     judge_concurrency: int = 8
-    judge_max_retries: int = 4
+    judge_max_retries: int = field(default=4, metadata={"help": "retries on timeouts / 429 / 5xx (with backoff)"})
+    judge_timeout_s: float = field(default=60.0, metadata={"help": "seconds before a judge request is abandoned"})
     judge_cache: str | None = field(default=None, metadata={"help": "SQLite cache (default: <output>/judge_cache.sqlite)"})
     no_judge: bool = field(default=False, metadata={"help": "heuristics only, even if a judge is configured"})
     drop_stream: str | None = field(default=None, metadata={
@@ -121,7 +127,8 @@ def build_judge(args: EvalArgs):
     return ChoiceJudge(ChatClient(ChatConfig(base_url=args.judge_base_url, model=args.judge_model,
                                              api_key_env=args.judge_api_key_env, cache_path=cache,
                                              max_concurrency=args.judge_concurrency,
-                                             max_retries=args.judge_max_retries)))
+                                             max_retries=args.judge_max_retries, timeout_s=args.judge_timeout_s,
+                                             max_reply_bytes=args.max_reply_bytes)))
 
 
 def build_backend(args: EvalArgs):
@@ -133,7 +140,8 @@ def build_backend(args: EvalArgs):
 
         client = ChatClient(ChatConfig(base_url=args.model, model=args.endpoint_model, env_prefix="CAVPREF_ENDPOINT",
                                        api_key_env=args.endpoint_api_key_env, max_tokens=args.max_new_tokens,
-                                       max_concurrency=args.endpoint_concurrency, timeout_s=300.0))
+                                       max_concurrency=args.endpoint_concurrency, timeout_s=args.endpoint_timeout_s,
+                                       max_retries=args.endpoint_max_retries, max_reply_bytes=args.max_reply_bytes))
         return EndpointBackend(client, media_format=args.media_format, max_tokens=args.max_new_tokens)
     from cavpref.models import load_adapter
     from cavpref.eval.runner import dist_state

@@ -63,12 +63,18 @@ class BenchArgs:
     endpoint_model: str | None = None
     endpoint_api_key_env: str = "CAVPREF_ENDPOINT_API_KEY"
     endpoint_concurrency: int = 8
+    endpoint_timeout_s: float = field(default=120.0, metadata={"help": "seconds before an endpoint request is "
+                                                                         "abandoned (then retried)"})
+    endpoint_max_retries: int = field(default=2, metadata={"help": "retries on timeouts / 429 / 5xx (with backoff)"})
+    max_reply_bytes: int = field(default=1 << 20, metadata={"help": "a longer endpoint / judge reply is an error, "
+                                                                      "never stored"})
     media_format: str = "mp4"
     judge_model: str | None = field(default=None, metadata={"help": "LLM judge (or CAVPREF_JUDGE_MODEL)"})
     judge_base_url: str | None = None
     judge_api_key_env: str = "CAVPREF_JUDGE_API_KEY"
     judge_concurrency: int = 8
     judge_max_retries: int = field(default=4, metadata={"help": "retries on timeouts / 429 / 5xx (with backoff)"})
+    judge_timeout_s: float = field(default=60.0, metadata={"help": "seconds before a judge request is abandoned"})
     judge_cache: str | None = field(default=None, metadata={"help": "default: <output>/judge_cache.sqlite"})
     no_judge: bool = False
 
@@ -145,7 +151,8 @@ def build_judge_client(args: BenchArgs):
     cache = args.judge_cache or (str(Path(args.output) / "judge_cache.sqlite") if args.output else None)
     return ChatClient(ChatConfig(base_url=args.judge_base_url, model=args.judge_model,
                                  api_key_env=args.judge_api_key_env, cache_path=cache,
-                                 max_concurrency=args.judge_concurrency, max_retries=args.judge_max_retries))
+                                 max_concurrency=args.judge_concurrency, max_retries=args.judge_max_retries,
+                                 timeout_s=args.judge_timeout_s, max_reply_bytes=args.max_reply_bytes))
 
 
 def build_benchmark(args: BenchArgs, client=None, nli=None, backend=None):
