@@ -381,7 +381,10 @@ def generate(records: list[QARecord], tables, config: PrepConfig) -> tuple[list,
     _WORK.update(ctx=ctx, config=config, tables=tables)
     try:
         if config.num_proc > 1:
-            with ProcessPoolExecutor(config.num_proc, mp_context=multiprocessing.get_context("fork")) as pool:
+            from cavpref.safety import die_with_parent
+
+            with ProcessPoolExecutor(config.num_proc, mp_context=multiprocessing.get_context("fork"),
+                                     initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
                 parts = list(pool.map(_generate_part, range(config.num_proc)))
         else:
             parts = [_generate_part(0)]

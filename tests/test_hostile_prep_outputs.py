@@ -110,3 +110,62 @@ def test_llm_negatives_against_a_failing_endpoint_are_counted_or_an_error(world,
                              tasks=["COT-Stitch"], formats=["jsonl"], llm_on_failure="error", **llm))
     finally:
         server.close()
+
+
+def _children(pid: int) -> list[int]:
+    import os
+
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(entry))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="reads /proc")
+def test_kill_9_of_prep_with_workers_takes_the_workers_down(world, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cmd = [sys.executable, "-m", "cavpref.apps.cli", "prep", "--world", str(world), "--output_dir",
+           str(tmp_path / "out"), "--num_proc", "2", "--progress", "false", "--formats", "jsonl"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    workers = []
+    for _attempt in range(3):  # the pool lives for a second or two: catch it alive
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 120
+        while proc.poll() is None and time.time() < deadline:
+            workers = _children(proc.pid)
+            if len(workers) >= 2:
+                break
+            time.sleep(0.005)
+        if len(workers) >= 2 and proc.poll() is None:
+            break
+        proc.wait()
+    assert len(workers) >= 2, "never saw the two workers"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 10
+    while any(_alive(w) for w in workers) and time.time() < deadline:
+        time.sleep(0.05)
+    left = [w for w in workers if _alive(w)]
+    for w in left:  # do not leave them behind when the test fails
+        os.kill(w, signal.SIGKILL)
+    assert not left, f"workers {left} outlived their killed parent"
