@@ -36,7 +36,8 @@ class ModelConfig(MediaArguments):
     video_fps: float = field(default=2.0, metadata={"help": "fps assumed when frames carry no timestamps"})
     video_min_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel floor (None: adapter default)"})
     video_max_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel cap (None: adapter default)"})
-    max_length: int | None = field(default=None, metadata={"help": "rows longer than this (tokens) are an error"})
+    max_length: int | None = field(default=None, metadata={"help": "rows longer than this (tokens) are refused, "
+                                                                    "named (None: the model's context size)"})
 
     # what trains
     lora_r: int = field(default=16, metadata={"help": "0 disables LoRA (full fine-tuning of the language model)"})
