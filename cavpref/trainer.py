@@ -102,6 +102,7 @@ class CAVPrefTrainer(DPOTrainer):
             raise TypeError(f"args must be a CAVPrefConfig, got {type(args).__name__}")
         self.adapter = adapter
         self._skipped: list[tuple[str, str]] = []
+        self._missing_streams: list[tuple[str, str, str]] = []  # (example id, task, stream) trained without it
         self._switches = args.switches()
         self._batch_sampler: PreferenceBatchSampler | None = None
         for name in ("processing_class", "processor", "tokenizer"):  # saved with every checkpoint
@@ -138,6 +139,7 @@ class CAVPrefTrainer(DPOTrainer):
                 media_root=args.media_root,
                 frames=frames,
                 skip_bad_rows=args.skip_bad_rows,
+                missing_stream=args.missing_stream,
                 sample_rate=sample_rate or getattr(adapter, "sample_rate", None) or 16000,
                 cache_size=args.media_cache_size,
             )
@@ -276,6 +278,7 @@ class CAVPrefTrainer(DPOTrainer):
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         mode = "train" if self.model.training else "eval"
         self._skipped.extend(inputs.get("skipped") or [])
+        self._missing_streams.extend(inputs.get("missing_streams") or [])
         if inputs.get("empty"):  # every row of this batch was unusable (skip_bad_rows): skip the batch
             device = next(p for p in model.parameters()).device
             self._gather(torch.tensor([1], device=device))  # the other ranks' "any bad?" vote: all skip alike
@@ -565,7 +568,28 @@ class CAVPrefTrainer(DPOTrainer):
     def train(self, *args, **kwargs):
         result = super().train(*args, **kwargs)
         self.report_skipped()
+        self.report_missing_streams()
         return result
+
+    def report_missing_streams(self) -> dict[str, dict[str, int]]:
+        """Examples trained without a stream their spec keeps (the file lacks it), per task and stream, over
+        all ranks, in ``output_dir/missing_streams.json`` (main process)."""
+        everything = (gather_object(list(self._missing_streams)) if self.accelerator.num_processes > 1
+                      else list(self._missing_streams))
+        unique = sorted({tuple(map(str, m)) for m in everything})
+        per_task: dict[str, dict[str, int]] = {}
+        for _, task, stream in unique:
+            per_task.setdefault(task, {}).setdefault(stream, 0)
+            per_task[task][stream] += 1
+        if self.accelerator.is_main_process:
+            os.makedirs(self.args.output_dir, exist_ok=True)
+            with open(os.path.join(self.args.output_dir, "missing_streams.json"), "w") as f:
+                json.dump({"count": len({i for i, _, _ in unique}), "per_task": per_task,
+                           "examples": [{"id": i, "task": t, "stream": s} for i, t, s in unique]}, f, indent=1)
+            if unique:
+                print(f"[cavpref] trained {len({i for i, _, _ in unique})} examples with a missing stream "
+                      f"{per_task} (see {self.args.output_dir}/missing_streams.json; missing_stream: error refuses)")
+        return per_task
 
     def report_skipped(self) -> list[tuple[str, str]]:
         """All ranks' skipped rows, de-duplicated, written to ``output_dir/skipped_rows.json`` (main process)."""

@@ -72,6 +72,9 @@ class EvalArgs:
     judge_timeout_s: float = field(default=60.0, metadata={"help": "seconds before a judge request is abandoned"})
     judge_cache: str | None = field(default=None, metadata={"help": "SQLite cache (default: <output>/judge_cache.sqlite)"})
     no_judge: bool = field(default=False, metadata={"help": "heuristics only, even if a judge is configured"})
+    missing_stream: str = field(default="allow", metadata={
+        "help": "a stream an item keeps but its file lacks (no audio track): allow (evaluate without it, counted "
+                "per task in results.json) | error"})
     drop_stream: str | None = field(default=None, metadata={
         "help": "ablation: remove the video or the audio from every item (does the model use that stream?)"})
 
@@ -182,19 +185,38 @@ def evaluate(args: EvalArgs, *, backend=None, judge=None, rank: int | None = Non
     bench = AVTrustBench(AVTrustBenchOptions(circular=args.circular, pin_abstain=args.pin_abstain,
                                              post_prompt=args.post_prompt, mode=args.mode), judge)
     runner = Runner(bench, backend, RunConfig(args.output, loaded.media_root, args.mode, args.batch_size,
-                                              args.chunk_size, args.frame_policy(), args.sample_rate),
+                                              args.chunk_size, args.frame_policy(), args.sample_rate,
+                                              missing_stream=args.missing_stream),
                     rank=rank, world=world)
     stats = runner.run(loaded.items)
     log = {"rank": runner.rank, **stats, "judge_calls": judge.client.stats if judge else None}
     Path(args.output, f"run_log.rank{runner.rank}.json").write_text(json.dumps(log, indent=1) + "\n")
     if not runner.is_main:
         return None
-    outcomes, _ = runner.collect(loaded.items)
+    outcomes, used = runner.collect(loaded.items)
     results = {"benchmark": bench.name, "label": args.label, "mode": args.mode, "config": args.public(),
                "model": backend.describe(), "judge": bench.describe()["judge"], "evaluation": bench.describe(),
-               "versions": versions(), "loading": _loading(loaded, args), "metrics": summarize(outcomes, circular=args.circular)}
+               "versions": versions(), "loading": _loading(loaded, args), "metrics": summarize(outcomes, circular=args.circular),
+               "missing_streams": missing_stream_counts(loaded.items, used)}
     write_reports(results, args.output)
     return results
+
+
+def missing_stream_counts(items, records: list[dict]) -> dict[str, dict[str, int]]:
+    """task -> stream -> items evaluated without a stream their spec keeps (the file lacks it)."""
+    task_of = {i.id: i.task for i in items}
+    seen: dict[str, list[str]] = {}
+    for rec in records:
+        if rec.get("missing_streams"):
+            seen[rec["item_id"]] = rec["missing_streams"]
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for item_id, streams in seen.items():
+        for stream in streams:
+            counts[task_of[item_id]][stream] += 1
+    if counts:
+        print(f"[cavpref] evaluated with a missing stream (the file lacks it): "
+              + ", ".join(f"{t}: {dict(c)}" for t, c in sorted(counts.items())) + " (--missing_stream error refuses)")
+    return {t: dict(sorted(c.items())) for t, c in sorted(counts.items())}
 
 
 # ------------------------------------------------------------------------------------------ external predictions
