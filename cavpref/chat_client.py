@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from cavpref.cache import CacheTable, SQLiteCache
+from cavpref.redact import add_secret, redact, url_secrets
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -53,6 +54,7 @@ class ChatConfig:
     temperature: float = 0.0
     max_tokens: int = 32
     cache_path: str | None = None  # SQLite file; None disables the cache
+    max_reply_bytes: int = 1 << 20  # a longer reply body is an error, never read (or stored) whole
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     def resolved(self) -> ChatConfig:
@@ -111,6 +113,8 @@ class ChatClient:
 
         self.config = config.resolved()
         key = os.environ.get(self.config.api_key_env) or os.environ.get("OPENAI_API_KEY")
+        for secret in [key, *url_secrets(self.config.base_url)]:  # a server may echo them in an error body
+            add_secret(secret)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = httpx.Client(
             base_url=self.config.base_url, headers=headers, timeout=self.config.timeout_s,
@@ -162,6 +166,11 @@ class ChatClient:
             return [f.result() for f in bar]
 
     def _post(self, body: dict[str, Any]) -> ChatResult:
+        result = self._post_once(body)
+        result.error = redact(result.error)
+        return result
+
+    def _post_once(self, body: dict[str, Any]) -> ChatResult:
         cfg, httpx = self.config, self._httpx
         error = "no attempt made"
         for attempt in range(cfg.max_retries + 1):
@@ -170,7 +179,9 @@ class ChatClient:
             wait = None
             self._count("http_calls")
             try:
-                resp = self._http.post("/chat/completions", json=body)
+                resp = self._post_capped(body)
+            except _TooLarge as err:
+                return ChatResult(None, f"malformed reply: {err}", attempt + 1)
             except httpx.TimeoutException as err:
                 error = f"timeout after {cfg.timeout_s}s ({type(err).__name__})"
             except httpx.TransportError as err:
@@ -190,6 +201,22 @@ class ChatClient:
                 time.sleep(min(delay, cfg.max_backoff_s))
         return ChatResult(None, f"gave up after {cfg.max_retries + 1} attempts: {error}", cfg.max_retries + 1)
 
+    def _post_capped(self, body: dict[str, Any]):
+        """POST and read the reply, at most ``max_reply_bytes`` of it (a runaway server must not fill memory,
+        the records or the cache); ``_TooLarge`` past that."""
+        cap = self.config.max_reply_bytes
+        with self._http.stream("POST", "/chat/completions", json=body) as resp:
+            size = int(resp.headers.get("content-length") or 0)
+            if cap and size > cap:
+                raise _TooLarge(f"reply of {size} bytes is larger than {cap} bytes (max_reply_bytes)")
+            data = bytearray()
+            for chunk in resp.iter_bytes():
+                data += chunk
+                if cap and len(data) > cap:
+                    raise _TooLarge(f"reply is larger than {cap} bytes (max_reply_bytes)")
+            resp._content = bytes(data)  # the body as read, so .text / .json() work as after a plain post
+        return resp
+
     def close(self) -> None:
         self._http.close()
         if self.cache is not None:
@@ -200,6 +227,10 @@ class ChatClient:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _TooLarge(Exception):
+    """A reply body over ``max_reply_bytes``."""
 
 
 def _retry_after(resp) -> float | None:

@@ -121,6 +121,7 @@ class CAVPrefCollator:
     skip_bad_rows: bool = False
     decode: Callable[[str], Any] | None = None
     cache_size: int = 0  # decoded media kept (LRU), keyed by the MediaSpec JSON; 0 = no cache
+    missing_stream: str = "allow"  # a stream the spec keeps but the file lacks: allow (counted) | error
 
     def __post_init__(self):
         if self.cache_size > 0:  # per process: each dataloader worker keeps its own
@@ -145,11 +146,14 @@ class CAVPrefCollator:
         skipped: list[tuple[str, str]] = []
         kept: list[tuple[Mapping[str, Any], tuple[str, ...]]] = []
         media: dict[str, Any] = {}
+        missing: list[tuple[str, str, str]] = []  # (example id, task, stream) trained without that stream
         for ex in examples:
             slots = self.slots_for(ex)
             problems = check_example(ex, slots, self.calibrated)
             if not problems:
                 problems = self._decode_all(ex, slots, media)
+            if not problems:
+                problems = self._missing_streams(ex, slots, media, missing)
             if problems:
                 if not self.skip_bad_rows:
                     raise BadRowError("; ".join(problems))
@@ -162,9 +166,31 @@ class CAVPrefCollator:
             skipped += extra
             batch = self._build(kept, media)
         if not kept:
-            raise BadRowError(f"every example of this batch is unusable: {skipped}")
+            if not self.skip_bad_rows:
+                raise BadRowError(f"every example of this batch is unusable: {skipped}")
+            # skip_bad_rows: the trainer skips (and counts) the whole batch; the rows go to skipped_rows.json
+            return {"empty": True, "skipped": skipped}
         batch["skipped"] = skipped
+        kept_ids = {str(ex.get("id", "?")) for ex, _ in kept}
+        batch["missing_streams"] = [m for m in missing if m[0] in kept_ids]
         return batch
+
+    def _missing_streams(self, ex, slots, media, missing) -> list[str]:
+        """Streams a slot's spec keeps but its file lacks: noted in ``missing`` (counted by the trainer), or
+        a problem of the row under ``missing_stream: error``."""
+        from cavpref.media.missing import describe_missing, missing_streams
+
+        problems, found = [], set()
+        for slot in slots:
+            col = SLOT_FIELDS[slot][1]
+            lack = missing_streams(ex[col], media[ex[col]])
+            if lack and self.missing_stream == "error":
+                problems.append(f"example {ex.get('id', '?')!r} (task {ex.get('task')}): field {col!r} (row {slot}): "
+                                f"{describe_missing(ex[col], lack)} (missing_stream: error)")
+            found.update(lack)
+        if not problems:
+            missing += [(str(ex.get("id", "?")), str(ex.get("task")), s) for s in sorted(found)]
+        return sorted(set(problems), key=problems.index)
 
     def _decode_all(self, ex, slots, media) -> list[str]:
         problems = []

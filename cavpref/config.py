@@ -131,6 +131,20 @@ class CAVPrefConfig(DPOConfig):
             "checkpoint that eval and from_pretrained load)"
         },
     )
+    missing_stream: str = field(
+        default="allow",
+        metadata={
+            "help": "A stream a row's media keeps but its file lacks (no audio track): allow (train without it, "
+            "counted in missing_streams.json) | error (a bad row: raised, or skipped with skip_bad_rows)"
+        },
+    )
+    allow_recipe_change: bool = field(
+        default=False,
+        metadata={
+            "help": "Resume even if the loss / optimisation / data / model keys differ from the run's "
+            "run_config.yaml (the old config is kept as run_config.before_resume.N.yaml)"
+        },
+    )
     skip_bad_rows: bool = field(
         default=False,
         metadata={
@@ -156,6 +170,7 @@ class CAVPrefConfig(DPOConfig):
         _check_choice("switch_variant", self.switch_variant, SWITCH_VARIANTS)
         _check_choice("sampler", self.sampler, SAMPLERS)
         _check_choice("reference", self.reference, REFERENCES)
+        _check_choice("missing_stream", self.missing_stream, ("allow", "error"))
         for name in ("lambda_y", "lambda_v", "lambda_a"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"CAVPrefConfig.{name} must be > 0, got {getattr(self, name)}")

@@ -103,8 +103,19 @@ class BenchmarkItem:
     def from_row(cls, row: dict[str, Any]) -> "BenchmarkItem":
         import json
 
+        from dataclasses import MISSING, fields
+
         row = dict(row)
-        row["options"] = dict(zip(row.pop("option_letters"), row.pop("option_texts")))
+        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+        missing = [k for k in required if k != "options" and k not in row]
+        missing += [k for k in ("option_letters", "option_texts") if k not in row]
+        if missing:  # in words, not a raw KeyError / TypeError from the constructor
+            raise ValueError(", ".join(f"missing field {k!r}" for k in missing))
+        letters, texts = row.pop("option_letters"), row.pop("option_texts")
+        if len(letters) != len(texts) or len(set(letters)) != len(letters):  # zip would drop options silently
+            raise ValueError(f"{len(letters)} option_letters {list(letters)} but {len(texts)} option_texts "
+                             "(they must pair one to one, letters distinct)")
+        row["options"] = dict(zip(letters, texts))
         meta = row.get("meta") or "{}"
         row["meta"] = json.loads(meta) if isinstance(meta, str) else meta
         return cls(**row)

@@ -127,6 +127,7 @@ def _flatten_recipe(path: str, tmp_dir: str) -> str:
                       if _legacy_key(k) not in _recipe_keys())
     if unknown:
         raise ValueError(f"{path}: unknown recipe key(s) {unknown} (see cavpref train --help)")
+    _check_types(config, path)
     if LEGACY_SECTION not in config:
         return path
     section = config.pop(LEGACY_SECTION) or {}
@@ -142,6 +143,19 @@ def _flatten_recipe(path: str, tmp_dir: str) -> str:
     with open(flat, "w") as f:
         yaml.safe_dump(config, f, sort_keys=False)
     return flat
+
+
+def _check_types(config: dict, path: str) -> None:
+    """Values checked against their fields' annotations by key (issue 18 #16), legacy section included."""
+    from cavpref.config import CAVPrefConfig
+    from cavpref.models.config import AVModelArguments
+    from cavpref.recipe_types import check_recipe_types
+
+    classes = [CAVPrefConfig, DataArguments, AVModelArguments]
+    check_recipe_types({k: v for k, v in config.items() if k not in (LEGACY_SECTION, "env")}, classes, path)
+    section = config.get(LEGACY_SECTION)
+    if isinstance(section, dict):
+        check_recipe_types({_legacy_key(k): v for k, v in section.items()}, classes, path, prefix=f"{LEGACY_SECTION}.")
 
 
 def _recipe_keys() -> set[str]:
@@ -195,16 +209,29 @@ def _plain(obj):
     return json.loads(json.dumps(d, default=str))
 
 
-def write_run_files(output_dir: str, train_args, data_args, model_args) -> None:
+def resolved_config(train_args, data_args, model_args) -> dict:
+    """The run's whole config, flat (one namespace, as recipes are written)."""
+    return {**_plain(train_args), **_plain(data_args), **_plain(model_args)}
+
+
+def defining_keys() -> list[str]:
+    """Besides the loss / optimisation keys of ``resume_guard``: every data and model key defines the run."""
+    from cavpref.models.config import AVModelArguments
+
+    return [f.name for t in (DataArguments, AVModelArguments) for f in dataclasses.fields(t)]
+
+
+def write_run_files(output_dir: str, train_args, data_args, model_args, changed_on_resume=None) -> None:
     os.makedirs(output_dir, exist_ok=True)
-    resolved = {**_plain(train_args), **_plain(data_args), **_plain(model_args)}
+    resolved = resolved_config(train_args, data_args, model_args)
     with open(os.path.join(output_dir, "run_config.yaml"), "w") as f:
         yaml.safe_dump(resolved, f, sort_keys=True)
     with open(os.path.join(output_dir, "versions.json"), "w") as f:
         json.dump(_versions(), f, indent=1)
     with open(os.path.join(output_dir, "loss.json"), "w") as f:
         json.dump(
-            {**train_args.loss_summary(), "seed": train_args.seed, "data_seed": train_args.data_seed},
+            {**train_args.loss_summary(), "seed": train_args.seed, "data_seed": train_args.data_seed,
+             **({"changed_on_resume": changed_on_resume} if changed_on_resume else {})},
             f,
             indent=1,
         )
@@ -305,15 +332,28 @@ def main(argv: list[str] | None = None) -> int:
     train_args, data_args, model_args = parse(argv)
     if not data_args.train_dataset:
         raise ValueError("no train_dataset: set it in the recipe or pass --train_dataset")
+    if not model_args.model_name_or_path:
+        raise ValueError(f"{argv[0] if not argv[0].startswith('-') else 'command line'}: model_name_or_path "
+                         "is required: add `model_name_or_path: <folder or hub id>` to the recipe, or pass "
+                         "--model_name_or_path")
     resume = train_args.resume_from_checkpoint
     if resume in ("last", "auto", "true", "True"):
         resume = last_complete_checkpoint(train_args.output_dir)
     from cavpref.threads import pin_threads
 
     pin_threads(train_args.num_threads)
+    changed = None
+    if resume:  # the run folder must keep saying what the run was (issue 18 #9)
+        from cavpref.resume_guard import check_resume
+
+        changed = check_resume(train_args.output_dir, resolved_config(train_args, data_args, model_args),
+                               defining_keys(), train_args.allow_recipe_change, write=False)
     trainer = build_trainer(train_args, data_args, model_args)
     if trainer.accelerator.is_main_process:
-        write_run_files(train_args.output_dir, train_args, data_args, model_args)
+        if changed:
+            check_resume(train_args.output_dir, resolved_config(train_args, data_args, model_args),
+                         defining_keys(), True)
+        write_run_files(train_args.output_dir, train_args, data_args, model_args, changed)
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(train_args.output_dir)
     if train_args.save_merged:

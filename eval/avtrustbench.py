@@ -22,12 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cavpref.data import ABSTAIN_TASKS, BenchmarkItem
 from cavpref.eval import circular as circ
 from cavpref.eval.choice_judge import JUDGE_ERROR, ChoiceJudge, build_query
 from cavpref.eval.extract import ABSTAIN, ABSTENTION_RESPONSES, Extraction, is_correct, match_choice
 from cavpref.eval.metrics import ItemOutcome
 from cavpref.eval.runner import Job, PassRequest
+
+from cavpref.data import ABSTAIN_TASKS, BenchmarkItem
 
 
 @dataclass

@@ -13,9 +13,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from cavpref.data import LETTERS
 from cavpref.eval.extract import ABSTAIN, Extraction, normalise
 from cavpref.eval.judge import ChatClient
+
+from cavpref.data import LETTERS
 
 PROMPT_VERSION = "avtrustbench-choice/v1"
 

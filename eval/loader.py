@@ -91,6 +91,7 @@ def load_items(data: str | Path, *, split: str = "test", keep: Callable[[Benchma
     path = Path(data)
     if not path.exists():
         raise DataError(f"{path}: benchmark data not found")
+    check_prep_output(path)
     result = LoadResult([], media_root or default_media_root(path))
     seen: dict[str, str] = {}
     for label, rows in _sources(path, split):
@@ -129,6 +130,28 @@ def load_items(data: str | Path, *, split: str = "test", keep: Callable[[Benchma
     return result
 
 
+def check_prep_output(path: Path) -> None:
+    """Refuse the folder of a prep build that did not finish (killed: look-up tables and some task folders
+    written, no manifest) or whose files no longer match its manifest's list (folders deleted since)."""
+    from cavpref.data_prep.integrity import damaged
+    from cavpref.data_prep.tables import DEFAULT_FILENAME
+
+    if not (path.is_dir() and (path / "benchmark").is_dir()):
+        return
+    manifest = path / "manifest.json"
+    if not manifest.is_file():
+        if (path / DEFAULT_FILENAME).is_file():  # written by `cavpref prep` before any task
+            raise DataError(f"{path}: incomplete prep build (no manifest.json: the build was interrupted); "
+                            "rerun `cavpref prep` with the same config to finish it")
+        return
+    listed = json.loads(manifest.read_text())
+    if "files" in listed:  # hand-made folders and older builds have no file list to check
+        problems = damaged(path, listed)
+        if problems:
+            raise DataError(f"{path}: the prep outputs differ from manifest.json ({len(problems)} file(s): "
+                            f"{'; '.join(problems[:5])}{' …' if len(problems) > 5 else ''}); rerun `cavpref prep`")
+
+
 def _reason_class(err: Exception) -> str:
     """A short, countable reason: the message without the item id part."""
     msg = str(err)
@@ -136,6 +159,8 @@ def _reason_class(err: Exception) -> str:
         return "invalid row: answer not among options"
     if "duplicate item id" in msg:
         return "invalid row: duplicate id"
+    if "missing field" in msg:
+        return "invalid row: missing field"
     if "unknown task" in msg:
         return "invalid row: unknown task"
     return f"invalid row: {type(err).__name__}"

@@ -15,9 +15,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cavpref.data import ALL_TASKS, TASKS
-from cavpref.media.args import MediaArguments
-from cavpref.media.spec import drop_video, mute, to_json
 from cavpref.eval.args import JudgeArguments, ModelArguments
 from cavpref.eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
 from cavpref.eval.extract import ABSTAIN, Extraction, is_correct
@@ -25,6 +22,10 @@ from cavpref.eval.loader import DataError, LoadResult, load_items
 from cavpref.eval.metrics import ItemOutcome, summarize
 from cavpref.eval.registry import write_reports
 from cavpref.eval.runner import Job, RunConfig, Runner
+
+from cavpref.data import ALL_TASKS, TASKS
+from cavpref.media.args import MediaArguments
+from cavpref.media.spec import drop_video, mute, to_json
 
 
 @dataclass
@@ -49,6 +50,9 @@ class EvalArgs(ModelArguments, MediaArguments, JudgeArguments):
     skip_invalid: bool = field(default=False, metadata={"help": "skip (and count) bad rows instead of failing"})
     media_root: str | None = field(default=None, metadata={"help": "default: the prep manifest's data_root"})
     sample_rate: int = field(default=16000, metadata={"help": "audio sample rate fed to the model"})
+    missing_stream: str = field(default="allow", metadata={
+        "help": "a stream an item keeps but its file lacks (no audio track): allow (evaluate without it, counted "
+                "per task in results.json) | error"})
     drop_stream: str | None = field(default=None, metadata={
         "help": "ablation: remove the video or the audio from every item (does the model use that stream?)"})
 
@@ -67,7 +71,10 @@ class EvalArgs(ModelArguments, MediaArguments, JudgeArguments):
             raise ValueError(f"--drop_stream must be video or audio, got {self.drop_stream!r}")
 
     def public(self) -> dict[str, Any]:
-        return asdict(self)  # holds env-variable *names* only, never keys
+        from cavpref.redact import public_config
+
+        # env-variable *names* only, never keys; URLs lose their user info and secret query parameters
+        return public_config(asdict(self))
 
 
 def load(args: EvalArgs) -> LoadResult:
@@ -98,22 +105,25 @@ def build_judge(args: EvalArgs):
     return ChoiceJudge(ChatClient(ChatConfig(base_url=args.judge_base_url, model=args.judge_model,
                                              api_key_env=args.judge_api_key_env, cache_path=cache,
                                              max_concurrency=args.judge_concurrency,
-                                             max_retries=args.judge_max_retries)))
+                                             max_retries=args.judge_max_retries, timeout_s=args.judge_timeout_s,
+                                             max_reply_bytes=args.max_reply_bytes)))
 
 
 def build_backend(args: EvalArgs):
     """An endpoint backend for http(s) models, else the checkpoint's adapter on this process's device."""
-    from cavpref.eval.backends import ModelIOBackend, EndpointBackend
+    from cavpref.eval.backends import EndpointBackend, ModelIOBackend
 
     if args.model.startswith(("http://", "https://")):
         from cavpref.eval.judge import ChatClient, ChatConfig
 
         client = ChatClient(ChatConfig(base_url=args.model, model=args.endpoint_model, env_prefix="CAVPREF_ENDPOINT",
                                        api_key_env=args.endpoint_api_key_env, max_tokens=args.max_new_tokens,
-                                       max_concurrency=args.endpoint_concurrency, timeout_s=300.0))
+                                       max_concurrency=args.endpoint_concurrency, timeout_s=args.endpoint_timeout_s,
+                                       max_retries=args.endpoint_max_retries, max_reply_bytes=args.max_reply_bytes))
         return EndpointBackend(client, media_format=args.media_format, max_tokens=args.max_new_tokens)
-    from cavpref.models import load_model_io
     from cavpref.eval.runner import dist_state
+
+    from cavpref.models import load_model_io
 
     model_io = load_model_io(args.model, model_io=args.model_io, dtype=args.dtype)
     model_io.model.to(dist_state().device).eval()
@@ -151,19 +161,38 @@ def evaluate(args: EvalArgs, *, backend=None, judge=None, rank: int | None = Non
     bench = AVTrustBench(AVTrustBenchOptions(circular=args.circular, pin_abstain=args.pin_abstain,
                                              post_prompt=args.post_prompt, mode=args.mode), judge)
     runner = Runner(bench, backend, RunConfig(args.output, loaded.media_root, args.mode, args.batch_size,
-                                              args.chunk_size, args.frame_policy(), args.sample_rate),
+                                              args.chunk_size, args.frame_policy(), args.sample_rate,
+                                              missing_stream=args.missing_stream),
                     rank=rank, world=world)
     stats = runner.run(loaded.items)
     log = {"rank": runner.rank, **stats, "judge_calls": judge.client.stats if judge else None}
     Path(args.output, f"run_log.rank{runner.rank}.json").write_text(json.dumps(log, indent=1) + "\n")
     if not runner.is_main:
         return None
-    outcomes, _ = runner.collect(loaded.items)
+    outcomes, used = runner.collect(loaded.items)
     results = {"benchmark": bench.name, "label": args.label, "mode": args.mode, "config": args.public(),
                "model": backend.describe(), "judge": bench.describe()["judge"], "evaluation": bench.describe(),
-               "versions": versions(), "loading": _loading(loaded, args), "metrics": summarize(outcomes, circular=args.circular)}
+               "versions": versions(), "loading": _loading(loaded, args), "metrics": summarize(outcomes, circular=args.circular),
+               "missing_streams": missing_stream_counts(loaded.items, used)}
     write_reports(results, args.output)
     return results
+
+
+def missing_stream_counts(items, records: list[dict]) -> dict[str, dict[str, int]]:
+    """task -> stream -> items evaluated without a stream their spec keeps (the file lacks it)."""
+    task_of = {i.id: i.task for i in items}
+    seen: dict[str, list[str]] = {}
+    for rec in records:
+        if rec.get("missing_streams"):
+            seen[rec["item_id"]] = rec["missing_streams"]
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for item_id, streams in seen.items():
+        for stream in streams:
+            counts[task_of[item_id]][stream] += 1
+    if counts:
+        print("[cavpref] evaluated with a missing stream (the file lacks it): "
+              + ", ".join(f"{t}: {dict(c)}" for t, c in sorted(counts.items())) + " (--missing_stream error refuses)")
+    return {t: dict(sorted(c.items())) for t, c in sorted(counts.items())}
 
 
 # ------------------------------------------------------------------------------------------ external predictions

@@ -19,6 +19,8 @@ from typing import Any, ClassVar
 
 from transformers.utils import logging
 
+from cavpref.redact import redact
+
 logger = logging.get_logger(__name__)
 
 TASKS_PACKAGE = "cavpref.eval.tasks"
@@ -107,6 +109,7 @@ def write_reports(results: dict, out_dir: str | Path) -> None:
     """results.json, then the benchmark's own report.md and plots/."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    results = redact(results)  # no configured secret reaches a result file, whatever echoed it
     (out_dir / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
                                           encoding="utf-8")
     get(benchmark_of(results)).write_report(results, out_dir)

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cavpref.data import ALL_TASKS, DIMENSIONS, TASKS
-from cavpref.plotting import pyplot
 from cavpref.eval.metrics import primary
 from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
+
+from cavpref.data import ALL_TASKS, DIMENSIONS, TASKS
+from cavpref.plotting import pyplot
 
 CATEGORY_ABBR = {"Existential": "E", "Localization": "L", "Count": "Cn", "Temporal": "T", "Comparative": "Co",
                  "World knowledge": "WK"}

@@ -29,8 +29,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from cavpref.media.decode import DecodedMedia, FramePolicy
 from cavpref.eval.metrics import ItemOutcome
+
+from cavpref.media.decode import DecodedMedia, FramePolicy
+from cavpref.redact import redact
 
 
 @dataclass
@@ -71,10 +73,13 @@ class RunConfig:
     chunk_size: int = 64
     frames: FramePolicy = field(default_factory=FramePolicy)
     sample_rate: int = 16000
+    missing_stream: str = "allow"  # a stream the spec keeps but the file lacks: allow (counted) | error
 
     def __post_init__(self):
         if self.mode not in ("generate", "likelihood"):
             raise ValueError(f"mode must be 'generate' or 'likelihood', got {self.mode!r}")
+        if self.missing_stream not in ("allow", "error"):
+            raise ValueError(f"missing_stream must be 'allow' or 'error', got {self.missing_stream!r}")
 
 
 def dist_state():
@@ -123,6 +128,7 @@ class Runner:
         self.key_basis = {"fingerprint": backend.fingerprint, "mode": config.mode,
                           "generation": backend.describe().get("generation"), "frames": asdict(config.frames),
                           "sample_rate": config.sample_rate}
+        self._missing: dict[str, list[str]] = {}  # item id -> streams its file lacks (this run's decodes)
         self.stats = {"passes_computed": 0, "passes_reused": 0, "passes_rescored": 0, "skipped": 0, "seconds": 0.0}
 
     @property
@@ -199,6 +205,8 @@ class Runner:
         for job, rec in zip(jobs, self.bench.score(jobs)):
             rec = {"key": job.key, "item_id": job.item.id, "pass": job.k, "status": "ok", "mode": self.cfg.mode,
                    self.output_field: job.output, **rec}
+            if job.item.id in self._missing:
+                rec["missing_streams"] = self._missing[job.item.id]
             self._write(fh, rec, done)
             history[job.item.id].append(rec)
         fh.flush()
@@ -225,6 +233,7 @@ class Runner:
         return fresh, rescore
 
     def _write(self, fh, rec: dict, done: dict[str, dict]) -> None:
+        rec = redact(rec)  # an endpoint or judge may echo a configured key in its error body
         fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
         done[rec["key"]] = rec
 
@@ -242,7 +251,25 @@ class Runner:
                                             sample_rate=self.cfg.sample_rate) if item.media else None
             except Exception as err:  # noqa: BLE001 - recorded per item with its type and message
                 cache[item.id] = f"media: {type(err).__name__}: {err}"
+            else:
+                self._check_streams(item, cache[item.id])
         return cache[item.id]
+
+    def _check_streams(self, item: Any, decoded: Any) -> None:
+        """A stream the item's spec keeps but its file lacks: noted on its records (counted per task in
+        results.json), or an error under ``missing_stream: error``."""
+        from cavpref.media.missing import describe_missing, missing_streams
+        from cavpref.media.spec import MediaError
+
+        if not item.media or not isinstance(decoded, DecodedMedia):
+            return
+        missing = missing_streams(item.media, decoded)
+        if not missing:
+            return
+        if self.cfg.missing_stream == "error":
+            raise MediaError(f"item {item.id} ({item.task}): {describe_missing(item.media, missing)} "
+                             "(missing_stream: error; 'allow' evaluates it without and counts it)")
+        self._missing[item.id] = missing
 
     def _infer(self, jobs: list[Job], media: dict) -> None:
         """Run the model on a batch; a row the adapter rejects is isolated and recorded, not fatal."""

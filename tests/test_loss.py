@@ -1,7 +1,6 @@
 """The CAVPref loss against hand-computed numbers (paper Eq. 1-6)."""
 
 import math
-import os
 
 import pytest
 import torch

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import importlib
 
-from cavpref.models.base import AVModelIO, ModelIOError, Row
 from cavpref.deprecation import warn_once
+from cavpref.models.base import AVModelIO, ModelIOError, Row
 from cavpref.models.config import AVModelArguments
 from cavpref.models.registry import load_model_io, model_io_class, register_model_io, registered_model_ios
 

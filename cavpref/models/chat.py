@@ -41,8 +41,18 @@ from cavpref.models.common import (
 )
 
 
+def context_length(model: Any) -> int | None:
+    """The language model's context size (``max_position_embeddings`` of its text config), or None."""
+    config = getattr(model, "config", None)
+    if config is None:
+        return None
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    value = getattr(text, "max_position_embeddings", None) or getattr(config, "max_position_embeddings", None)
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
 class ChatModelIO(AVModelIO):
-    """Chat-template model_io skeleton: ``collate`` / ``logps`` / ``generate`` on top of four hooks.
+    """Chat-template model I/O skeleton: ``collate`` / ``logps`` / ``generate`` on top of four hooks.
 
     Batch (``collate``): ``input_ids`` / ``attention_mask`` / ``labels`` (B, L) right-padded, ``row_ids``,
     ``media`` (the stacked tensors of the batch's *distinct* media), ``row_video`` / ``row_audio`` (B,) indices
@@ -76,7 +86,8 @@ class ChatModelIO(AVModelIO):
         self.model = model
         self.missing_modality = missing_modality
         self.system_prompt = self.default_system_prompt if system_prompt is None else system_prompt
-        self.max_length = max_length
+        # a row longer than the model's context would only fail deep in the forward (or exhaust memory)
+        self.max_length = max_length if max_length is not None else context_length(model)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         self.end_of_turn_id = self._probe_end_of_turn()
 
@@ -252,6 +263,10 @@ class ChatModelIO(AVModelIO):
         encoded, row_media = self._encode_unique(rows)
         seqs = [self._prompt_ids(r, encoded[m] if m is not None else None, describe_row(i, r))[0]
                 for i, (r, m) in enumerate(zip(rows, row_media))]
+        for i, (row, ids) in enumerate(zip(rows, seqs)):  # refused here, before any token reaches the model
+            if self.max_length is not None and len(ids) >= self.max_length:
+                raise ModelIOError(f"{describe_row(i, row)}: prompt of {len(ids)} tokens leaves no room to generate "
+                                   f"(prompts that long exceed max_length={self.max_length})")
         input_ids, attention_mask = pad(seqs, self.pad_id, "left")
         batch = {"input_ids": input_ids, "attention_mask": attention_mask, "row_ids": [r.row_id for r in rows]}
         batch.update(self._media_batch(encoded, row_media))

@@ -48,10 +48,11 @@ class AVModelArguments(MediaArguments):
     use_audio_in_video: bool = field(default=False, metadata={"help": "Qwen-Omni: interleave audio with video tokens"})
     system_prompt: str | None = field(default=None, metadata={"help": "None: the model_io's default system prompt"})
     video_fps: float = field(default=2.0, metadata={"help": "fps assumed when frames carry no timestamps"})
-    video_min_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel floor (None: model_io default)"})
-    video_max_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel cap (None: model_io default)"})
+    video_min_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel floor (None: the model I/O default)"})
+    video_max_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel cap (None: the model I/O default)"})
     model_max_length: int | None = field(default=None,
-                                         metadata={"help": "rows longer than this (tokens) are an error"})
+                                         metadata={"help": "rows longer than this (tokens) are refused, named "
+                                                           "(None: the model's context size)"})
 
     # what trains
     lora_r: int = field(default=16, metadata={"help": "0 disables LoRA (full fine-tuning of the language model)"})

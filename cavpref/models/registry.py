@@ -13,9 +13,13 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from transformers.utils import logging
+
 from cavpref.deprecation import deprecated_aliases
 from cavpref.models.base import AVModelIO
 from cavpref.models.config import AVModelArguments
+
+logger = logging.get_logger(__name__)
 
 _MODEL_IOS: dict[str, type[AVModelIO] | str] = {
     "qwen2_5_omni": "cavpref.models.qwen_omni:QwenOmniModelIO",
@@ -76,6 +80,11 @@ def load_model_io(name_or_path: str | AVModelArguments, *, model_io: str | None 
     """Load processor + model from a hub id or folder into the model_io its config selects (or ``model_io``).
     ``kwargs`` are AVModelArguments fields; a AVModelArguments may be passed instead of a path. The model is
     ``model_io.model``."""
+    trusted = name_or_path.trust_remote_code if isinstance(name_or_path, AVModelArguments) else \
+        kwargs.get("trust_remote_code", False)
+    if trusted:  # the folder's own Python files will be imported and run
+        folder = name_or_path.model_name_or_path if isinstance(name_or_path, AVModelArguments) else name_or_path
+        logger.warning(f"trust_remote_code is on: running the Python code shipped in {folder}")
     if isinstance(name_or_path, AVModelArguments):
         cfg = name_or_path
         name = model_io or cfg.model_io or model_io_name_for(cfg.model_name_or_path)

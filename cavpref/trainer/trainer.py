@@ -25,12 +25,11 @@ gathers), ``reference`` (reference forward context, precomputed cache), ``metric
 from __future__ import annotations
 
 import copy
-import json
 import os
 from collections import defaultdict
 
 import torch
-from accelerate.utils import gather_object, is_peft_model
+from accelerate.utils import is_peft_model
 from datasets import Dataset
 from torch.utils.data import DataLoader
 from transformers.trainer_utils import seed_worker
@@ -53,6 +52,7 @@ from cavpref.trainer.checkpoint import load_full_checkpoint
 from cavpref.trainer.gather import gather_rows, unflatten
 from cavpref.trainer.metrics import log_preference_step
 from cavpref.trainer.reference import precompute_reference_logps, reference_forward
+from cavpref.trainer.reports import write_missing_streams, write_skipped
 
 logger = logging.get_logger(__name__)
 
@@ -93,6 +93,7 @@ class CAVPrefTrainer(DPOTrainer):
             raise TypeError(f"args must be a CAVPrefConfig, got {type(args).__name__}")
         self.model_io = model_io
         self._skipped: list[tuple[str, str]] = []
+        self._missing_streams: list[tuple[str, str, str]] = []  # (example id, task, stream) trained without it
         self._switches = args.switches()
         self._batch_sampler: PreferenceBatchSampler | None = None
         for name in ("processing_class", "processor", "tokenizer"):  # saved with every checkpoint
@@ -129,6 +130,7 @@ class CAVPrefTrainer(DPOTrainer):
                 media_root=args.media_root,
                 frames=frames,
                 skip_bad_rows=args.skip_bad_rows,
+                missing_stream=args.missing_stream,
                 sample_rate=sample_rate or getattr(model_io, "sample_rate", None) or 16000,
                 cache_size=args.media_cache_size,
             )
@@ -237,6 +239,13 @@ class CAVPrefTrainer(DPOTrainer):
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         mode = "train" if self.model.training else "eval"
         self._skipped.extend(inputs.get("skipped") or [])
+        self._missing_streams.extend(inputs.get("missing_streams") or [])
+        if inputs.get("empty"):  # every row of this batch was unusable (skip_bad_rows): skip the batch
+            device = next(p for p in model.parameters()).device
+            self._gather(torch.tensor([1], device=device))  # the other ranks' "any bad?" vote: all skip alike
+            self._log_counts["skipped_batches"] += 1
+            zero = sum((p.reshape(-1)[:1] * 0).sum() for p in model.parameters() if p.requires_grad)
+            return (zero, None) if return_outputs else zero
         flat = self.model_io.logps(model, inputs["model_inputs"]).to(torch.float32)
         policy = self._unflatten(flat, inputs["slots"])
         if not self._needs_reference:
@@ -376,26 +385,33 @@ class CAVPrefTrainer(DPOTrainer):
             self._metrics[mode][f"count/{k}"] = [float(v)]
         super().log(logs, start_time)
 
+    def _save_checkpoint(self, model, trial):
+        """A full disk says so with the checkpoint's path (torch.save reports it as an opaque
+        ``basic_ios::clear: iostream error``); the resume then takes the last complete checkpoint."""
+        path = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
+        try:
+            return super()._save_checkpoint(model, trial)
+        except (OSError, RuntimeError) as err:
+            from cavpref.safety import disk_full_error
+
+            full = disk_full_error(err, path)
+            if full is None:
+                raise
+            raise full from err
+
     def train(self, *args, **kwargs):
         result = super().train(*args, **kwargs)
         self.report_skipped()
+        self.report_missing_streams()
         return result
 
+    def report_missing_streams(self) -> dict[str, dict[str, int]]:
+        """Examples trained without a stream their spec keeps, per task and stream (``missing_streams.json``)."""
+        return write_missing_streams(self.accelerator, self.args.output_dir, self._missing_streams)
+
     def report_skipped(self) -> list[tuple[str, str]]:
-        """All ranks' skipped rows, de-duplicated, written to ``output_dir/skipped_rows.json`` (main process)."""
-        everything = (
-            gather_object(list(self._skipped)) if self.accelerator.num_processes > 1 else list(self._skipped)
-        )
-        unique = list(dict.fromkeys((str(i), str(r)) for i, r in everything))
-        if self.accelerator.is_main_process and (unique or self.args.skip_bad_rows):
-            os.makedirs(self.args.output_dir, exist_ok=True)
-            with open(os.path.join(self.args.output_dir, "skipped_rows.json"), "w") as f:
-                json.dump(
-                    {"count": len(unique), "rows": [{"id": i, "reason": r} for i, r in unique]}, f, indent=1
-                )
-            if unique:
-                logger.warning(f"skipped {len(unique)} bad rows (see {self.args.output_dir}/skipped_rows.json)")
-        return unique
+        """All ranks' skipped rows, de-duplicated (``skipped_rows.json``)."""
+        return write_skipped(self.accelerator, self.args.output_dir, self._skipped, self.args.skip_bad_rows)
 
 
 

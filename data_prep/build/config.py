@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from cavpref.data import ALL_TASKS, SETTINGS, TASKS
 from cavpref.data_prep.tasks.common import LLMConfig, TaskOptions
+
+from cavpref.data import ALL_TASKS, SETTINGS, TASKS
 
 SPLITS = ("train", "validation", "test")
 FORMATS = ("arrow", "parquet", "jsonl")
@@ -89,6 +90,9 @@ class PrepConfig:
         default="OPENAI_API_KEY",
         metadata={"help": "negatives=llm: variable holding the API key"},
     )
+    llm_on_failure: Literal["template", "error"] = field(default="template", metadata={
+        "help": "negatives: llm and the endpoint fails (401, timeout): fall back to template negatives "
+                "(counted in stats.json as llm_fallback and printed) or stop with the error"})
     score: bool = field(
         default=False, metadata={"help": "fill clap_delta / avsm_delta_* (data_prep.scoring)"}
     )
@@ -153,6 +157,7 @@ class PrepConfig:
                 model=self.llm_model,
                 api_key_env=self.llm_api_key_env,
                 cache_path=str(Path(self.output_dir) / "llm_cache.sqlite"),
+                on_failure=self.llm_on_failure,
             )
         return TaskOptions(
             num_options=self.num_options,

@@ -16,9 +16,9 @@ from typing import Any
 
 import datasets
 import transformers
+from cavpref.data_prep.build.config import PrepConfig
 
 import cavpref
-from cavpref.data_prep.build.config import PrepConfig
 
 BUILD_VERSION = 1
 _NOT_FINGERPRINTED = ("output_dir", "num_proc", "force", "progress")  # where / how fast, not what

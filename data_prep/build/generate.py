@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -14,6 +15,7 @@ from cavpref.data_prep.tasks import generate_all, make_context
 from cavpref.data_prep.tasks.common import stable_hash
 from cavpref.data_prep.tasks.context import clip_id
 
+from cavpref.safety import die_with_parent
 
 _WORK: dict[str, Any] = {}  # inherited by forked workers: the context is built once, in the parent
 
@@ -49,7 +51,8 @@ def generate(records: list[QARecord], tables, config: PrepConfig) -> tuple[list,
     _WORK.update(ctx=ctx, config=config, tables=tables)
     try:
         if config.num_proc > 1:
-            with ProcessPoolExecutor(config.num_proc, mp_context=multiprocessing.get_context("fork")) as pool:
+            with ProcessPoolExecutor(config.num_proc, mp_context=multiprocessing.get_context("fork"),
+                                     initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
                 parts = list(pool.map(_generate_part, range(config.num_proc)))
         else:
             parts = [_generate_part(0)]

@@ -12,6 +12,7 @@ from typing import Any
 from cavpref.data_prep.build.config import SPLITS
 from cavpref.data_prep.build.fingerprint import BUILD_VERSION
 from cavpref.data_prep.build.stats import add_stats, dropped_total
+from cavpref.data_prep.integrity import output_files
 from cavpref.data_prep.tables import DEFAULT_FILENAME
 from cavpref.data_prep.tasks.schema import load_outputs, write_outputs
 
@@ -70,6 +71,8 @@ def merge(output_dir: str | os.PathLike, shard_dirs: list[str]) -> dict[str, Any
         )
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # a merge killed into an existing build must not leave that build's manifest claiming it is up to date
+    (out / "manifest.json").unlink(missing_ok=True)
     (out / DEFAULT_FILENAME).write_bytes(tables[first])
     splits = sorted({s for s in (*items, *prefs)}, key=SPLITS.index)
     write_outputs(out, items, prefs, cfg["tasks"], splits, cfg["formats"])
@@ -85,6 +88,7 @@ def merge(output_dir: str | os.PathLike, shard_dirs: list[str]) -> dict[str, Any
         "inputs": manifests[first]["inputs"],
         "code": manifests[first]["code"],
         "shard_fingerprints": sorted(m["fingerprint"] for m in manifests.values()),
+        "files": output_files(out),
     }
     (out / "manifest.json").write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
     return stats

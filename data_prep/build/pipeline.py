@@ -13,21 +13,25 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from transformers import HfArgumentParser
-
-from cavpref.data import PreferenceExample
 from cavpref.data_prep.build.config import PrepConfig
 from cavpref.data_prep.build.fingerprint import _NOT_FINGERPRINTED, fingerprint, versions
 from cavpref.data_prep.build.generate import generate
 from cavpref.data_prep.build.reading import PrepError, read_records, validate
 from cavpref.data_prep.build.splits import assign_splits, in_shard, split_of_paths
-from cavpref.data_prep.build.stats import count_table, dropped_total, task_stats
+from cavpref.data_prep.build.stats import count_table, dropped_total, llm_fallbacks, task_stats
+from cavpref.data_prep.integrity import damaged, output_files
 from cavpref.data_prep.readers import exclusion_reason
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tables import DEFAULT_FILENAME, TablesConfig, apply_overrides
 from cavpref.data_prep.tables import build_tables as derive_tables
 from cavpref.data_prep.tasks.context import TableView, clip_id
 from cavpref.data_prep.tasks.schema import write_outputs
+from transformers import HfArgumentParser
+from transformers.utils import logging
+
+from cavpref.data import PreferenceExample
+
+logger = logging.get_logger(__name__)
 
 
 def build(config: PrepConfig) -> dict[str, Any]:
@@ -48,7 +52,11 @@ def build(config: PrepConfig) -> dict[str, Any]:
     manifest_path = out / "manifest.json"
     if not config.force and manifest_path.is_file():
         old = json.loads(manifest_path.read_text())
-        if old.get("fingerprint") == digest and (out / "stats.json").is_file():
+        problems = damaged(out, old)
+        if problems and old.get("fingerprint") == digest:  # same recipe, but the files are not all there
+            logger.warning(f"{out}: rebuilding, the outputs differ from the manifest ({len(problems)} file(s): "
+                           f"{'; '.join(problems[:3])}{' …' if len(problems) > 3 else ''})")
+        if old.get("fingerprint") == digest and not problems and (out / "stats.json").is_file():
             stats = json.loads((out / "stats.json").read_text())
             return {**stats, "up_to_date": True}
     t0 = time.perf_counter()
@@ -97,6 +105,8 @@ def build(config: PrepConfig) -> dict[str, Any]:
     if config.score:
         prefs = {s: score(p, config) for s, p in prefs.items()}
     stats["tasks"] = task_stats(skips, items, split_dropped, config)
+    if config.negatives == "llm" and "COT-Stitch" in stats["tasks"]:  # records that fell back to templates
+        stats["tasks"]["COT-Stitch"]["llm_fallback"] = llm_fallbacks(items)
     stats["counts"] = count_table(items)
     stats["preferences"] = {s: len(p) for s, p in prefs.items()}
     write_outputs(out, items, prefs, config.tasks, config.splits(), config.formats)
@@ -104,6 +114,7 @@ def build(config: PrepConfig) -> dict[str, Any]:
     manifest = {
         "fingerprint": digest,
         **basis,
+        "files": output_files(out),
         "output_only": {k: getattr(config, k) for k in _NOT_FINGERPRINTED},
         "seconds": round(time.perf_counter() - t0, 3),
         "versions": versions(),

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from cavpref.data import CATEGORIES
-from cavpref.media.spec import MediaError, from_json, resolve_path, sources
 from cavpref.data_prep.build.config import PrepConfig
 from cavpref.data_prep.readers import ReaderConfig, read_source
 from cavpref.data_prep.records import SOURCES, QARecord
+
+from cavpref.data import CATEGORIES
+from cavpref.media.spec import MediaError, from_json, resolve_path, sources
 
 
 class PrepError(ValueError):
@@ -70,8 +71,10 @@ def validate(record: QARecord, view, config: PrepConfig, present: dict[str, bool
             if s.path not in present:
                 try:
                     present[s.path] = resolve_path(config.data_root, s.path).is_file()
-                except MediaError:
-                    present[s.path] = False
+                except MediaError as err:  # e.g. a symlink out of the data root: say so, as evaluation does
+                    present[s.path] = str(err)
+            if isinstance(present[s.path], str):
+                raise PrepError(record, "media", present[s.path], "media path outside the data root")
             if not present[s.path]:
                 raise PrepError(
                     record,

@@ -10,8 +10,9 @@ import json
 from collections import Counter, defaultdict
 from typing import Any
 
-from cavpref.data import BenchmarkItem
 from cavpref.data_prep.build.config import PrepConfig
+
+from cavpref.data import BenchmarkItem
 
 
 def dropped_total(stats: dict[str, Any]) -> int:
@@ -85,6 +86,7 @@ def format_stats(stats: dict[str, Any], splits: list[str]) -> str:
             f"  split-dropped {t['split_dropped_items']:>5}  (reconciles: {t['reconcile']})"
         )
         lines += [f"{'':<13}skipped {n:>7}  {reason}" for reason, n in t["skipped"].items()]
+        lines += [f"{'':<13}llm fallback {n:>5}  {reason}" for reason, n in t.get("llm_fallback", {}).items()]
     return "\n".join(lines)
 
 
@@ -97,3 +99,14 @@ def add_stats(a: Any, b: Any) -> Any:
         return b if a is None else a
     return (a and b) if isinstance(a, bool) else a + b
 
+
+
+def llm_fallbacks(items: dict[str, list[BenchmarkItem]]) -> dict[str, int]:
+    """reason -> COT-Stitch records whose LLM negatives failed (template negatives used instead)."""
+    seen: dict[str, str] = {}
+    for split_items in items.values():
+        for it in split_items:
+            how = str(it.meta.get("negatives", ""))
+            if it.task == "COT-Stitch" and how.startswith("template ("):
+                seen[it.meta.get("record", it.id)] = how[len("template (") : -1]
+    return dict(sorted(Counter(seen.values()).items()))

@@ -304,7 +304,10 @@ def generate_world(cfg: WorldConfig) -> dict[str, Any]:
     workers = cfg.workers or min(4, os.cpu_count() or 1)
     # spawn, not fork: the parent may hold threads (torch, tokenizers) that a forked child would inherit
     spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=spawn) if workers > 1 else nullcontext() as ex:
+    from cavpref.safety import die_with_parent  # workers end with this process, even after kill -9
+
+    pool = dict(mp_context=spawn, initializer=die_with_parent, initargs=(os.getpid(),))
+    with ProcessPoolExecutor(workers, **pool) if workers > 1 else nullcontext() as ex:
         music, music_files = _music(ex, cfg, np.random.default_rng([cfg.seed, 99]))
         avqa, avqa_files = _avqa(ex, cfg)
         audioset, audioset_files = _audioset(ex, cfg)

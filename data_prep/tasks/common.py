@@ -59,6 +59,7 @@ class LLMConfig:
     timeout: float = 60.0
     max_concurrency: int = 8
     cache_path: str | None = None  # SQLite reply cache (chat_client.ChatCache); re-runs send nothing twice
+    on_failure: str = "template"  # an endpoint error: "template" (fall back, counted in stats.json) | "error"
 
 
 @dataclass

@@ -331,6 +331,8 @@ def plausible_options(record: QARecord, ctx: Context, rng: random.Random) -> lis
         return "record has no answer"
     if record.options:
         opts = unique_by_norm(record.options)
+        if len(opts) != len(record.options):  # 4 x "Cat" would make an item with one option
+            return "duplicate options in the record"
         if norm(answer) not in map(norm, opts):
             return "answer not among the record's options"
         return [answer] + [o for o in opts if norm(o) != norm(answer)]

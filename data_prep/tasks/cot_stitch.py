@@ -81,7 +81,8 @@ def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
         from cavpref.data_prep.tasks.llm import llm_order_options
 
         made = llm_order_options(a, b, ctx, rng)
-        meta["negatives"] = "llm" if made is not None else "template (llm reply unusable)"
+        meta["negatives"] = f"template ({made})" if isinstance(made, str) else "llm"  # counted in stats.json
+        made = None if isinstance(made, str) else made
     made = made or order_options(a, b, ctx, rng)
     if isinstance(made, str):
         return made

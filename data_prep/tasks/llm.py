@@ -74,13 +74,28 @@ def right_option(a: str, b: str, rng: random.Random) -> str:
     return rng.choice(ORDER_PHRASES)[0].format(a=a, b=b)
 
 
-def llm_order_options(a: str, b: str, ctx: Context, rng: random.Random) -> tuple[list[str], int, int] | None:
-    """Like ``cot_stitch.order_options`` with LLM-written negatives (the first = the swapped order)."""
+def failure_kind(error: str) -> str:
+    """A countable class of an endpoint error: 'HTTP 401', 'timeout', 'connection error', ..."""
+    found = re.search(r"HTTP \d+|timeout|connection error|malformed reply", error or "")
+    return found.group(0) if found else "error"
+
+
+def llm_order_options(a: str, b: str, ctx: Context, rng: random.Random) -> tuple[list[str], int, int] | str:
+    """Like ``cot_stitch.order_options`` with LLM-written negatives (the first = the swapped order), or why
+    not: "llm reply unusable" / "llm endpoint error (HTTP 401)" (then the template negatives are used and
+    the fallback counted), or a ``TaskError`` for an endpoint error under ``on_failure: error``."""
     k = ctx.options.num_options - 1
     right = right_option(a, b, rng)
     reply = client(ctx).chat(messages(a, b, right, k))
-    negs = parse_negatives(reply.text if reply.ok else None, right, k)
+    if not reply.ok:
+        if (ctx.options.llm or LLMConfig()).on_failure == "error":
+            from cavpref.data_prep.tasks.common import TaskError
+
+            raise TaskError(f"COT-Stitch: LLM negatives for events {a!r} / {b!r}: {reply.error} "
+                            "(llm_on_failure: template falls back to the template negatives, counted)")
+        return f"llm endpoint error ({failure_kind(reply.error)})"
+    negs = parse_negatives(reply.text, right, k)
     if negs is None:
-        return None
+        return "llm reply unusable"
     opts, (i_right, i_wrong) = shuffled([right, *negs], rng, 0, 1)
     return opts, i_right, i_wrong

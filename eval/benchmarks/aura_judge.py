@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cavpref.data import BenchmarkItem
 from cavpref.eval.benchmarks.aura import letter_of
 from cavpref.eval.benchmarks.common import ask, parse_json_reply, score_from_reply
+
+from cavpref.data import BenchmarkItem
 
 PROMPT_VERSION = "aura-judge/v1"
 

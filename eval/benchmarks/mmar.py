@@ -29,9 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cavpref.data import LETTERS, BenchmarkItem
-from cavpref.media.spec import clip, drop_video
-from cavpref.eval.extract import strip_reasoning
 from cavpref.eval.benchmarks.common import (
     BenchmarkInputError,
     field,
@@ -41,6 +38,10 @@ from cavpref.eval.benchmarks.common import (
     read_records,
     trim_min_max,
 )
+from cavpref.eval.extract import strip_reasoning
+
+from cavpref.data import LETTERS, BenchmarkItem
+from cavpref.media.spec import clip, drop_video
 
 BENCHMARK = "mmar"
 PROMPT_VERSION = "mmar-rubric/v1"

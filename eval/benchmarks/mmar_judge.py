@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cavpref.data import BenchmarkItem
 from cavpref.eval.benchmarks.common import ask
 from cavpref.eval.benchmarks.mmar import (
     DEFAULT_RATERS,
@@ -26,6 +25,8 @@ from cavpref.eval.benchmarks.mmar import (
     rubric_fraction,
     rubric_messages,
 )
+
+from cavpref.data import BenchmarkItem
 
 
 @dataclass

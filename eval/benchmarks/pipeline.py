@@ -17,10 +17,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cavpref.media.args import MediaArguments
-from cavpref.eval.args import JudgeArguments, ModelArguments
 from cavpref.eval import registry
+from cavpref.eval.args import JudgeArguments, ModelArguments
 from cavpref.eval.benchmarks.longvideo import LongVideoPolicy
+
+from cavpref.media.args import MediaArguments
 
 PROTOCOLS = ("paper", "official")
 
@@ -83,7 +84,10 @@ class BenchArgs(ModelArguments, MediaArguments, JudgeArguments):
                                frame_size=size, audio_window_s=window or 30.0, audio_segments=self.audio_segments)
 
     def public(self) -> dict[str, Any]:
-        return asdict(self)  # env-variable names only, never keys
+        from cavpref.redact import public_config
+
+        # env-variable *names* only, never keys; URLs lose their user info and secret query parameters
+        return public_config(asdict(self))
 
 
 # ------------------------------------------------------------------------------------------ items and plug-ins
@@ -123,7 +127,8 @@ def build_judge_client(args: BenchArgs):
     cache = args.judge_cache or (str(Path(args.output) / "judge_cache.sqlite") if args.output else None)
     return ChatClient(ChatConfig(base_url=args.judge_base_url, model=args.judge_model,
                                  api_key_env=args.judge_api_key_env, cache_path=cache,
-                                 max_concurrency=args.judge_concurrency, max_retries=args.judge_max_retries))
+                                 max_concurrency=args.judge_concurrency, max_retries=args.judge_max_retries,
+                                 timeout_s=args.judge_timeout_s, max_reply_bytes=args.max_reply_bytes))
 
 
 def build_benchmark(args: BenchArgs, client=None, nli=None, backend=None):

@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cavpref.data import BenchmarkItem
-from cavpref.media.spec import clip
 from cavpref.eval.benchmarks.common import BenchmarkInputError, field, mean, parse_json_reply, read_records
 from cavpref.eval.extract import letter_mentions, strip_reasoning
+
+from cavpref.data import BenchmarkItem
+from cavpref.media.spec import clip
 
 BENCHMARK = "traceav"
 # task_type -> (dimension, abbreviation), in the order of the paper's Tables 2 and 3
