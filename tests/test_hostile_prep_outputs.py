@@ -3,16 +3,19 @@ folder of a killed prep (#7), a build with folders deleted (#8). Real builds of 
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 
 import pytest
 
-from cavpref.data_prep import build as build_module
+from cavpref.data_prep.build import pipeline as build_module
 from cavpref.data_prep.build import PrepConfig, build, merge
 from cavpref.data_prep.synthetic.config import WorldConfig
 from cavpref.data_prep.synthetic.world import generate_world
 from cavpref.eval.loader import DataError, load_items
+
+merge_module = importlib.import_module("cavpref.data_prep.build.merge")  # the package's `merge` is the function
 
 TASKS = ["CLEAN", "MCIT", "MAT"]
 
@@ -45,7 +48,7 @@ def test_killed_merge_into_an_existing_build_is_not_up_to_date(world, tmp_path, 
     assert build(cfg(world, out))["up_to_date"] is False
     for i in range(2):
         build(cfg(world, tmp_path / f"shard{i}", num_shards=2, shard_index=i))
-    monkeypatch.setattr(build_module, "write_outputs", dying_write(build_module.write_outputs))
+    monkeypatch.setattr(merge_module, "write_outputs", dying_write(merge_module.write_outputs))
     with pytest.raises(Killed):
         merge(out, [str(tmp_path / "shard0"), str(tmp_path / "shard1")])
     monkeypatch.undo()

@@ -86,7 +86,7 @@ def test_a_recipe_without_a_model_section_says_model_name_or_path_is_required(fx
     cfg = yaml.safe_load(recipe(fx, tmp_path / "r.yaml").read_text())
     del cfg["model"]
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(cfg))
-    with pytest.raises(ValueError, match=r"model_name_or_path is required.*--model\.model_name_or_path"):
+    with pytest.raises(ValueError, match=r"model_name_or_path is required.*--model_name_or_path"):
         main([str(tmp_path / "r.yaml"), "--output_dir", str(tmp_path / "o")])
 
 
