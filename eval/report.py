@@ -79,10 +79,10 @@ def _trust_tables(m: dict, setting: str, block: dict) -> list[str]:
                  *("" for p in REFERENCES if p in refs)])
     head = ["Task", "Pairs", "Paired circular", "Paired vanilla", "Abstention %", "Accuracy",
             *(f"Accuracy if {p}" for p in REFERENCES if p in refs)]
-    return ([f"### Trust — {setting} setting", "",
-             "Paired: the perturbed item and its CLEAN twin (same clip and question) both right. Abstention: first "
-             f"pass; CLEAN's is the false-abstention rate ({fmt(trust['false_abstention'])} %). The last columns are "
-             "computed policies on the same items (docs/evaluation.md).", ""] + _table(head, rows))
+    note = ("Paired: the perturbed item and its CLEAN twin (same clip and question) both right. Abstention: first "
+            f"pass; CLEAN's is the false-abstention rate ({fmt(trust['false_abstention'])} %). The last columns are "
+            "computed policies on the same items (docs/evaluation.md).")
+    return [f"### Trust — {setting} setting", "", note, ""] + _table(head, rows)
 
 
 def _counts_table(results: dict) -> list[str]:
@@ -222,8 +222,8 @@ def compare(runs: Sequence[dict], labels: Sequence[str] | None = None, *, settin
     named = [*zip(labels, runs), *ref_rows]
     perturbed = [t for t in tasks if t in TASKS]
     if with_pairs:
-        out += ["", "Paired trust score (%): a perturbed item counts only when it and its CLEAN twin (same clip and "
-                "question) are both answered right", ""]
+        out += ["", ("Paired trust score (%): a perturbed item counts only when it and its CLEAN twin (same clip and "
+                     "question) are both answered right"), ""]
         out += _table(["Method", *perturbed, "all"],
                       [[label, *(fmt(paired(r, t)) for t in perturbed), fmt(paired(r))] for label, r in named])
     if any(abstained(r, t) is not None for r in runs for t in tasks):

@@ -25,8 +25,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from cavpref.data import ALL_TASKS, CLEAN_TASK, BenchmarkItem
 from cavpref.eval.metrics import ItemOutcome, percent, summarize
+
+from cavpref.data import ALL_TASKS, CLEAN_TASK, BenchmarkItem
 
 REFERENCES = ("always abstain", "never abstain")
 

@@ -11,8 +11,8 @@ and reports in the paper's layouts (``eval.report``); this class is its registry
 from __future__ import annotations
 
 from cavpref.eval import pipeline, report
-from cavpref.eval.metrics import primary
 from cavpref.eval.avtrustbench import AVTrustBench as AVTrustBenchPlugin
+from cavpref.eval.metrics import primary
 from cavpref.eval.registry import Benchmark, register
 
 
