@@ -8,7 +8,9 @@ model that *detects* a perturbation from one that abstains blindly; these number
   from the same source record — same clip and question — in the same setting) was evaluated too, the
   percentage where the model answers the perturbed item right (abstains where it should) *and* its clean
   twin right. Always abstaining gets 0 (its clean twins are wrong); so does never abstaining on the
-  abstention tasks. Computed for vanilla (pass 0) and, on a CircularEval run, circular correctness.
+  abstention tasks. Computed for vanilla (pass 0) and, on a CircularEval run, circular correctness. Items
+  without a twin (COT-Stitch / COT-Swap / CAT come from event records with no question) are counted as
+  unpaired, never scored.
 - **abstention rate** per task: the percentage of evaluated items whose first pass (rotation 0) is an
   abstention (the "None of the above" letter or an abstention sentence). On CLEAN every abstention is
   wrong, so CLEAN's rate is the **false-abstention rate**.
