@@ -224,11 +224,12 @@ def compare(runs: Sequence[dict], labels: Sequence[str] | None = None, *, settin
     if with_pairs:
         out += ["", ("Paired trust score (%): a perturbed item counts only when it and its CLEAN twin (same clip and "
                      "question) are both answered right"), ""]
-        out += _table(["Method", *perturbed, "all"],
+        out += _table(["Method (paired %)", *perturbed, "all"],
                       [[label, *(fmt(paired(r, t)) for t in perturbed), fmt(paired(r))] for label, r in named])
     if any(abstained(r, t) is not None for r in runs for t in tasks):
         out += ["", "Abstention rate (% of items, first pass); on CLEAN every abstention is a false abstention", ""]
-        out += _table(["Method", *tasks], [[label, *(fmt(abstained(r, t)) for t in tasks)] for label, r in named])
+        out += _table(["Method (abstention %)", *tasks],
+                      [[label, *(fmt(abstained(r, t)) for t in tasks)] for label, r in named])
     return "\n".join(out)
 
 

@@ -130,8 +130,8 @@ def test_scored_run_compare_and_report_carry_trust_and_reference_rows(tmp_path):
     assert "| blind | 100.00 (+0.00) | 0.00 (-100.00) | 0.00 (-100.00) | 0.00 (-100.00) |" in lines
     assert "| always abstain (computed) | 100.00 | 0.00 | 0.00 | 0.00 |" in lines
     assert "| never abstain (computed) | 0.00 | 100.00 | 100.00 | 33.33 |" in lines
-    assert "| Method | MVIT | CAT | all |" in lines  # the paired score per perturbed task
-    assert "| blind | 100.00 | 100.00 | 100.00 |" in lines  # abstention rate: MVIT, CAT, CLEAN (false)
+    assert "| Method (paired %) | MVIT | CAT | all |" in lines  # the paired score per perturbed task
+    assert lines[lines.index("| Method (abstention %) | MVIT | CAT | CLEAN |") + 3] == "| blind | 100.00 | 100.00 | 100.00 |"
     md = (tmp_path / "blind" / "report.md").read_text()
     assert "### Trust — instruction setting" in md and "false-abstention rate (100.00 %)" in md
     assert "| MVIT | 2 | 0.00 | 0.00 | 100.00 | 100.00 | 100.00 | 0.00 |" in md
