@@ -59,7 +59,7 @@ def build_start(cfg: QuickstartConfig, stage: Stages) -> dict:
 
 
 def measure(cfg: QuickstartConfig, stage: Stages, qs: dict) -> dict:
-    _, captions = _science().caption_probe(cfg, qs)
+    lines, captions = _science().caption_probe(cfg, qs)
     clean = {}
     for drop in (None, "video", "audio"):
         name = f"perception/clean_{drop or 'both'}"
@@ -67,7 +67,7 @@ def measure(cfg: QuickstartConfig, stage: Stages, qs: dict) -> dict:
                                 f"start {drop or 'both'}", tasks=[CLEAN_TASK], drop_stream=drop).dir
                           / "results.json").read_text())
         clean[drop or "both"] = {m: task_accuracy(res, CLEAN_TASK, m) for m in ("circular", "vanilla")}
-    return {"captions": captions, "clean": clean}
+    return {"captions": captions, "caption_clips": lines[-1], "clean": clean}
 
 
 def row(cfg: QuickstartConfig, m: dict) -> str:
