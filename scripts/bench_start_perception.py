@@ -26,7 +26,7 @@ import importlib.util
 import json
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cavpref.apps.quickstart import QuickstartConfig, Stages, eval_stage, recipe, task_accuracy
@@ -34,6 +34,19 @@ from cavpref.apps.quickstart.data import start_data
 from cavpref.apps.quickstart.pipeline import model_stage, prep_stage, train_stage, world_stage
 from cavpref.data import CLEAN_TASK
 from cavpref.parsing import parse_args
+
+
+@dataclass
+class PerceptionArguments:
+    """The script's own keys; every ``QuickstartConfig`` key is accepted too (``--help`` lists both)."""
+
+    drop_streams: list[str] = field(default_factory=lambda: ["video", "audio"], metadata={
+        "help": "streams removed, one at a time, for the CLEAN probe (video, audio; empty: both streams only)"})
+
+    def __post_init__(self):
+        unknown = sorted(set(self.drop_streams) - {"video", "audio"})
+        if unknown:
+            raise ValueError(f"--drop_streams: unknown {unknown}; choose from video, audio")
 
 
 def _science():
@@ -58,10 +71,10 @@ def build_start(cfg: QuickstartConfig, stage: Stages) -> dict:
     return {"root": str(root), "world": str(world), "data": str(data), "start": str(start)}
 
 
-def measure(cfg: QuickstartConfig, stage: Stages, qs: dict) -> dict:
+def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str]) -> dict:
     lines, captions = _science().caption_probe(cfg, qs)
     clean = {}
-    for drop in (None, "video", "audio"):
+    for drop in (None, *drops):
         name = f"perception/clean_{drop or 'both'}"
         res = json.loads((stage(name, eval_stage, Path(qs["start"]), Path(qs["data"]), Path(qs["world"]),
                                 f"start {drop or 'both'}", tasks=[CLEAN_TASK], drop_stream=drop).dir
@@ -73,9 +86,9 @@ def measure(cfg: QuickstartConfig, stage: Stages, qs: dict) -> dict:
 def row(cfg: QuickstartConfig, m: dict) -> str:
     caps = list(m["captions"].values())
     c = {k: v["circular"] for k, v in m["clean"].items()}
+    drop = " | ".join(f"{c['both'] - c[s]:+.1f}" if s in c else "–" for s in ("video", "audio"))
     return (f"| {cfg.frame_size} | {cfg.sft_steps} | {cfg.hidden_size} | {cfg.vision_hidden_size} | "
-            + " | ".join(f"{v:.1f}" for v in caps)
-            + f" | {c['both']:.1f} | {c['both'] - c['video']:+.1f} | {c['both'] - c['audio']:+.1f} |")
+            + " | ".join(f"{v:.1f}" for v in caps) + f" | {c['both']:.1f} | {drop} |")
 
 
 HEADER = ("| frame px | SFT steps | width | vision width | see % | hear % | where % | CLEAN circ. % | "
@@ -83,13 +96,13 @@ HEADER = ("| frame px | SFT steps | width | vision width | see % | hear % | wher
 
 
 def main(argv=None) -> int:
-    (cfg,) = parse_args([QuickstartConfig], sys.argv[1:] if argv is None else argv,
-                        prog="scripts/bench_start_perception.py")
+    args, cfg = parse_args([PerceptionArguments, QuickstartConfig], sys.argv[1:] if argv is None else argv,
+                           prog="scripts/bench_start_perception.py")
     t0 = time.perf_counter()
     Path(cfg.out).mkdir(parents=True, exist_ok=True)
     stage = Stages(cfg, Path(cfg.out))
     qs = build_start(cfg, stage)
-    m = measure(cfg, stage, qs)
+    m = measure(cfg, stage, qs, list(args.drop_streams))
     out = {"config": asdict(cfg), **m, "timings": stage.timings, "wall_s": time.perf_counter() - t0}
     (Path(cfg.out) / "perception.json").write_text(json.dumps(out, indent=1))
     print(HEADER)
