@@ -26,6 +26,7 @@ from cavpref.eval import circular as circ
 from cavpref.eval.choice_judge import JUDGE_ERROR, ChoiceJudge, build_query
 from cavpref.eval.extract import ABSTAIN, ABSTENTION_RESPONSES, Extraction, is_correct, match_choice
 from cavpref.eval.metrics import ItemOutcome
+from cavpref.eval.trust import record_key
 from cavpref.eval.runner import Job, PassRequest
 
 from cavpref.data import ABSTAIN_TASKS, BenchmarkItem
@@ -135,10 +136,19 @@ class AVTrustBench:
         unparsed = [r for r in records if r["choice"] is None]
         out = ItemOutcome(item.id, item.task, item.setting, item.source, item.category, vanilla=res.vanilla,
                           circular=res.solved, passes_run=res.passes_run, passes_total=res.passes_total,
-                          unparsed_passes=len(unparsed), judged_passes=sum(r["method"] == "judge" for r in records))
+                          unparsed_passes=len(unparsed), judged_passes=sum(r["method"] == "judge" for r in records),
+                          record=record_key(item), abstained=self._abstained(item, records))
         for r in unparsed:
             out.unparsed_reasons[_reason(r["rule"])] += 1
         return out
+
+    def _abstained(self, item: BenchmarkItem, records: list[dict]) -> bool | None:
+        """Whether the first pass chose the abstention (its rotation's "None of the above" letter or ABSTAIN)."""
+        first = next((r for r in records if r.get("rotation", 0) == 0), None)
+        if first is None:
+            return None
+        _, _, abstain_letter = self.view(item, 0)
+        return first["choice"] is not None and first["choice"] in (ABSTAIN, abstain_letter)
 
     def describe(self) -> dict[str, Any]:
         return {"benchmark": self.name, "mode": self.opt.mode, "circular": self.opt.circular,

@@ -22,10 +22,14 @@ from cavpref.eval.loader import DataError, LoadResult, load_items
 from cavpref.eval.metrics import ItemOutcome, summarize
 from cavpref.eval.registry import write_reports
 from cavpref.eval.runner import Job, RunConfig, Runner
+from cavpref.eval.trust import references, trust_summary
+from transformers.utils import logging
 
-from cavpref.data import ALL_TASKS, TASKS
+from cavpref.data import ALL_TASKS, CLEAN_TASK, TASKS
 from cavpref.media.args import MediaArguments
 from cavpref.media.spec import drop_video, mute, to_json
+
+logger = logging.get_logger(__name__)
 
 
 @dataclass
@@ -34,7 +38,8 @@ class EvalArgs(ModelArguments, MediaArguments, JudgeArguments):
 
     data: str = field(default="", metadata={"help": "prep output folder, datasets folder, or JSONL of items"})
     output: str = field(default="", metadata={"help": "run folder (records, results.json, report.md, plots)"})
-    tasks: list[str] = field(default_factory=lambda: list(TASKS), metadata={"help": "AVTrustBench task codes"})
+    tasks: list[str] = field(default_factory=lambda: list(TASKS), metadata={
+        "help": "AVTrustBench task codes; add CLEAN for the paired trust score and the false-abstention rate"})
     setting: str | None = field(default=None, metadata={"help": "base | instruction (default: both)"})
     split: str = field(default="test", metadata={"help": "split of a prep output folder"})
     circular: bool = field(default=True, metadata={"help": "CircularEval (default); --vanilla for one pass"})
@@ -92,6 +97,17 @@ def load(args: EvalArgs) -> LoadResult:
         for item in loaded.items:
             item.media = to_json(strip(item.spec))
     return loaded
+
+
+def metrics(outcomes: list[ItemOutcome], items, *, circular: bool) -> dict:
+    """results.json's ``metrics``: the accuracies, the paired trust score and abstention rates (``trust``),
+    and the computed "always abstain" / "never abstain" rows on the same evaluated items (``references``)."""
+    evaluated = {o.item_id for o in outcomes if o.status == "evaluated"}
+    if not any(o.task == CLEAN_TASK for o in outcomes):
+        logger.warning("no CLEAN items evaluated: the paired trust score needs each perturbed item's clean twin "
+                       "(add CLEAN to --tasks)")
+    return {**summarize(outcomes, circular=circular), "trust": trust_summary(outcomes, circular=circular),
+            "references": references([i for i in items if i.id in evaluated], circular=circular)}
 
 
 def build_judge(args: EvalArgs):
@@ -172,7 +188,8 @@ def evaluate(args: EvalArgs, *, backend=None, judge=None, rank: int | None = Non
     outcomes, used = runner.collect(loaded.items)
     results = {"benchmark": bench.name, "label": args.label, "mode": args.mode, "config": args.public(),
                "model": backend.describe(), "judge": bench.describe()["judge"], "evaluation": bench.describe(),
-               "versions": versions(), "loading": _loading(loaded, args), "metrics": summarize(outcomes, circular=args.circular),
+               "versions": versions(), "loading": _loading(loaded, args),
+               "metrics": metrics(outcomes, loaded.items, circular=args.circular),
                "missing_streams": missing_stream_counts(loaded.items, used)}
     write_reports(results, args.output)
     return results
@@ -282,7 +299,7 @@ def score_predictions(args: EvalArgs, predictions: str | Path, *, judge=None) ->
                "config": args.public(), "model": {"predictions": str(predictions)}, "judge": bench.describe()["judge"],
                "evaluation": bench.describe(), "versions": versions(), "loading": _loading(loaded, args),
                "predictions": {"rows": len(preds), "unused": dict(sorted(unused.items()))},
-               "metrics": summarize(outcomes, circular=args.circular)}
+               "metrics": metrics(outcomes, loaded.items, circular=args.circular)}
     if args.output:
         Path(args.output).mkdir(parents=True, exist_ok=True)
         write_reports(results, args.output)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cavpref.eval.metrics import primary
+from cavpref.eval.trust import REFERENCES
 from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
 
@@ -47,6 +48,7 @@ def render_markdown(results: dict) -> str:
                      fmt(o["judged_rate"])])
         out += _table(["Task", "Dimension", "N", "Circular", "Vanilla", "Unparsed %", "Judged %"], rows)
         out += _table(["Dimension", "Accuracy (macro over tasks)"], [[d, fmt(v)] for d, v in block["dimensions"].items()])
+        out += _trust_tables(m, setting, block)
         out += _category_tables(setting, block)
     out += ["## Circular vs vanilla (paper Table 8)", ""]
     out += _table(["Setting", "Task", "Circular / Vanilla"],
@@ -58,6 +60,30 @@ def render_markdown(results: dict) -> str:
     if rows:
         out += ["## Base vs instruction (paper Table 11)", ""] + _table(["Task", "Category", "base / instruction"], rows)
     return "\n".join(out)
+
+
+def _trust_tables(m: dict, setting: str, block: dict) -> list[str]:
+    """The paired trust score and abstention rate per task, beside the computed reference policies'
+    accuracy on the same items (``cavpref.eval.trust``); nothing for results written before they existed."""
+    trust = (m.get("trust") or {}).get("settings", {}).get(setting)
+    if not trust:
+        return []
+    refs = {p: r["settings"].get(setting, {}).get("tasks", {}) for p, r in (m.get("references") or {}).items()}
+    rows = []
+    for t, b in trust["tasks"].items():
+        pair = b.get("paired") or {}
+        rows.append([t, str(pair.get("n", "–")), fmt(pair.get("circular")), fmt(pair.get("vanilla")),
+                     fmt(b["abstention_rate"]), fmt(primary(block["tasks"][t])) if t in block["tasks"] else "–",
+                     *(fmt(primary(refs[p][t])) if t in refs[p] else "–" for p in REFERENCES if p in refs)])
+    p_all = trust["paired"]
+    rows.append(["**perturbed, all**", str(p_all["n"]), fmt(p_all["circular"]), fmt(p_all["vanilla"]), "", "",
+                 *("" for p in REFERENCES if p in refs)])
+    head = ["Task", "Pairs", "Paired circular", "Paired vanilla", "Abstention %", "Accuracy",
+            *(f"Accuracy if {p}" for p in REFERENCES if p in refs)]
+    note = ("Paired: the perturbed item and its CLEAN twin (same clip and question) both right. Abstention: first "
+            f"pass; CLEAN's is the false-abstention rate ({fmt(trust['false_abstention'])} %). The last columns are "
+            "computed policies on the same items (docs/evaluation.md).")
+    return [f"### Trust — {setting} setting", "", note, ""] + _table(head, rows)
 
 
 def _counts_table(results: dict) -> list[str]:
@@ -142,31 +168,70 @@ def compare(runs: Sequence[dict], labels: Sequence[str] | None = None, *, settin
             metric: str = "headline") -> str:
     """Paper Table 5: one row per run after the first, the 9 tasks as columns, each cell with its
     difference from the first run (the zero-shot baseline) in accuracy points. A CLEAN column (the
-    unperturbed questions) follows when the runs evaluated it."""
+    unperturbed questions) follows when the runs evaluated it, and a "Paired" column (the paired trust score
+    over all perturbed items, ``cavpref.eval.trust``) when any run has clean twins. Two computed rows close
+    the table — "always abstain" and "never abstain" on the first run's items — so a reader sees what the
+    plain per-task numbers reward; then the paired score and the abstention rate per task, same rows."""
     if len(runs) < 2:
         raise ValueError("compare needs a zero-shot run and at least one fine-tuned run")
     labels = list(labels or [r.get("label") or f"run{i}" for i, r in enumerate(runs)])
     if len(labels) != len(runs):
         raise ValueError(f"{len(labels)} labels for {len(runs)} runs")
+    refs = runs[0]["metrics"].get("references") or {}
+    ref_rows = [(f"{policy} (computed)", {"metrics": refs[policy]}) for policy in REFERENCES if policy in refs]
 
-    def value(run: dict, task: str) -> float | None:
+    def chosen(run: dict) -> str:
         settings = run["metrics"]["settings"]
-        chosen = setting or ("instruction" if "instruction" in settings else next(iter(settings)))
-        block = settings.get(chosen, {}).get("tasks", {}).get(task)
+        return setting or ("instruction" if "instruction" in settings else next(iter(settings)))
+
+    def pick(block: dict | None) -> float | None:
         if block is None:
             return None
-        return primary(block) if metric == "headline" else block[metric]
+        return primary(block) if metric == "headline" else block.get(metric)
+
+    def value(run: dict, task: str) -> float | None:
+        return pick(run["metrics"]["settings"].get(chosen(run), {}).get("tasks", {}).get(task))
+
+    def trust(run: dict) -> dict:
+        return (run["metrics"].get("trust") or {}).get("settings", {}).get(chosen(run), {})
+
+    def paired(run: dict, task: str | None = None) -> float | None:
+        t = trust(run)
+        block = t.get("paired") if task is None else t.get("tasks", {}).get(task, {}).get("paired")
+        return pick(block) if block and block.get("n") else None
+
+    def abstained(run: dict, task: str) -> float | None:
+        return trust(run).get("tasks", {}).get(task, {}).get("abstention_rate")
 
     tasks = [t for t in ALL_TASKS if any(value(r, t) is not None for r in runs)]
-    base = {t: value(runs[0], t) for t in tasks}
-    rows = [[f"{labels[0]} (zero-shot)", *(fmt(base[t]) for t in tasks)]]
+    with_pairs = any(paired(r) is not None for r in runs)
+    cols = tasks + (["Paired"] if with_pairs else [])
+
+    def cell(run: dict, col: str) -> float | None:
+        return paired(run) if col == "Paired" else value(run, col)
+
+    base = {c: cell(runs[0], c) for c in cols}
+    rows = [[f"{labels[0]} (zero-shot)", *(fmt(base[c]) for c in cols)]]
     for run, label in zip(runs[1:], labels[1:]):
         cells = []
-        for t in tasks:
-            v = value(run, t)
-            cells.append(fmt(v) if v is None or base[t] is None else f"{v:.2f} ({v - base[t]:+.2f})")
+        for c in cols:
+            v = cell(run, c)
+            cells.append(fmt(v) if v is None or base[c] is None else f"{v:.2f} ({v - base[c]:+.2f})")
         rows.append([label, *cells])
-    return "\n".join(_table(["Method", *tasks], rows) + _protocols(runs, labels, metric))
+    rows += [[label, *(fmt(cell(ref, c)) for c in cols)] for label, ref in ref_rows]
+    out = _table(["Method", *cols], rows) + _protocols(runs, labels, metric)
+    named = [*zip(labels, runs), *ref_rows]
+    perturbed = [t for t in tasks if t in TASKS]
+    if with_pairs:
+        out += ["", ("Paired trust score (%): a perturbed item counts only when it and its CLEAN twin (same clip and "
+                     "question) are both answered right"), ""]
+        out += _table(["Method (paired %)", *perturbed, "all"],
+                      [[label, *(fmt(paired(r, t)) for t in perturbed), fmt(paired(r))] for label, r in named])
+    if any(abstained(r, t) is not None for r in runs for t in tasks):
+        out += ["", "Abstention rate (% of items, first pass); on CLEAN every abstention is a false abstention", ""]
+        out += _table(["Method (abstention %)", *tasks],
+                      [[label, *(fmt(abstained(r, t)) for t in tasks)] for label, r in named])
+    return "\n".join(out)
 
 
 def _protocols(runs: Sequence[dict], labels: Sequence[str], metric: str) -> list[str]:

@@ -109,6 +109,9 @@ def test_report_has_table5_clean_categories_and_plot(small_run):
     evaluated = start["metrics"]["settings"]["instruction"]["tasks"]
     header = "| Method | " + " | ".join(t for t in [*TASKS, CLEAN_TASK] if t in evaluated) + " |"
     assert report.count(header) == 2  # circular and vanilla Table-5 layouts
+    # the trust metrics ride along: computed reference rows, the paired score and abstention tables (issue 19)
+    assert report.count("| always abstain (computed) |") == 6 and report.count("| never abstain (computed) |") == 6
+    assert report.count("| Method (paired %) |") == 2 and report.count("| Method (abstention %) |") == 2
     for label in ("ZS (start) (zero-shot)", "| SFT |", "| DPO |", "CAVPref w/o Robustness", "| CAVPref |"):
         assert label in report
     clean = start["metrics"]["settings"]["instruction"]["tasks"][CLEAN_TASK]["vanilla"]
