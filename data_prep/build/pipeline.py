@@ -20,6 +20,7 @@ from cavpref.data_prep.build.config import PrepConfig
 from cavpref.data_prep.build.fingerprint import _NOT_FINGERPRINTED, fingerprint, versions
 from cavpref.data_prep.build.generate import generate
 from cavpref.data_prep.build.reading import PrepError, read_records, validate
+from cavpref.data_prep.build.rotation import rotate_preferences
 from cavpref.data_prep.build.splits import assign_splits, in_shard, split_of_paths
 from cavpref.data_prep.build.stats import count_table, dropped_total, task_stats
 from cavpref.data_prep.readers import exclusion_reason
@@ -28,6 +29,7 @@ from cavpref.data_prep.tables import DEFAULT_FILENAME, TablesConfig, apply_overr
 from cavpref.data_prep.tables import build_tables as derive_tables
 from cavpref.data_prep.tasks.context import TableView, clip_id
 from cavpref.data_prep.tasks.schema import write_outputs
+from cavpref.data_prep.tasks.spec import switch_table
 
 
 def build(config: PrepConfig) -> dict[str, Any]:
@@ -96,6 +98,8 @@ def build(config: PrepConfig) -> dict[str, Any]:
     items, prefs, split_dropped = assign_splits(items, prefs, config)
     if config.score:
         prefs = {s: score(p, config) for s, p in prefs.items()}
+    if config.rotate_options:  # after scoring: the scores are of the rows as drawn (the quickstart's order)
+        prefs = {s: rotate_preferences(p, items.get(s, []), config.seed) for s, p in prefs.items()}
     stats["tasks"] = task_stats(skips, items, split_dropped, config)
     stats["counts"] = count_table(items)
     stats["preferences"] = {s: len(p) for s, p in prefs.items()}
@@ -105,6 +109,8 @@ def build(config: PrepConfig) -> dict[str, Any]:
         "fingerprint": digest,
         **basis,
         "output_only": {k: getattr(config, k) for k in _NOT_FINGERPRINTED},
+        # Eq. 6 switches of the tasks' TaskSpecs ({task: [eta, gamma]}): the trainer's switch_table as data
+        "switch_table": {v: switch_table(v) for v in ("paper", "released")},
         "seconds": round(time.perf_counter() - t0, 3),
         "versions": versions(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
