@@ -29,7 +29,9 @@ def inputs(tmp_path_factory):
                                duration=2.0, questions_per_clip=3))
     clap, clip = save_tiny_clap(root / "clap"), save_tiny_clip(root / "clip")
     scoring = root / "scoring.yaml"
-    scoring.write_text(json.dumps({"clap_model": str(clap), "clip_model": str(clip), "num_frames": 2,
+    # batch_size 1: an embedding then does not depend on which other streams share its batch (a shard's
+    # batches differ from the one-process run's; batched float sums agree to ~1e-6, not bit for bit)
+    scoring.write_text(json.dumps({"clap_model": str(clap), "clip_model": str(clip), "num_frames": 2, "batch_size": 1,
                                    "progress": False, "vocabulary": ["piano", "dog", "car", "rain"]}))
     keys = {"world": str(world), "tasks": ["MVIT", "MAT", "CAT", "CLEAN"], "formats": ["jsonl"],
             "score": True, "scoring_config": str(scoring), "progress": False, "seed": 2, "split_seed": 2,

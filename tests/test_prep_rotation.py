@@ -131,3 +131,14 @@ def test_circular_sft_rows_show_every_circular_view():
     assert all(r["rejected"] != r["chosen"] and "None of the above" not in r["rejected"] for r in rows)
     assert rows[0]["extra"] is None and rows[2]["id"] == "CLEAN:instruction:x:rot2"
     assert len(circular_sft_rows([_item()], ["id"], rotate=False)) == 1
+
+
+def test_manifest_carries_the_switch_table_of_the_specs(builds, world, tmp_path_factory):
+    import json
+
+    from cavpref.data_prep.tasks import switch_table
+
+    out = tmp_path_factory.getbasetemp() / "rot0" / "rotated"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["switch_table"] == {"paper": switch_table("paper"), "released": switch_table("released")}
+    assert manifest["config"]["rotate_options"] is True
