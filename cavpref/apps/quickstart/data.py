@@ -17,16 +17,31 @@ from cavpref.apps.quickstart.config import QuickstartConfig
 from cavpref.apps.quickstart.stages import Stage
 from cavpref.data import CLEAN_TASK
 from cavpref.data_prep.build.rotation import circular_sft_rows
+from cavpref.data_prep.tasks import item_prompt
 from cavpref.eval.loader import load_items
 from cavpref.media.spec import clip as clip_spec
 from cavpref.media.spec import to_json
+from cavpref.prompts import rotate_response, rotated_view, rotation_for
 
 
 def corpus(data: Path) -> list[str]:
-    """The training split's own text (prompts, chosen and rejected answers): the tiny tokenizer learns whole
-    words for it, so an answer is a few tokens and copying an option's text is a short, learnable step."""
+    """The training split's own text (prompts, chosen and rejected answers) as drawn, before prep's rotation:
+    the tiny tokenizer learns whole words for it, so an answer is a few tokens and copying an option's text
+    is a short, learnable step. A rotation only reorders option lines and letters (the same words), and
+    reading the rows as drawn keeps the tokenizer -- and every number measured with it -- independent of
+    ``rotate_options``."""
     rows = load_from_disk(str(data / "preferences"))["train"]
-    return sorted({t for col in ("prompt", "chosen", "rejected") for t in rows[col] if t})
+    config = json.loads((data / "manifest.json").read_text())["config"]
+    if not config.get("rotate_options"):
+        return sorted({t for col in ("prompt", "chosen", "rejected") for t in rows[col] if t})
+    items = {i.id: i for i in load_items(data, split="train").items}
+    texts = set()
+    for row in rows:
+        item = items[row["id"]]
+        _, new_of, _ = rotated_view(item, rotation_for(config["seed"], row["id"], item.options))
+        old_of = {new: old for old, new in new_of.items()}
+        texts |= {item_prompt(item), *(rotate_response(row[c], old_of) for c in ("chosen", "rejected"))}
+    return sorted(t for t in texts if t)
 
 
 SLOT_ORDER = {"left": 0, "middle": 1, "right": 2}
