@@ -5,12 +5,12 @@ import re
 from pathlib import Path
 
 import pytest
-
-from cavpref.data import CLEAN_TASK, TASKS, BenchmarkItem
 from cavpref.data_prep.build import PrepConfig, build
 from cavpref.data_prep.build.rotation import circular_sft_rows
 from cavpref.data_prep.tasks.schema import load_outputs
 from cavpref.eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
+
+from cavpref.data import CLEAN_TASK, TASKS, BenchmarkItem
 from cavpref.prompts import render_prompt, rotate_response, rotated_view, rotation_for
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -77,7 +77,7 @@ def test_rotated_rows_move_responses_with_their_options(builds):
 def test_training_prompt_equals_the_evaluation_pass_byte_for_byte(builds):
     """The rotated training row of an item and the evaluator's CircularEval pass k = rotation_for(seed, id)
     render the same bytes; the unrotated row equals pass 0."""
-    (items_drawn, drawn), (items, rotated) = builds
+    (_, drawn), (items, rotated) = builds
     by_id = {it.id: it for s in items.values() for it in s}
     bench = AVTrustBench(AVTrustBenchOptions(mode="likelihood"))
     checked = 0

@@ -4,10 +4,10 @@ loss gets the switch table as data."""
 import importlib
 
 import pytest
-
-from cavpref.data import ABSTAIN_TASKS, ALL_TASKS, DIMENSIONS
 from cavpref.data_prep.tasks import GENERATORS, TASK_SPECS, TaskSpec, switch_table, task_spec
 from cavpref.eval import choice_judge, extract
+
+from cavpref.data import ABSTAIN_TASKS, ALL_TASKS, DIMENSIONS
 from cavpref.loss import DEFAULT_SWITCHES, switches_for
 
 MODULES = {"MCIT": "mcit", "ICIT": "icit", "MVIT": "mvit", "MAIT": "mait", "COT-Stitch": "cot_stitch",

@@ -17,11 +17,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from transformers.utils import logging
-
 from cavpref.data_prep.build.config import PrepConfig
 from cavpref.data_prep.build.merge import merge
 from cavpref.data_prep.build.pipeline import build
+from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
 
