@@ -4,7 +4,8 @@ cavpref prep [CONFIG.yaml | --config CONFIG.yaml] [--key value ...]   build (eve
 cavpref prep --world DIR --output_dir OUT                              build without a YAML file
 cavpref prep merge [--config M.yaml] --output_dir OUT --shards SHARD_DIR [SHARD_DIR ...]
 cavpref prep read [--config R.yaml] --source ... FILE ...              print source records (prep read --help)
-accelerate launch [--cpu] --num_processes N -m cavpref.data_prep.cli CONFIG.yaml   one shard per process, merged
+accelerate launch --num_processes N -m cavpref.data_prep.cli CONFIG.yaml   one shard per process (GPU), merged
+accelerate launch --config_file recipes/accelerate/cpu_2proc.yaml -m cavpref.data_prep.cli CONFIG.yaml   2 CPU processes
 
 Every form parses with ``cavpref.parsing.parse_args``: the YAML file sets the keys, the command line
 overrides them, an unknown key is an error and ``--help`` lists every key.

@@ -1,7 +1,9 @@
 """Prep across processes / GPUs: ``accelerate launch`` runs one shard per process, then the merge.
 
     accelerate launch --num_processes 8 -m cavpref.data_prep.cli my.yaml        # 8 GPUs
-    accelerate launch --cpu --num_processes 2 -m cavpref.data_prep.cli my.yaml  # 2 CPU processes
+    accelerate launch --config_file recipes/accelerate/cpu_2proc.yaml -m cavpref.data_prep.cli my.yaml
+                                        # 2 CPU processes (torchrun launcher, no GPU visible: accelerate 1.15
+                                        # starts ONE process for --cpu unless MPI is set up)
 
 Process ``i`` of ``n`` (accelerate's ``PartialState``: its process index and count, whatever launched it)
 builds shard ``i`` of ``n`` — reading, generation and the CLAP / CLIP / AVSM scoring of that shard's rows,
