@@ -4,6 +4,8 @@ cavpref prep [CONFIG.yaml | --config CONFIG.yaml] [--key value ...]   build (eve
 cavpref prep --world DIR --output_dir OUT                              build without a YAML file
 cavpref prep merge [--config M.yaml] --output_dir OUT --shards SHARD_DIR [SHARD_DIR ...]
 cavpref prep read [--config R.yaml] --source ... FILE ...              print source records (prep read --help)
+accelerate launch --num_processes N -m cavpref.data_prep.cli CONFIG.yaml   one shard per process (GPU), merged
+accelerate launch --config_file recipes/accelerate/cpu_2proc.yaml -m cavpref.data_prep.cli CONFIG.yaml   2 CPU processes
 
 Every form parses with ``cavpref.parsing.parse_args``: the YAML file sets the keys, the command line
 overrides them, an unknown key is an error and ``--help`` lists every key.
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cavpref.parsing import parse_args
-from cavpref.data_prep.build import PrepConfig, PrepError, build, format_stats, merge
+from cavpref.data_prep.build import PrepConfig, PrepError, build_distributed, format_stats, merge
 from cavpref.data_prep.readers.cli import main as read_main
 
 USAGE = __doc__
@@ -80,10 +82,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         config = parse_config(argv)
-        stats = build(config)
+        stats = build_distributed(config)  # build, or one shard per process under accelerate launch
     except (PrepError, ValueError, FileNotFoundError) as err:
         print(f"cavpref prep: error: {err}", file=sys.stderr)
         return 1
+    from accelerate import PartialState
+
+    if not PartialState().is_main_process:  # initialised by build_distributed  # a shard process: the main one prints the merged build
+        return 0
     if stats.get("up_to_date"):
         print(
             f"cavpref prep: {config.output_dir} is up to date (same config, inputs and code); nothing to do"

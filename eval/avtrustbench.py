@@ -22,14 +22,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cavpref.data_prep.tasks import task_spec
 from cavpref.eval import circular as circ
 from cavpref.eval.choice_judge import JUDGE_ERROR, ChoiceJudge, build_query
 from cavpref.eval.extract import ABSTAIN, ABSTENTION_RESPONSES, Extraction, is_correct, match_choice
 from cavpref.eval.metrics import ItemOutcome
-from cavpref.eval.trust import record_key
 from cavpref.eval.runner import Job, PassRequest
+from cavpref.eval.trust import record_key
 
-from cavpref.data import ABSTAIN_TASKS, BenchmarkItem
+from cavpref.data import BenchmarkItem
+from cavpref.prompts import render_prompt, rotated_view
 
 
 @dataclass
@@ -42,12 +44,8 @@ class AVTrustBenchOptions:
 
 
 def format_prompt(item: BenchmarkItem, options: dict[str, str], abstain_letter: str | None, post_prompt: str = "") -> str:
-    lines = [item.question.strip(), *(f"{k}. {v}" for k, v in options.items())]
-    if item.instruction:
-        lines.append(item.instruction.replace("{abstain_letter}", abstain_letter or ""))
-    if post_prompt:
-        lines.append(post_prompt)
-    return "\n".join(lines)
+    """The prompt of one pass: ``cavpref.prompts.render_prompt``, the renderer of the training rows too."""
+    return render_prompt(item.question, options, item.instruction, abstain_letter, post_prompt)
 
 
 class AVTrustBench:
@@ -76,17 +74,18 @@ class AVTrustBench:
 
     def request(self, item: BenchmarkItem, k: int) -> PassRequest:
         options, answer, abstain = self.view(item, k)
+        _, _, prompt = rotated_view(item, k, pin=self._pin(item), post_prompt=self.opt.post_prompt)
         candidates = None
         if self.opt.mode == "likelihood":
             candidates = [f"{x}. {t}" for x, t in options.items()]
             if self._abstain_candidate(item, abstain):
                 candidates.append(ABSTENTION_RESPONSES[item.task])
-        return PassRequest(format_prompt(item, options, abstain, self.opt.post_prompt), candidates,
+        return PassRequest(prompt, candidates,
                            {"options": options, "answer": answer, "abstain_letter": abstain})
 
     @staticmethod
     def _abstain_candidate(item: BenchmarkItem, abstain_letter: str | None) -> bool:
-        return abstain_letter is None and item.task in ABSTAIN_TASKS
+        return abstain_letter is None and item.task in ABSTENTION_RESPONSES and task_spec(item.task).abstains
 
     # ----- scoring -----------------------------------------------------------------------------------------
     def score(self, jobs: list[Job]) -> list[dict]:

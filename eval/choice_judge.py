@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from cavpref.data_prep.tasks import TASK_SPECS
 from cavpref.eval.extract import ABSTAIN, Extraction, normalise
 from cavpref.eval.judge import ChatClient
 
@@ -20,15 +21,9 @@ from cavpref.data import LETTERS
 
 PROMPT_VERSION = "avtrustbench-choice/v1"
 
-# B.2, per task: the options added for the judge (each one means "the model abstained").
+# B.2, per task: the options added for the judge (each one means "the model abstained"): TaskSpec.judge_options.
 JUDGE_EXTRA_OPTIONS: dict[str, tuple[str, ...]] = {
-    "MCIT": ("None of the above / the provided options are incorrect / I cannot answer",),
-    "ICIT": ("None of the above / no option is correct / the options are irrelevant / I cannot answer",),
-    "MVIT": ("The visual is incompatible with the question / I cannot answer",),
-    "MAIT": ("The audio is incompatible with the question / I cannot answer",),
-    "COT-Swap": ("The visual and audio are incompatible / I cannot answer",),
-    "MAT": ("The audio is missing / I cannot answer",),
-    "MVT": ("The video is missing / I cannot answer",),
+    name: spec.judge_options for name, spec in TASK_SPECS.items() if spec.judge_options
 }
 NO_MATCH = "No match found"
 JUDGE_ERROR = "judge error"

@@ -9,35 +9,12 @@ vanilla (single-pass) accuracy comes out of the same run (paper Table 8).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cavpref.prompts import n_passes, rotate  # the one rotation, shared with the training rows
 
-def rotate(options: Mapping[str, str], k: int, *, pin: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
-    """Options after ``k`` circular shifts, and the map old letter -> new letter.
-
-    Letters keep their order; texts move up by ``k`` (pass 1 of A,B,C,D shows B's text under A).
-    ``pin`` (e.g. the "None of the above" letter) keeps its letter and text and the others rotate around it.
-    """
-    letters = list(options)
-    if pin is not None and pin not in options:
-        raise ValueError(f"pinned letter {pin!r} is not among options {letters}")
-    movable = [x for x in letters if x != pin]
-    m = len(movable)
-    if m == 0:
-        return dict(options), {x: x for x in letters}
-    new_of = {movable[(i + k) % m]: movable[i] for i in range(m)}
-    if pin is not None:
-        new_of[pin] = pin
-    rotated = {new_of[old]: options[old] for old in letters}
-    return {x: rotated[x] for x in letters}, new_of
-
-
-def n_passes(options: Mapping[str, str], *, circular: bool = True, pin: str | None = None) -> int:
-    """How many passes the item needs: 1 for vanilla, else one per rotatable option."""
-    if not circular:
-        return 1
-    return max(1, len(options) - (1 if pin is not None else 0))
+__all__ = ["CircularOutcome", "circular_outcome", "n_passes", "next_pass", "rotate"]
 
 
 def next_pass(pass_correct: Sequence[bool], total: int) -> int | None:

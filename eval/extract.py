@@ -7,7 +7,7 @@ contradicted by the text that follows it) is left unmatched for step 2, the LLM 
 guesses would silently move accuracy, which is what CircularEval is meant to expose.
 
 Abstention is the correct behaviour on most AVTrustBench tasks, so task-specific abstention phrases
-(B.2) are data (``ABSTENTIONS``), extendable per task. An abstention counts as choosing the item's
+(B.2) are data (``ABSTENTIONS``: the common ones here, each task's from its ``TaskSpec``). An abstention counts as choosing the item's
 "None of the above" letter where it has one, else as the sentinel ``ABSTAIN``, which is correct exactly
 when the item's answer is ``None`` (the base setting of the abstention tasks).
 """
@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from cavpref.data_prep.tasks import TASK_SPECS
 
 ABSTAIN = "ABSTAIN"
 
@@ -30,61 +32,14 @@ ABSTENTIONS: dict[str, tuple[str, ...]] = {
         r"\bi (?:do not|don't) know\b",
         r"\bno idea\b",
     ),
-    "MCIT": (
-        r"(?:provided |given |the )?(?:options|choices|answers) (?:are|is) (?:all )?(?:incorrect|wrong)",
-        r"no (?:correct|right|valid) (?:option|choice|answer)",
-        r"(?:correct|right) (?:answer|option) is (?:not|missing)",
-        r"not (?:among|in|one of) the (?:options|choices)",
-        r"neither of the (?:options|choices)",
-    ),
-    "ICIT": (
-        r"no (?:option|choice|answer) is (?:correct|right|relevant)",
-        r"irrelevant (?:options|choices)",
-        r"(?:options|choices) (?:are|seem) (?:irrelevant|unrelated|not related)",
-        r"(?:options|choices) (?:do not|don't) (?:relate|match|correspond)",
-        r"not (?:among|in|one of) the (?:options|choices)",
-    ),
-    "MVIT": (
-        # B.2 writes "the visual/audio is incompatible with the question"
-        (r"(?:visual|video|visuals|image|scene)s?(?:\s*/\s*(?:audio|sound))? (?:is|are) "
-         r"(?:incompatible|inconsistent|unrelated|mismatched)"),
-        r"(?:video|visual)s? (?:does not|doesn't|do not) (?:match|correspond|relate)",
-        r"(?:video|visual|audio) and (?:the )?(?:question|audio|video) (?:are|is) (?:mismatched|incompatible)",
-        r"\bmismatch",
-    ),
-    "MAIT": (
-        r"(?:audio|sound|soundtrack)s? (?:is|are) (?:incompatible|inconsistent|unrelated|mismatched)",
-        r"(?:audio|sound)s? (?:does not|doesn't|do not) (?:match|correspond|relate)",
-        r"(?:video|visual|audio) and (?:the )?(?:question|audio|video) (?:are|is) (?:mismatched|incompatible)",
-        r"\bmismatch",
-    ),
-    "COT-Swap": (
-        r"(?:visual|video|audio|sound)s? (?:is|are) (?:incompatible|inconsistent|mismatched|out of (?:sync|order))",
-        r"(?:audio|sound) and (?:the )?(?:video|visual)s? (?:do not|don't) (?:match|correspond|align)",
-        r"\bmismatch",
-    ),
-    "MAT": (
-        r"(?:audio|sound)(?: track)? is (?:missing|absent|not (?:present|available|provided))",
-        r"\b(?:there is |has |with )?no (?:audio|sound)\b",
-        r"\b(?:video|clip) is (?:silent|muted)",
-    ),
-    "MVT": (
-        r"(?:video|visual)s?(?: stream| content)? (?:is|are) (?:missing|absent|not (?:present|available|provided))",
-        r"\b(?:there is |with )?no (?:video|visual|image)s?\b",
-        r"\bblank (?:screen|video)",
-    ),
 }
+# The task-specific phrases are task facts: ``TaskSpec.abstention_patterns`` in data_prep/tasks/<task>.py.
+ABSTENTIONS.update({name: spec.abstention_patterns for name, spec in TASK_SPECS.items() if spec.abstention_patterns})
 
-# Short abstention responses per task: the extra candidate of likelihood scoring in the base setting and
-# the extra options shown to the judge (B.2).
+# Short abstention responses per task (``TaskSpec.abstention_response``): the extra candidate of likelihood
+# scoring in the base setting and the extra options shown to the judge (B.2).
 ABSTENTION_RESPONSES: dict[str, str] = {
-    "MCIT": "None of the above: the provided options are incorrect.",
-    "ICIT": "None of the above: the options are irrelevant to the question.",
-    "MVIT": "The visual is incompatible with the question.",
-    "MAIT": "The audio is incompatible with the question.",
-    "COT-Swap": "The visual and the audio are incompatible.",
-    "MAT": "The audio is missing.",
-    "MVT": "The video is missing.",
+    name: spec.abstention_response for name, spec in TASK_SPECS.items() if spec.abstention_response
 }
 
 

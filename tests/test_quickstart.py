@@ -12,9 +12,9 @@ import pytest
 
 from cavpref.apps.cli import main as cli_main
 from cavpref.data import CLEAN_TASK, TASKS
-from cavpref.apps.quickstart import METHODS, QuickstartConfig, clean_chance, rotate_response, rotated_rows
+from cavpref.apps.quickstart import METHODS, QuickstartConfig, clean_chance
 
-STAGES = ["world", "data", "model_init", "start_data", "start", "pref_data", *METHODS,
+STAGES = ["world", "data", "model_init", "start_data", "start", *METHODS,
           *(f"eval/{n}" for n in ("start", *METHODS))]
 
 
@@ -45,61 +45,7 @@ def test_small_run_writes_every_stage_and_the_report(small_run):
     # the training recipes were written and the pref stages started from the SFT'd starting model
     dpo = (out / "recipes" / "dpo.yaml").read_text()
     assert f"model_name_or_path: {out / 'start'}" in dpo and "method: dpo" in dpo
-    assert f"train_dataset: {out / 'pref_data'}" in dpo
-
-
-def test_pref_data_rotates_prompts_and_responses_together(small_run):
-    """Every training row is one CircularEval view: the chosen / rejected / anchor letters point at the same
-    option texts as before the rotation, and "None of the above" is no longer always the last letter."""
-    from datasets import load_from_disk
-
-    out, _ = small_run
-    before = {r["id"]: r for r in load_from_disk(str(out / "data" / "preferences"))["train"]}
-    after = load_from_disk(str(out / "pref_data"))["train"]
-    assert len(after) == len(before)
-
-    def options(prompt):
-        return dict(re.findall(r"^([A-H])\. (.*)$", prompt, flags=re.MULTILINE))
-
-    def named(response, prompt):
-        m = re.match(r"([A-H])\. (.*)$", response or "")
-        return (m.group(2), options(prompt)[m.group(1)]) if m else response
-
-    moved = 0
-    for row in after:
-        old = before[row["id"]]
-        assert sorted(options(row["prompt"]).values()) == sorted(options(old["prompt"]).values())
-        moved += row["prompt"] != old["prompt"]
-        for col in ("chosen", "rejected", "visual_response", "audio_response"):
-            new_named, old_named = named(row[col], row["prompt"]), named(old[col], old["prompt"])
-            assert new_named == old_named, (col, row[col], old[col])
-            if isinstance(new_named, tuple):
-                assert new_named[0] == new_named[1]  # the letter shows the text the response repeats
-    assert moved > len(after) // 3
-
-
-def test_rotate_response_moves_letters_and_keeps_sentences():
-    new_of = {"A": "B", "B": "C", "C": "A"}
-    assert rotate_response("A. Piano", new_of) == "B. Piano"
-    assert rotate_response("C. None of the above", new_of) == "A. None of the above"
-    sentence = "The audio is missing, so I cannot answer."
-    assert rotate_response(sentence, new_of) == sentence
-    assert rotate_response(None, new_of) is None
-
-
-def test_rotated_rows_show_every_circular_view():
-    from cavpref.data import BenchmarkItem
-
-    item = BenchmarkItem(id="CLEAN:instruction:x", task=CLEAN_TASK, source="avqa", category="Existential",
-                         question="What sounds?", options={"A": "Cat", "B": "Dog", "C": "None of the above"},
-                         answer="B", setting="instruction", template_id=0,
-                         media='{"end":null,"op":"source","path":"a.mp4","start":0.0}', abstain_letter="C",
-                         instruction="If it is missing, answer {abstain_letter}.")
-    rows = rotated_rows([item], ["id", "task", "prompt", "chosen", "rejected", "media", "extra"])
-    assert [r["chosen"] for r in rows] == ["B. Dog", "A. Dog", "C. Dog"]
-    assert rows[1]["prompt"] == "What sounds?\nA. Dog\nB. None of the above\nC. Cat\nIf it is missing, answer B."
-    assert all(r["rejected"] not in (r["chosen"],) and "None of the above" not in r["rejected"] for r in rows)
-    assert rows[0]["extra"] is None and rows[2]["id"] == "CLEAN:instruction:x:rot2"
+    assert f"train_dataset: {out / 'data' / 'preferences'}" in dpo  # prep's rows, rotated by prep itself
 
 
 def test_report_has_table5_clean_categories_and_plot(small_run):

@@ -16,7 +16,8 @@ from cavpref.data_prep.tables import LookupTables
 from cavpref.data_prep.tasks import GENERATORS, TEMPLATES, TaskOptions, generate_all, item_prompt, render_prompt
 from cavpref.data_prep.tasks.common import norm
 from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
-from cavpref.data_prep.tasks.templates import ABSTENTIONS, ATTRIBUTE_WORDS, BINDINGS, ORDER_PHRASES, SIMULTANEOUS
+from cavpref.data_prep.tasks import ABSTENTIONS
+from cavpref.data_prep.tasks.templates import ATTRIBUTE_WORDS, BINDINGS, ORDER_PHRASES, SIMULTANEOUS
 
 GROUPS = {
     "Music": ["Piano", "Guitar", "Violin", "Drum", "Flute"],

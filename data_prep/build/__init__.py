@@ -6,7 +6,9 @@ optional similarity scores (data_prep.scoring) -> HF ``datasets`` (Arrow + Parqu
 
 One module per job: ``config`` (PrepConfig), ``fingerprint`` (up-to-date check), ``reading`` (sources and
 validation), ``splits`` (clip -> split, record -> shard), ``generate`` (the generators over workers),
-``stats`` (accounting and summary), ``merge`` (shards -> one build), ``pipeline`` (``build``: runs them).
+``stats`` (accounting and summary), ``merge`` (shards -> one build), ``pipeline`` (``build``: runs them),
+``rotation`` (training rows under CircularEval rotations), ``distributed`` (one shard per ``accelerate
+launch`` process, then the merge).
 
 Why it is shaped like this:
 
@@ -22,6 +24,7 @@ Why it is shaped like this:
 """
 
 from cavpref.data_prep.build.config import SPLITS, WORLD_LAYOUT, PrepConfig
+from cavpref.data_prep.build.distributed import build_distributed
 from cavpref.data_prep.build.fingerprint import BUILD_VERSION, code_sha256, fingerprint
 from cavpref.data_prep.build.merge import merge
 from cavpref.data_prep.build.pipeline import build
@@ -37,6 +40,7 @@ __all__ = [
     "PrepError",
     "assign_splits",
     "build",
+    "build_distributed",
     "code_sha256",
     "fingerprint",
     "format_stats",

@@ -103,6 +103,12 @@ class PrepConfig:
                           "(T_sim < align_threshold; models from scoring_config)"},
     )
     align_threshold: float = field(default=0.70, metadata={"help": "T_sim threshold of align_audioset"})
+    rotate_options: bool = field(
+        default=True,
+        metadata={"help": "show every preference row under one CircularEval rotation drawn from (seed, id), "
+                          "chosen / rejected / anchor responses moved with their options (docs/data_prep.md); "
+                          "false: the drawn letters ('None of the above' always last)"},
+    )
     formats: list[str] = field(
         default_factory=lambda: list(FORMATS),
         metadata={"help": "output formats (arrow, parquet, jsonl)"},

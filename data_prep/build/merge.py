@@ -89,6 +89,7 @@ def merge(output_dir: str | os.PathLike, shard_dirs: list[str]) -> dict[str, Any
         "code": manifests[first]["code"],
         "shard_fingerprints": sorted(m["fingerprint"] for m in manifests.values()),
         "files": output_files(out),
+        "switch_table": manifests[first].get("switch_table"),
     }
     (out / "manifest.json").write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
     return stats

@@ -17,6 +17,7 @@ from cavpref.data_prep.build.config import PrepConfig
 from cavpref.data_prep.build.fingerprint import _NOT_FINGERPRINTED, fingerprint, versions
 from cavpref.data_prep.build.generate import generate
 from cavpref.data_prep.build.reading import PrepError, read_records, validate
+from cavpref.data_prep.build.rotation import rotate_preferences
 from cavpref.data_prep.build.splits import assign_splits, in_shard, split_of_paths
 from cavpref.data_prep.build.stats import count_table, dropped_total, llm_fallbacks, task_stats
 from cavpref.data_prep.integrity import damaged, output_files
@@ -32,6 +33,7 @@ from transformers.utils import logging
 from cavpref.data import PreferenceExample
 
 logger = logging.get_logger(__name__)
+from cavpref.data_prep.tasks.spec import switch_table
 
 
 def build(config: PrepConfig) -> dict[str, Any]:
@@ -104,6 +106,8 @@ def build(config: PrepConfig) -> dict[str, Any]:
     items, prefs, split_dropped = assign_splits(items, prefs, config)
     if config.score:
         prefs = {s: score(p, config) for s, p in prefs.items()}
+    if config.rotate_options:  # after scoring: the scores are of the rows as drawn (the quickstart's order)
+        prefs = {s: rotate_preferences(p, items.get(s, []), config.seed) for s, p in prefs.items()}
     stats["tasks"] = task_stats(skips, items, split_dropped, config)
     if config.negatives == "llm" and "COT-Stitch" in stats["tasks"]:  # records that fell back to templates
         stats["tasks"]["COT-Stitch"]["llm_fallback"] = llm_fallbacks(items)
@@ -116,6 +120,8 @@ def build(config: PrepConfig) -> dict[str, Any]:
         **basis,
         "files": output_files(out),
         "output_only": {k: getattr(config, k) for k in _NOT_FINGERPRINTED},
+        # Eq. 6 switches of the tasks' TaskSpecs ({task: [eta, gamma]}): the trainer's switch_table as data
+        "switch_table": {v: switch_table(v) for v in ("paper", "released")},
         "seconds": round(time.perf_counter() - t0, 3),
         "versions": versions(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),

@@ -124,15 +124,22 @@ class LaionClap:
 
 
 class OpenClip:
-    """``open_clip`` models (optional extra), e.g. model "ViT-B-32" with pretrained "laion2b_s34b_b79k"."""
+    """``open_clip`` models (optional extra), e.g. model "ViT-B-32" with pretrained "laion2b_s34b_b79k"; ``model``
+    may also be a model-config JSON file and ``pretrained`` a checkpoint file (nothing downloaded)."""
 
     def __init__(self, model: str, pretrained: str | None = None, device: str = "cpu"):
+        import os
+
         open_clip = _optional("open_clip", "open_clip")
+        name = model
+        if model.endswith(".json") and os.path.isfile(model):  # a model-config file of one's own (tiny tests)
+            open_clip.add_model_config(model)
+            name = os.path.splitext(os.path.basename(model))[0]
         self.model, _, self.preprocess = open_clip.create_model_and_transforms(
-            model, pretrained=pretrained, device=device
+            name, pretrained=pretrained, device=device
         )
         self.model.eval()
-        self.tokenizer = open_clip.get_tokenizer(model)
+        self.tokenizer = open_clip.get_tokenizer(name)
         self.device = device
         self.logit_scale = float(self.model.logit_scale.detach().exp())
         self.fingerprint = fingerprint(backend="open_clip", model=model, pretrained=pretrained)

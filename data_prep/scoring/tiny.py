@@ -214,3 +214,27 @@ def save_tiny_pe_audio_video(
     PeAudioVideoModel(config).eval().save_pretrained(path)
     processor.save_pretrained(path)
     return path
+
+
+def save_tiny_open_clip(path: str | os.PathLike, seed: int = 0, image_size: int = 32) -> tuple[Path, Path]:
+    """A tiny randomly initialised ``open_clip`` CLIP, built by the library's own ``create_model`` from a
+    model-config JSON (no weights downloaded): returns (config JSON, checkpoint file), the ``clip_model`` /
+    ``clip_pretrained`` of ``clip_backend: open_clip``."""
+    import json
+
+    import open_clip
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    config = path / "tiny-open-clip.json"
+    config.write_text(json.dumps({
+        "embed_dim": 16,
+        "vision_cfg": {"image_size": image_size, "layers": 1, "width": 32, "head_width": 16, "patch_size": 8},
+        "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+    }))
+    open_clip.add_model_config(config)
+    torch.manual_seed(seed)
+    model = open_clip.create_model(config.stem, pretrained=None)
+    checkpoint = path / "open_clip_model.pt"
+    torch.save({"state_dict": model.state_dict()}, checkpoint)
+    return config, checkpoint

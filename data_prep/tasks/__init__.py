@@ -1,4 +1,4 @@
-"""The nine AVTrustBench task generators (paper Sec. 3, App. A.2).
+"""The nine AVTrustBench task generators (paper Sec. 3, App. A.2), each declaring its ``TaskSpec``.
 
 Each module has ``generate(records, tables, *, seed, settings=("base", "instruction"), **kw) ->
 (list[BenchmarkItem], list[PreferenceExample])``; ``GENERATORS`` maps the task name to it and
@@ -16,19 +16,24 @@ from collections.abc import Callable, Sequence
 
 from cavpref.data import ALL_TASKS, SETTINGS, TASKS, BenchmarkItem, PreferenceExample
 from cavpref.data_prep.tasks import cat, clean, cot_stitch, cot_swap, icit, mait, mat, mcit, mvit, mvt
-from cavpref.data_prep.tasks.common import LLMConfig, TaskError, TaskOptions, item_prompt, render_prompt
+from cavpref.data_prep.tasks.common import LLMConfig, TaskError, TaskOptions, item_prompt
+from cavpref.prompts import render_prompt
 from cavpref.data_prep.tasks.drafts import Draft
 from cavpref.data_prep.tasks.context import Context, TableView, make_context
-from cavpref.data_prep.tasks.templates import ABSTENTIONS, TEMPLATES
+from cavpref.data_prep.tasks.spec import TASK_SPECS, TaskSpec, register_task, switch_table, task_spec
 
 GENERATORS: dict[str, Callable] = {
     m.TASK: m.generate for m in (mcit, icit, mvit, mait, cot_stitch, cot_swap, cat, mvt, mat, clean)
 }
-assert tuple(GENERATORS) == ALL_TASKS
+assert tuple(GENERATORS) == ALL_TASKS and set(TASK_SPECS) == set(ALL_TASKS)
+# Views of the specs, for readers that want one fact of every task.
+TEMPLATES = {name: spec.templates for name, spec in TASK_SPECS.items()}
+ABSTENTIONS = {name: spec.abstention for name, spec in TASK_SPECS.items() if spec.abstains}
 
 __all__ = [
     "ABSTENTIONS",
     "GENERATORS",
+    "TASK_SPECS",
     "TEMPLATES",
     "Context",
     "Draft",
@@ -36,10 +41,14 @@ __all__ = [
     "TableView",
     "TaskError",
     "TaskOptions",
+    "TaskSpec",
     "generate_all",
     "item_prompt",
     "make_context",
+    "register_task",
     "render_prompt",
+    "switch_table",
+    "task_spec",
 ]
 
 

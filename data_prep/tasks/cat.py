@@ -24,8 +24,18 @@ from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.context import Context, record_spec
 from cavpref.data_prep.tasks.cot_stitch import distractor_pairs, event_pair
 from cavpref.data_prep.tasks.templates import ATTRIBUTE_WORDS, BINDINGS, EQUAL_BINDINGS
+from cavpref.data_prep.tasks.spec import TaskSpec, register_task
+from cavpref.data_prep.tasks.templates import TEMPLATES
 
 TASK = "CAT"
+SPEC = register_task(TaskSpec(
+    name=TASK,
+    dimension='Compositional reasoning',
+    abstains=False,
+    switches=(0, 0),  # (eta, gamma) of Eq. 6
+    sources=('audioset',),
+    templates=TEMPLATES[TASK],
+))
 CATEGORY = "Comparative"
 MIN_SHORT = 0.5  # seconds: a shorter snippet is hardly an event
 

@@ -22,22 +22,9 @@ from typing import Any
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import MediaSpec, Source
 from cavpref.data_prep.tables import normalise
-from cavpref.data_prep.tasks.templates import TEMPLATES
+from cavpref.data_prep.tasks.spec import task_spec
+from cavpref.prompts import render_prompt
 
-# Which sources each task draws its records from (paper App. A.2): the adversarial suite from AVQA and
-# MUSIC-AVQA, compositional reasoning from AudioSet, modality dependency from MUSIC-AVQA.
-TASK_SOURCES: dict[str, tuple[str, ...]] = {
-    "MCIT": ("avqa", "music_avqa"),
-    "ICIT": ("avqa", "music_avqa"),
-    "MVIT": ("avqa", "music_avqa"),
-    "MAIT": ("avqa", "music_avqa"),
-    "COT-Stitch": ("audioset",),
-    "COT-Swap": ("audioset",),
-    "CAT": ("audioset",),
-    "MVT": ("music_avqa",),
-    "MAT": ("music_avqa",),
-    "CLEAN": ("avqa", "music_avqa"),
-}
 # Modality labels meaning "answerable from one modality" (MUSIC-AVQA type[0], AVQA question_relation).
 SINGLE_MODALITY_LABELS = frozenset({"Audio", "Visual", "View", "Sound"})
 YES_NO = ("yes", "no")
@@ -72,7 +59,7 @@ class TaskOptions:
     quiet_gain: float = 0.3  # CAT overlay: gain of the quiet event
     negatives: str = "template"  # COT-Stitch negatives: "template" or "llm"
     llm: LLMConfig | None = None
-    sources: dict[str, tuple[str, ...]] | None = None  # overrides TASK_SOURCES per task
+    sources: dict[str, tuple[str, ...]] | None = None  # overrides TaskSpec.sources per task
     progress: bool = True  # tqdm bar per task (shown for 5000+ records)
 
     def __post_init__(self):
@@ -86,7 +73,7 @@ class TaskOptions:
             raise ValueError(f"num_options must be at least 3, not {self.num_options}")
 
     def sources_of(self, task: str) -> tuple[str, ...]:
-        return tuple((self.sources or {}).get(task, TASK_SOURCES[task]))
+        return tuple((self.sources or {}).get(task, task_spec(task).sources))
 
 
 # ----------------------------------------------------------------------------- seeded choices
@@ -103,7 +90,7 @@ def rng_for(seed: int, task: str, key: str, purpose: str = "") -> random.Random:
 
 
 def template_index(seed: int, task: str, key: str) -> int:
-    return stable_hash(seed, task, key, "template") % len(TEMPLATES[task])
+    return stable_hash(seed, task, key, "template") % len(task_spec(task).templates)
 
 
 def shuffled(
@@ -147,21 +134,10 @@ def unique_by_norm(texts: Iterable[str]) -> list[str]:
     return out
 
 
-def render_prompt(question: str, options: dict[str, str], instruction: str = "") -> str:
-    """THE prompt text of an item: question, one 'L. text' line per option, then the instruction (if any).
-
-    Benchmark items and preference examples both use this, so a model is trained on the text it is tested
-    on. The evaluator renders each CircularEval pass with ``eval.avtrustbench.format_prompt`` (the same
-    layout, with ``{abstain_letter}`` in the instruction filled in for the rotated letters).
-    """
-    lines = [question, *(f"{letter}. {text}" for letter, text in options.items())]
-    if instruction:
-        lines.append(instruction)
-    return "\n".join(lines)
-
-
 def item_prompt(item: BenchmarkItem) -> str:
-    return render_prompt(item.question, item.options, item.instruction)
+    """The prompt of an item as drawn (rotation 0): ``cavpref.prompts.render_prompt``, the renderer the
+    evaluator uses for every pass."""
+    return render_prompt(item.question, item.options, item.instruction, item.abstain_letter)
 
 
 def response_text(letter: str, text: str) -> str:

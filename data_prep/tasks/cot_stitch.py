@@ -19,8 +19,18 @@ from cavpref.data_prep.tasks.common import TaskOptions, norm, rng_for, shuffled,
 from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.context import Context, make_context, record_spec
 from cavpref.data_prep.tasks.templates import ORDER_PHRASES, SIMULTANEOUS
+from cavpref.data_prep.tasks.spec import TaskSpec, register_task
+from cavpref.data_prep.tasks.templates import TEMPLATES
 
 TASK = "COT-Stitch"
+SPEC = register_task(TaskSpec(
+    name=TASK,
+    dimension='Compositional reasoning',
+    abstains=False,
+    switches=(0, 0),  # (eta, gamma) of Eq. 6
+    sources=('audioset',),
+    templates=TEMPLATES[TASK],
+))
 CATEGORY = "Temporal"
 
 

@@ -18,7 +18,6 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from cavpref.data import (
-    ABSTAIN_TASKS,
     ALL_TASKS,
     LETTERS,
     NONE_OF_THE_ABOVE,
@@ -41,7 +40,7 @@ from cavpref.data_prep.tasks.common import (
     template_index,
 )
 from cavpref.data_prep.tasks.context import Context, make_context
-from cavpref.data_prep.tasks.templates import ABSTENTIONS, TEMPLATES
+from cavpref.data_prep.tasks.spec import task_spec
 
 @dataclass
 class Draft:
@@ -86,10 +85,10 @@ def emit(
     texts = [display(o) for o in draft.options]
     if len({norm(t) for t in texts} | {norm(NONE_OF_THE_ABOVE)}) != len(texts) + 1:
         raise TaskError(f"{task}: {r.file}: record {r.index}: duplicate options {texts}")
-    if (draft.correct is None) != (task in ABSTAIN_TASKS):
-        raise TaskError(f"{task}: correct={draft.correct} contradicts ABSTAIN_TASKS")
+    if (draft.correct is None) != task_spec(task).abstains:
+        raise TaskError(f"{task}: correct={draft.correct} contradicts TaskSpec.abstains")
     tid = template_index(ctx.seed, task, r.key)
-    template = TEMPLATES[task][tid]
+    template = task_spec(task).templates[tid]
     question = template.question.format(question=draft.question)
     media = to_json(draft.media)
     anchors = {name: spec for name, spec in (("visual", draft.visual), ("audio", draft.audio)) if spec}
@@ -125,7 +124,7 @@ def emit(
             instruction=template.instruction if setting == "instruction" else "",
             meta=meta,
         )
-        chosen = response_text(answer, options[answer]) if answer is not None else ABSTENTIONS[task]
+        chosen = response_text(answer, options[answer]) if answer is not None else task_spec(task).abstention
         pairs = {
             name: AnchorPair(response_text(LETTERS[i], texts[i]), clean, pert)
             for name, (i, clean, pert) in anchor_json.items()

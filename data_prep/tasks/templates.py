@@ -143,18 +143,7 @@ TEMPLATES: dict[str, tuple[PromptTemplate, ...]] = {
     ),
 }
 
-# The chosen response of the base setting of the abstention tasks: there is no "None of the above" option
-# to pick, so the model is trained to say why it abstains. Wording follows the abstentions of paper B.2,
-# which the evaluator's choice extraction recognises.
-ABSTENTIONS: dict[str, str] = {
-    "MCIT": "None of the above: the provided options are incorrect, so I cannot answer.",
-    "ICIT": "None of the above: no option is correct, the options are irrelevant to the question.",
-    "MVIT": "The visual is incompatible with the question and the audio, so I cannot answer.",
-    "MAIT": "The audio is incompatible with the question and the video, so I cannot answer.",
-    "COT-Swap": "The visual and the audio are incompatible, so I cannot answer.",
-    "MVT": "The video is missing, so I cannot answer.",
-    "MAT": "The audio is missing, so I cannot answer.",
-}
+# The base-setting abstention sentences are task facts: ``TaskSpec.abstention`` in each task's module.
 
 # Event-order phrasings for COT options: (forward, preposition-replaced). forward(a, b) says "a, then b";
 # replaced(a, b) keeps the words and the mention order but says "b, then a" (the paper's "replace the

@@ -12,8 +12,9 @@ One module per job:
 * ``config`` — ``QuickstartConfig`` (every knob; ``--help`` lists them) and the full / ``--small`` defaults;
 * ``stages`` — the resumable stage runner: every stage writes into its own folder under ``--out`` and is
   skipped when it has finished before, so a second run only redoes what is missing;
-* ``data`` — the data transforms: training rows shown under CircularEval rotations (``rotated_rows``,
-  ``rotated_preferences``, so no letter is special in training), ground-truth clip captions, the clip split;
+* ``data`` — the starting model's SFT rows (every CircularEval view of CLEAN's train items, from prep's
+  ``circular_sft_rows``), ground-truth clip captions, the clip split; the preference rows come rotated from
+  prep itself (``rotate_options``), so no letter is special in training;
 * ``recipes`` — the ``cavpref train`` recipes, written next to the checkpoints (``recipes/*.yaml``): the
   quickstart runs the same ``cavpref train`` a user would;
 * ``report`` — ``report.md`` through the evaluation's own report helpers;
@@ -34,10 +35,6 @@ from cavpref.apps.quickstart.config import DEFAULTS, LABELS, METHODS, Quickstart
 from cavpref.apps.quickstart.data import (
     clip_captions,
     corpus,
-    rotate_response,
-    rotated_preferences,
-    rotated_rows,
-    rotated_view,
     split_clips,
     start_data,
 )
@@ -54,7 +51,7 @@ from cavpref.apps.quickstart.stages import Stage, Stages, say
 
 __all__ = [
     "DEFAULTS", "LABELS", "METHODS", "QuickstartConfig", "Stage", "Stages", "category_table", "clean_chance",
-    "clip_captions", "corpus", "eval_stage", "main", "plot_methods", "recipe", "rotate_response",
-    "rotated_preferences", "rotated_rows", "rotated_view", "run", "say", "split_clips", "start_data",
+    "clip_captions", "corpus", "eval_stage", "main", "plot_methods", "recipe", "run", "say", "split_clips",
+    "start_data",
     "task_accuracy", "train_stage", "write_recipe", "write_report",
 ]

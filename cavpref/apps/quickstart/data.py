@@ -1,33 +1,47 @@
-"""The quickstart's data transforms: CircularEval-rotated training rows, ground-truth clip captions, and the
+"""The quickstart's data transforms: ground-truth clip captions, the starting model's SFT rows and the
 train / test clip split.
 
-Training rows are shown under CircularEval rotations (``rotated_rows``, ``rotated_preferences``), so no
-letter is special in training: the evaluator rotates the options (and "None of the above") on every pass.
+Training rows are shown under CircularEval rotations by prep itself (``PrepConfig.rotate_options``, on by
+default, for the preference rows; ``circular_sft_rows`` for the SFT rows), so no letter is special in
+training: the evaluator rotates the options (and "None of the above") on every pass.
 """
 
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 from datasets import Dataset, load_from_disk
 
 from cavpref.apps.quickstart.config import QuickstartConfig
 from cavpref.apps.quickstart.stages import Stage
-from cavpref.data import CLEAN_TASK, NONE_OF_THE_ABOVE
-from cavpref.eval.avtrustbench import format_prompt
-from cavpref.eval.circular import n_passes, rotate
+from cavpref.data import CLEAN_TASK
+from cavpref.data_prep.build.rotation import circular_sft_rows
+from cavpref.data_prep.tasks import item_prompt
 from cavpref.eval.loader import load_items
 from cavpref.media.spec import clip as clip_spec
 from cavpref.media.spec import to_json
+from cavpref.prompts import rotate_response, rotated_view, rotation_for
 
 
 def corpus(data: Path) -> list[str]:
-    """The training split's own text (prompts, chosen and rejected answers): the tiny tokenizer learns whole
-    words for it, so an answer is a few tokens and copying an option's text is a short, learnable step."""
+    """The training split's own text (prompts, chosen and rejected answers) as drawn, before prep's rotation:
+    the tiny tokenizer learns whole words for it, so an answer is a few tokens and copying an option's text
+    is a short, learnable step. A rotation only reorders option lines and letters (the same words), and
+    reading the rows as drawn keeps the tokenizer -- and every number measured with it -- independent of
+    ``rotate_options``."""
     rows = load_from_disk(str(data / "preferences"))["train"]
-    return sorted({t for col in ("prompt", "chosen", "rejected") for t in rows[col] if t})
+    config = json.loads((data / "manifest.json").read_text())["config"]
+    if not config.get("rotate_options"):
+        return sorted({t for col in ("prompt", "chosen", "rejected") for t in rows[col] if t})
+    items = {i.id: i for i in load_items(data, split="train").items}
+    texts = set()
+    for row in rows:
+        item = items[row["id"]]
+        _, new_of, _ = rotated_view(item, rotation_for(config["seed"], row["id"], item.options))
+        old_of = {new: old for old, new in new_of.items()}
+        texts |= {item_prompt(item), *(rotate_response(row[c], old_of) for c in ("chosen", "rejected"))}
+    return sorted(t for t in texts if t)
 
 
 SLOT_ORDER = {"left": 0, "middle": 1, "right": 2}
@@ -57,66 +71,6 @@ def clip_captions(clip: dict) -> list[tuple[str, str]]:
             ("Which objects are sounding, and where?", ", ".join(where) or "Nothing")]
 
 
-def rotated_view(item, k: int) -> tuple[dict[str, str], dict[str, str], str]:
-    """Pass ``k`` of CircularEval for one item, exactly as the evaluator shows it: the rotated options, the
-    map old letter -> new letter, and the prompt ("None of the above" rotates too, as in the evaluation)."""
-    options, new_of = rotate(item.options, k)
-    abstain = None if item.abstain_letter is None else new_of[item.abstain_letter]
-    return options, new_of, format_prompt(item, options, abstain)
-
-
-def rotated_rows(items, columns: list[str]) -> list[dict]:
-    """One SFT row per CircularEval view of every item, the chosen response naming the correct option at its
-    new letter.
-
-    Without it the starting model only ever sees "None of the above" last and the answers at their drawn
-    letters, learns letter priors, and fails the rotations: CLEAN CircularEval was 0 % even by option
-    likelihood (78.8 % vanilla); with it, 70.6 % circular / 78.1 % vanilla on all 146 CLEAN test items."""
-    rows = []
-    for item in items:
-        for k in range(n_passes(item.options)):
-            options, new_of, prompt = rotated_view(item, k)
-            answer = new_of[item.answer]
-            wrong = next(x for x in options if x != answer and options[x] != NONE_OF_THE_ABOVE)
-            row = {name: None for name in columns}
-            row.update(id=f"{item.id}:rot{k}", task=item.task, source=item.source, category=item.category,
-                       prompt=prompt, media=item.media, chosen=f"{answer}. {options[answer]}",
-                       rejected=f"{wrong}. {options[wrong]}", source_ids=list(item.source_ids))
-            rows.append(row)
-    return rows
-
-
-def rotate_response(response: str | None, new_of: dict[str, str]) -> str | None:
-    """A response under rotated options: "B. Piano" -> "<new letter of B>. Piano"; abstention sentences
-    (and None) are unchanged."""
-    letter, dot, text = (response or "").partition(". ")
-    return f"{new_of[letter]}. {text}" if dot and letter in new_of else response
-
-
-def rotated_preferences(cfg: QuickstartConfig, stage: Stage, data: Path) -> None:
-    """The Table-5 methods' training rows, each shown under one CircularEval rotation drawn from (seed, id):
-    otherwise "None of the above" is always the last letter in training and a model can learn "abstain =
-    the last letter" instead of "abstain = the option that says so", which every rotated pass punishes.
-    Chosen, rejected and anchor responses follow their options to the new letters."""
-    prefs = load_from_disk(str(data / "preferences"))
-    items = {i.id: i for i in load_items(data, split="train").items}
-
-    def rotate_row(row: dict) -> dict:
-        item = items.get(row["id"])
-        if item is None:
-            raise ValueError(f"{data / 'preferences'}: train row {row['id']!r} has no benchmark item of that id "
-                             f"under {data} (prep output from another run?)")
-        k = random.Random(f"{cfg.seed}:{row['id']}").randrange(n_passes(item.options))
-        _, new_of, row["prompt"] = rotated_view(item, k)
-        for col in ("chosen", "rejected", "visual_response", "audio_response"):
-            row[col] = rotate_response(row[col], new_of)
-        return row
-
-    prefs["train"] = prefs["train"].map(rotate_row, desc="rotating options")
-    prefs.save_to_disk(str(stage.dir))
-    stage.finish(rows=len(prefs["train"]))
-
-
 def split_clips(data: Path) -> tuple[set[str], set[str]]:
     """(train, test) source clip files of the prep output (the split is by source clip, so they are disjoint)."""
     prefs = load_from_disk(str(data / "preferences"))
@@ -125,12 +79,15 @@ def split_clips(data: Path) -> tuple[set[str], set[str]]:
 
 
 def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> None:
-    """The starting model's SFT data: every CircularEval view of CLEAN's train items (``rotated_rows``) plus
+    """The starting model's SFT data: every CircularEval view of CLEAN's train items (prep's
+    ``circular_sft_rows``: without them the starting model learns letter priors, CLEAN CircularEval was 0 %
+    even by option likelihood, 78.8 % vanilla; with them 70.6 % circular / 78.1 % vanilla on all 146 CLEAN
+    test items) plus
     ``clip_captions`` of every *train* clip (a clip of the test split never appears: the split is by source
     clip)."""
     train_files, _ = split_clips(data)
     features = load_from_disk(str(data / "preferences"))["train"].features
-    clean = rotated_rows(load_items(data, split="train",
+    clean = circular_sft_rows(load_items(data, split="train",
                                     keep=lambda it: it.task == CLEAN_TASK).items, list(features))
     manifest = json.loads((world / "world.json").read_text())
     rows = []
@@ -146,7 +103,5 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
                 rows.append(row)
     if not rows:
         raise RuntimeError(f"no train clips of {world / 'world.json'} in {data / 'preferences'}")
-    Dataset.from_list(clean + rows, features=features).shuffle(seed=cfg.seed).save_to_disk(str(stage.dir / "train"))
-    stage.finish(clean=len(clean), captions=len(rows), clips=len(train_files))
     Dataset.from_list(clean + rows, features=features).shuffle(seed=cfg.seed).save_to_disk(str(stage.dir / "train"))
     stage.finish(clean=len(clean), captions=len(rows), clips=len(train_files))

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from cavpref.apps.quickstart.config import LABELS, QuickstartConfig
-from cavpref.apps.quickstart.data import corpus, rotated_preferences, start_data
+from cavpref.apps.quickstart.data import corpus, start_data
 from cavpref.apps.quickstart.recipes import recipe, write_recipe
 from cavpref.apps.quickstart.report import load_results, table5, write_report
 from cavpref.apps.quickstart.stages import Stage, Stages, say
@@ -31,9 +31,10 @@ def world_stage(cfg: QuickstartConfig, stage: Stage) -> None:
 
 
 def prep_stage(cfg: QuickstartConfig, stage: Stage, world: Path) -> None:
-    """AVTrustBench items of every task + CLEAN and the preference data (``cavpref prep``) from the world."""
+    """AVTrustBench items of every task + CLEAN and the preference data (``cavpref prep``) from the world, each
+    preference row under one CircularEval rotation drawn from (seed, id) (``rotate_options``)."""
     stats = build(PrepConfig(output_dir=str(stage.dir), world=str(world), tasks=[*TASKS, CLEAN_TASK],
-                             seed=cfg.seed, split_seed=cfg.seed, score=cfg.calibrate_beta))
+                             seed=cfg.seed, split_seed=cfg.seed, score=cfg.calibrate_beta, rotate_options=True))
     stage.finish(stats_file=str(stage.dir / "stats.json"), items=stats.get("items"))
 
 
@@ -91,7 +92,7 @@ def run(cfg: QuickstartConfig) -> dict:
     start = stage("start", train_stage, recipe(cfg, method="sft", model=init, train=sft_data / "train",
                                                world=world, out=root / "start", steps=cfg.sft_steps,
                                                lr=cfg.sft_learning_rate, tasks=[CLEAN_TASK], encoders=True)).dir
-    prefs = stage("pref_data", rotated_preferences, data).dir
+    prefs = data / "preferences"  # rotated by prep (rotate_options)
     trained = {}
     for method in cfg.methods:
         trained[method] = stage(method, train_stage, recipe(

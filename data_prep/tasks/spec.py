@@ -1,0 +1,75 @@
+"""``TaskSpec``: every fact of one task in one place, declared by the task's own module.
+
+Each generator module ``data_prep/tasks/<task>.py`` declares ``SPEC = register_task(TaskSpec(...))``;
+everything else reads the registry ``TASK_SPECS`` (filled when ``cavpref.data_prep.tasks`` is imported):
+the generators (sources, templates, the base-setting abstention sentence), prep (the switch table it
+writes to ``manifest.json``), and the evaluator (abstention phrases of the choice extraction, the short
+abstention response of likelihood scoring, the judge's extra options). The core never imports this
+module: the loss receives the switch table as data (``CAVPrefConfig.switch_table``, or the table prep
+writes), see docs/data_prep.md "Adding a task".
+
+This module imports nothing of the package, so every layer may read it without a cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+DIMENSION_NAMES = ("Adversarial attack", "Compositional reasoning", "Modality-specific dependency", "Reference")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task's facts (paper Sec. 3, App. A.2, B.1/B.2, Eq. 6)."""
+
+    name: str  # the task name stored in every row ("MCIT", ...)
+    dimension: str  # one of DIMENSION_NAMES ("Reference": CLEAN, not an AVTrustBench task)
+    abstains: bool  # the correct response is to abstain (no correct option in the base setting)
+    switches: tuple[int, int]  # default (eta, gamma) of Eq. 6: visual term, audio term
+    sources: tuple[str, ...]  # the source datasets the task draws records from
+    templates: tuple[Any, ...]  # (question, instruction) PromptTemplates, >= 5 (paper Tab. 12)
+    abstention: str = ""  # chosen response of the base setting (abstaining tasks only)
+    abstention_response: str = ""  # short abstention: extra candidate of likelihood scoring (base setting)
+    abstention_patterns: tuple[str, ...] = ()  # regexes the choice extraction reads as abstaining (B.2)
+    judge_options: tuple[str, ...] = ()  # options the LLM judge is shown in addition (B.2); each = abstain
+    released_switches: tuple[int, int] | None = None  # (eta, gamma) of the released code where it differs
+    description: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        if self.dimension not in DIMENSION_NAMES:
+            raise ValueError(f"TaskSpec {self.name}: unknown dimension {self.dimension!r} ({DIMENSION_NAMES})")
+        if any(s not in (0, 1) for s in self.switches) or len(self.switches) != 2:
+            raise ValueError(f"TaskSpec {self.name}: switches must be (eta, gamma) of 0/1, got {self.switches}")
+        if self.abstains != bool(self.abstention):
+            raise ValueError(f"TaskSpec {self.name}: an abstaining task needs an abstention sentence (and only it)")
+        if len(self.templates) < 5:
+            raise ValueError(f"TaskSpec {self.name}: {len(self.templates)} templates, at least 5 needed (Tab. 12)")
+        if not self.sources:
+            raise ValueError(f"TaskSpec {self.name}: no sources")
+
+    def switch_pair(self, variant: str = "paper") -> tuple[int, int]:
+        return self.released_switches if variant == "released" and self.released_switches else self.switches
+
+
+TASK_SPECS: dict[str, TaskSpec] = {}
+
+
+def register_task(spec: TaskSpec) -> TaskSpec:
+    """Add a task (its module calls this at import); a second spec of the same name is an error."""
+    if spec.name in TASK_SPECS and TASK_SPECS[spec.name] != spec:
+        raise ValueError(f"task {spec.name!r} is declared twice")
+    TASK_SPECS[spec.name] = spec
+    return spec
+
+
+def task_spec(name: str) -> TaskSpec:
+    try:
+        return TASK_SPECS[name]
+    except KeyError:
+        raise KeyError(f"unknown task {name!r} (declared: {sorted(TASK_SPECS)})") from None
+
+
+def switch_table(variant: str = "paper") -> dict[str, list[int]]:
+    """{task: [eta, gamma]} of every declared task: what prep writes for the trainer's ``switch_table``."""
+    return {name: list(spec.switch_pair(variant)) for name, spec in TASK_SPECS.items()}
