@@ -39,6 +39,7 @@ from cavpref.models.common import (
     unwrap,
 )
 from cavpref.models.config import warn_once
+from cavpref.models.step import step_logits
 
 
 class ChatModelIO(AVModelIO):
@@ -262,7 +263,7 @@ class ChatModelIO(AVModelIO):
         labels = batch["labels"]
         positions, targets, valid = response_index(labels)
         with HeadAtPositions(model, positions, labels.shape) as head:  # logits at response positions only
-            logits = self.forward_logits(model, batch, reuse_encoders=reuse_encoders)
+            logits = step_logits(model, self, batch, reuse_encoders=reuse_encoders)  # one root forward (FSDP)
         if head.fired and logits.shape[:2] == positions.shape:
             return gathered_logps(logits, targets.to(logits.device), valid.to(logits.device))
         return response_logps(logits, labels.to(logits.device))
