@@ -28,12 +28,13 @@ def launch_fsdp(rec, out, *extra):
         port = str(sock.getsockname()[1])
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
            str(ROOT / "recipes/accelerate/fsdp_cpu_2proc.yaml"), "--main_process_port", port,
-           str(ROOT / "scripts/train.py"), str(rec), "--output_dir", str(out), "--per_device_train_batch_size", "2",
+           str(ROOT / "tests/fsdp_cpu_train.py"), str(rec), "--output_dir", str(out), "--per_device_train_batch_size", "2",
            *extra]
     return subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=400, check=False)
 
 
 def test_fsdp2_two_processes_match_one_process(fx, tmp_path):
+    """Also fails without the ModelIOStep root: RuntimeError "got mixed torch.Tensor and DTensor"."""
     # zero_dummy: both encoders run on every rank every step (FSDP's all-gathers must line up); the fixture's
     # batches mix rows without audio / video, so the dummy path and the encoder-reuse path both run.
     rec = recipe(fx, tmp_path / "r.yaml", missing_modality="zero_dummy")
@@ -41,6 +42,8 @@ def test_fsdp2_two_processes_match_one_process(fx, tmp_path):
     assert main([str(rec), "--output_dir", str(one), "--per_device_train_batch_size", "4"]) == 0
     proc = launch_fsdp(rec, two)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.count("distributed_type=FSDP fsdp_version=2 root=") == 2  # both ranks really ran FSDP2
+    assert "root=ModelIOStep" in proc.stdout
     l1, l2 = losses(one), losses(two)
     assert len(l1) == len(l2) == 2
     assert l2 == pytest.approx(l1, abs=1e-5)

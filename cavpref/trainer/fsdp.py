@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+import torch
 from accelerate.utils import str_to_bool
 
 
@@ -42,3 +43,13 @@ def check_fsdp_modes(trainer) -> None:
             "precompute_ref_log_probs under FSDP: precompute the reference log-probs once without FSDP "
             "(one process or DDP; the cache is keyed by data and model and read back), or use DeepSpeed ZeRO-3"
         )
+
+
+def full_tensor(t: torch.Tensor) -> torch.Tensor:
+    """A plain tensor for saving: a DTensor (FSDP2 shard; collective, call on every rank) gathered, any tensor
+    copied (FSDP's gathered tensors may be views of buffers freed after resharding)."""
+    from torch.distributed.tensor import DTensor
+
+    if isinstance(t, DTensor):
+        t = t.full_tensor()
+    return t.detach().cpu().clone()

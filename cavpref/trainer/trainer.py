@@ -51,7 +51,7 @@ from cavpref.models.base import AVModelIO
 from cavpref.models.step import ModelIOStep
 from cavpref.trainer.callbacks import JsonlLogger
 from cavpref.trainer.checkpoint import load_full_checkpoint
-from cavpref.trainer.fsdp import check_fsdp_modes, fsdp_launch
+from cavpref.trainer.fsdp import check_fsdp_modes, fsdp_launch, full_tensor
 from cavpref.trainer.gather import gather_rows, unflatten
 from cavpref.trainer.metrics import log_preference_step
 from cavpref.trainer.reference import precompute_reference_logps, reference_forward
@@ -375,8 +375,8 @@ class CAVPrefTrainer(DPOTrainer):
         if not isinstance(self.model, ModelIOStep):
             return super()._save(output_dir, state_dict)
         root = self.model
-        if state_dict is not None:
-            state_dict = {k.removeprefix("model."): v for k, v in state_dict.items()}
+        if state_dict is not None:  # on every rank (gathering a DTensor is a collective), in the model's layout
+            state_dict = {k.removeprefix("model."): full_tensor(v) for k, v in state_dict.items()}
         self.model = root.model
         try:
             return super()._save(output_dir, state_dict)
