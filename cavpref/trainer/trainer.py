@@ -436,6 +436,7 @@ _ADAPTER_SETTINGS = (
     "video_fps",
     "video_min_pixels",
     "video_max_pixels",
+    "audio_max_seconds",
 )
 
 # Columns the field check reads (anything else in the dataset is passed through untouched).
