@@ -39,6 +39,7 @@ from cavpref.models.common import (
     response_logps,
     unwrap,
 )
+from cavpref.models.step import step_logits
 
 
 def context_length(model: Any) -> int | None:
@@ -277,7 +278,7 @@ class ChatModelIO(AVModelIO):
         labels = batch["labels"]
         positions, targets, valid = response_index(labels)
         with HeadAtPositions(model, positions, labels.shape) as head:  # logits at response positions only
-            logits = self.forward_logits(model, batch, reuse_encoders=reuse_encoders)
+            logits = step_logits(model, self, batch, reuse_encoders=reuse_encoders)  # one root forward (FSDP)
         if head.fired and logits.shape[:2] == positions.shape:
             return gathered_logps(logits, targets.to(logits.device), valid.to(logits.device))
         return response_logps(logits, labels.to(logits.device))

@@ -161,10 +161,11 @@ def to_device(obj: Any, device: torch.device) -> Any:
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
-    """The transformers model inside DDP / DeepSpeed / PEFT wrappers (LoRA layers stay injected in it)."""
-    from accelerate.utils import extract_model_from_parallel
+    """The transformers model inside DDP / DeepSpeed / FSDP / ``ModelIOStep`` / PEFT wrappers (LoRA layers stay
+    injected in it)."""
+    from cavpref.models.step import inner_model
 
-    model = extract_model_from_parallel(model)
+    model = inner_model(model)
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 

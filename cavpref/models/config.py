@@ -49,7 +49,11 @@ class AVModelArguments(MediaArguments):
     system_prompt: str | None = field(default=None, metadata={"help": "None: the model_io's default system prompt"})
     video_fps: float = field(default=2.0, metadata={"help": "fps assumed when frames carry no timestamps"})
     video_min_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel floor (None: the model I/O default)"})
-    video_max_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel cap (None: the model I/O default)"})
+    video_max_pixels: int | None = field(default=None, metadata={
+        "help": "per-frame pixel cap (None: the model I/O default; Qwen: min(checkpoint's longest_edge, 768*28*28))"})
+    audio_max_seconds: float | None = field(default=30.0, metadata={
+        "help": "audio fed per clip: cut at / padded to this many seconds (Qwen's extractor pads to its "
+                "chunk_length, 300 s for the 7B); None: the extractor's chunk_length"})
     model_max_length: int | None = field(default=None,
                                          metadata={"help": "rows longer than this (tokens) are refused, named "
                                                            "(None: the model's context size)"})

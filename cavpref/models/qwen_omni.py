@@ -35,6 +35,10 @@ from cavpref.models.common import (
 )
 from cavpref.models.config import AVModelArguments
 
+#: Qwen2.5-Omni's own per-frame video budget (the processor class default, 768 merged 28x28 patches): the 7B
+#: checkpoint's video processor allows 12.8 M pixels per frame, i.e. 10,764 video tokens per row at 1080p.
+QWEN_VIDEO_MAX_PIXELS = 768 * 28 * 28
+
 QWEN_OMNI_SYSTEM_PROMPT = ("You are Qwen, a virtual human developed by the Qwen Team, Alibaba Group, capable of "
                            "perceiving auditory and visual inputs, as well as generating text and speech.")
 
@@ -56,16 +60,23 @@ class QwenOmniModelIO(ChatModelIO):
     def __init__(self, processor: Any, *, model: torch.nn.Module | None = None, missing_modality: str = "drop",
                  system_prompt: str | None = None, max_length: int | None = None, use_audio_in_video: bool = False,
                  video_fps: float = 2.0, video_min_pixels: int | None = None, video_max_pixels: int | None = None,
-                 cap_pixels_per_frame: bool | None = True):
+                 cap_pixels_per_frame: bool | None = True, audio_max_seconds: float | None = 30.0):
         super().__init__(processor, model=model, missing_modality=missing_modality, system_prompt=system_prompt,
                          max_length=max_length)
         self.use_audio_in_video = use_audio_in_video
         self.video_fps = video_fps
         vsize = processor.video_processor.size
         self.video_min_pixels = video_min_pixels or _size_get(vsize, "shortest_edge")
-        self.video_max_pixels = video_max_pixels or _size_get(vsize, "longest_edge")
+        ceiling = _size_get(vsize, "longest_edge")
+        self.video_max_pixels = video_max_pixels or min(ceiling or QWEN_VIDEO_MAX_PIXELS, QWEN_VIDEO_MAX_PIXELS)
         self.cap_pixels_per_frame = cap_pixels_per_frame
         self.sample_rate = int(processor.feature_extractor.sampling_rate)
+        # Every clip is padded to (cut at) this many samples: the extractor pads to max_length only, and the
+        # batch's features are concatenated, so one length for all; 30 s instead of the 7B's 300 s chunk_length
+        # (15.4 MB and ~20x the CPU time per clip there).
+        self.audio_max_seconds = audio_max_seconds
+        self.audio_samples = (int(round(audio_max_seconds * self.sample_rate)) if audio_max_seconds
+                              else int(processor.feature_extractor.n_samples))
         self.video_token_id = processor.video_token_id
         self.audio_token_id = processor.audio_token_id
 
@@ -92,7 +103,7 @@ class QwenOmniModelIO(ChatModelIO):
     def model_io_kwargs(cls, cfg: AVModelArguments) -> dict[str, Any]:
         return {**super().model_io_kwargs(cfg), "use_audio_in_video": cfg.use_audio_in_video,
                 "video_fps": cfg.video_fps, "video_min_pixels": cfg.video_min_pixels,
-                "video_max_pixels": cfg.video_max_pixels}
+                "video_max_pixels": cfg.video_max_pixels, "audio_max_seconds": cfg.audio_max_seconds}
 
     # ----- CPU side ------------------------------------------------------------------------------------------
     def _videos_kwargs(self, media: DecodedMedia) -> dict[str, Any]:
@@ -108,15 +119,17 @@ class QwenOmniModelIO(ChatModelIO):
         audio = None
         if media.audio is not None:
             audio = resample(media.audio, int(media.sample_rate), self.sample_rate)
-            if audio.shape[0] > proc.feature_extractor.n_samples:
-                warnings.warn(f"audio of {audio.shape[0] / self.sample_rate:.1f} s is cut to the feature extractor's "
-                              f"{proc.feature_extractor.chunk_length} s window", stacklevel=2)
+            if audio.shape[0] > self.audio_samples:
+                warnings.warn(f"audio of {audio.shape[0] / self.sample_rate:.1f} s is cut to "
+                              f"{self.audio_samples / self.sample_rate:g} s (audio_max_seconds)", stacklevel=2)
+                audio = audio[: self.audio_samples]
+        audio_kw = {"audio_kwargs": {"max_length": self.audio_samples, "truncation": True}}
         interleave = self.use_audio_in_video and media.frames is not None and audio is not None
         enc = EncodedMedia(expansions={}, meta={"interleaved": interleave, "audio_placeholder": not interleave})
         if media.frames is not None:
             kw: dict[str, Any] = {"videos": [media.frames], "videos_kwargs": self._videos_kwargs(media)}
             if interleave:
-                kw.update(audio=[audio], load_audio_from_video=True, audio_from_video_indices=[0])
+                kw.update(audio=[audio], load_audio_from_video=True, audio_from_video_indices=[0], **audio_kw)
             out = proc(text=[proc.video_token], return_tensors="pt", **kw)
             enc.expansions[self.video_token_id] = out["input_ids"][0].tolist()
             enc.video = {k: out[k] for k in ("pixel_values_videos", "video_grid_thw", "video_second_per_grid")}
@@ -126,7 +139,7 @@ class QwenOmniModelIO(ChatModelIO):
                 n_audio = int((out["input_ids"][0] == self.audio_token_id).sum())
                 enc.audio["audio_num_tokens"] = torch.tensor([n_audio])
         if audio is not None and not interleave:
-            out = proc(text=[proc.audio_token], audio=[audio], return_tensors="pt")
+            out = proc(text=[proc.audio_token], audio=[audio], return_tensors="pt", **audio_kw)
             enc.expansions[self.audio_token_id] = out["input_ids"][0].tolist()
             enc.audio = {k: out[k] for k in ("input_features", "feature_attention_mask")}
             enc.audio["audio_num_tokens"] = torch.tensor([len(enc.expansions[self.audio_token_id])])

@@ -19,6 +19,7 @@ from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import use_adapter
 
 from cavpref.collator import REF_COLUMNS, SLOTS
+from cavpref.models.step import inner_model
 from cavpref.trainer.gather import unflatten
 
 # Model I/O settings that change log-probs (besides the weights, hashed separately): part of the cache key.
@@ -51,8 +52,8 @@ def reference_forward(trainer):
     """Context for a reference forward: no grad, no activation checkpointing, and the LoRA adapter switched off
     (PEFT's ``use_adapter``) when the policy's own base model is the reference."""
     ctx = contextlib.nullcontext()
-    if trainer.ref_model is None and is_peft_model(trainer.accelerator.unwrap_model(trainer.model)):
-        unwrapped = trainer.accelerator.unwrap_model(trainer.model)
+    if trainer.ref_model is None and is_peft_model(inner_model(trainer.model)):
+        unwrapped = inner_model(trainer.model)
         ctx = use_adapter(unwrapped, adapter_name="ref" if "ref" in unwrapped.peft_config else None)
     no_ckpt = (
         disable_gradient_checkpointing(trainer.model, trainer.args.gradient_checkpointing_kwargs)

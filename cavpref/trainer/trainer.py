@@ -47,8 +47,10 @@ from cavpref.collator import (
 from cavpref.config import CAVPrefConfig
 from cavpref.loss import calibrate_beta, cavpref_loss
 from cavpref.models.base import AVModelIO
+from cavpref.models.step import ModelIOStep
 from cavpref.trainer.callbacks import JsonlLogger
 from cavpref.trainer.checkpoint import load_full_checkpoint
+from cavpref.trainer.fsdp import check_fsdp_modes, fsdp_launch, full_tensor
 from cavpref.trainer.gather import gather_rows, unflatten
 from cavpref.trainer.metrics import log_preference_step
 from cavpref.trainer.reference import precompute_reference_logps, reference_forward
@@ -135,6 +137,9 @@ class CAVPrefTrainer(DPOTrainer):
                 cache_size=args.media_cache_size,
             )
         self._collator = data_collator
+        if ref_model is not None and not isinstance(ref_model, str) and fsdp_launch():
+            # TRL shards the reference as one FSDP unit: its root forward must run the whole step too.
+            ref_model = ModelIOStep(ref_model, model_io)
         try:
             super().__init__(
                 model,
@@ -362,6 +367,30 @@ class CAVPrefTrainer(DPOTrainer):
         if not self._needs_reference:
             return dataset
         return precompute_reference_logps(self, dataset, name, batch_size)
+
+    # ------------------------------------------------------------------ FSDP
+
+    def _prepare_for_training(self, max_steps, train_dataloader, resume_from_checkpoint):
+        """Under FSDP the prepared root is a ``ModelIOStep`` around the policy (see cavpref.models.step): every
+        encoder / embedding / dummy call of a step then runs inside the root's forward."""
+        if self.is_fsdp_enabled and not isinstance(self.model, ModelIOStep):
+            check_fsdp_modes(self)
+            self.model = self.model_wrapped = ModelIOStep(self.model, self.model_io)
+        return super()._prepare_for_training(max_steps, train_dataloader, resume_from_checkpoint)
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        """A ``ModelIOStep`` root saves its model in the model's own layout (``save_pretrained``, no ``model.``
+        key prefix), so checkpoints and the final model load like any other run's."""
+        if not isinstance(self.model, ModelIOStep):
+            return super()._save(output_dir, state_dict)
+        root = self.model
+        if state_dict is not None:  # on every rank (gathering a DTensor is a collective), in the model's layout
+            state_dict = {k.removeprefix("model."): full_tensor(v) for k, v in state_dict.items()}
+        self.model = root.model
+        try:
+            return super()._save(output_dir, state_dict)
+        finally:
+            self.model = root
 
     # ------------------------------------------------------------------ resume
 
