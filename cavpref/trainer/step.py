@@ -93,6 +93,8 @@ def exact_normalizers(trainer, batches: list[dict], ctx: StepContext) -> dict[st
         inputs = trainer._prepare_inputs(batch)
         with policy_no_grad(trainer):
             policy, ref = trainer._logps(model, inputs)
+        if ref is not None:  # the backward pass reuses them: the reference runs once per micro-batch
+            batch["step_ref_logps"] = {k: v.detach() for k, v in ref.items()}
         betas = trainer._betas(inputs, policy["y_w"].device, ctx)
         present = {"y": None, "v": inputs["eta"].bool(), "a": inputs["gamma"].bool()}
         for comp in COMPONENTS:

@@ -282,6 +282,8 @@ class CAVPrefTrainer(DPOTrainer):
         policy = self._unflatten(flat, inputs["slots"])
         if not self._needs_reference:
             ref = None
+        elif "step_ref_logps" in inputs:  # computed by the exact normaliser's pass of this step
+            ref = {k: v.to(flat.device) for k, v in inputs["step_ref_logps"].items()}
         elif "ref" in inputs and self.precompute_ref_logps:
             ref = {k: v.to(flat.device) for k, v in inputs["ref"].items()}
         else:
@@ -299,6 +301,7 @@ class CAVPrefTrainer(DPOTrainer):
         β range, exact normaliser; ``cavpref.trainer.step``) over all of them and all ranks, attach it to each."""
         batches, num_items = super().get_batch_samples(epoch_iterator, num_batches, device)
         self._step_skipped, self._step_loss = False, 0.0
+        self._step_micro, self._step_w2 = 0, {}
         self._guard_optimizer_step()
         if batches and all("eta" in b for b in batches):
             if self.args.method == "sft":
@@ -435,10 +438,23 @@ class CAVPrefTrainer(DPOTrainer):
         )
         self._log_step(inputs, out, betas, policy, ref, mode)
         step = inputs.get("step")
-        if step is not None:  # a component of the step absent from this micro-batch adds 0 to the step's mean
+        if step is not None:
+            m = self._metrics[mode]
             for comp, c in step.components.items():
-                if c.n and comp not in out.components:
-                    self._metrics[mode][f"{comp}/loss"].append(0.0)
+                if not c.n:
+                    continue
+                if comp not in out.components:  # absent from this micro-batch: adds 0 to the step's mean
+                    m[f"{comp}/loss"].append(0.0)
+                else:  # Σ w² over the step, for the effective sample size 1 / Σ w²
+                    w = self._gather(out.components[comp].weights.detach())
+                    self._step_w2[comp] = self._step_w2.get(comp, 0.0) + float(w.pow(2).sum())
+            self._step_micro += 1
+            if self._step_micro == step.micro_batches:
+                for comp, c in step.components.items():
+                    if c.n:
+                        m[f"{comp}/n"].append(float(c.n))
+                        if self._step_w2.get(comp):
+                            m[f"{comp}/ess"].append(1.0 / self._step_w2[comp])
         return out.loss
 
     def _log_step(self, inputs, out, betas, policy, ref, mode):
