@@ -88,3 +88,25 @@ def test_the_micro_batch_normalizer_is_an_approximation(fx, one_process, tmp_pat
     approx = grad_probe.step_gradients(cases, fx, tmp_path)["approx"]
     ref = one_process["paper-mixed-8x1"]
     assert rel(approx, ref) > 1e-3
+
+
+@pytest.mark.parametrize("mode", SAMPLERS)
+def test_sampler_optimizer_batches_do_not_depend_on_the_split(mode):
+    """Every split of an optimizer batch of 8 sees the same samples in each optimizer step; rank r's g-th
+    micro-batch is batch g * world_size + r (accelerate's BatchSamplerShard hands batch k to rank k % W)."""
+    from cavpref.sampler import PreferenceBatchSampler
+
+    tasks = [t for t in ("MVIT", "MAIT", "MCIT") for _ in range(8)]
+
+    def steps(batch, accumulation, world):
+        micro = list(PreferenceBatchSampler(tasks, batch, world_size=world, accumulation_steps=accumulation,
+                                            mode=mode, seed=5))
+        per_step = world * accumulation
+        return [sorted(i for b in micro[k : k + per_step] for i in b) for k in range(0, len(micro), per_step)]
+
+    ref = steps(8, 1, 1)
+    assert len(ref) == 3 and all(len(s) == 8 for s in ref)
+    assert steps(1, 8, 1) == steps(2, 4, 1) == steps(1, 4, 2) == ref
+    if mode == "task_homogeneous":
+        assert all(len({tasks[i] for i in s}) == 1 for s in ref)
+    assert len(PreferenceBatchSampler(tasks, 1, world_size=2, accumulation_steps=4, mode=mode)) == 24
