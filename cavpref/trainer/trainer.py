@@ -163,6 +163,7 @@ class CAVPrefTrainer(DPOTrainer):
         self._skipped_steps_window = 0
         self._skipped_steps_total = 0
         self._last_log_step = 0
+        self._step_micro, self._step_w2 = 0, {}  # micro-batches of this step done, Σ w² per component
 
     # ------------------------------------------------------------------ data
 
@@ -328,30 +329,26 @@ class CAVPrefTrainer(DPOTrainer):
         return loss
 
     def _guard_optimizer_step(self):
-        """Make the optimizer's and the scheduler's ``step`` no-ops for a skipped step (their own objects, as
-        Trainer's loop calls them; momentum would otherwise still move the weights on a zero gradient)."""
-        for obj in (self.optimizer, self.lr_scheduler):
-            if obj is None or getattr(obj, "_cavpref_guarded", False):
-                continue
-            inner = obj.step
+        """Make the optimizer's ``step`` a no-op for a skipped step (momentum would otherwise still move the
+        weights on a zero gradient) and report it as skipped, which is how Trainer's loop knows not to step the
+        LR scheduler (``accelerator.optimizer_step_was_skipped``, the mechanism fp16 overflow uses)."""
+        opt = self.optimizer
+        if opt is None or getattr(opt, "_cavpref_guarded", False):
+            return
+        inner = opt.step
 
-            @functools.wraps(inner)  # keeps torch's LR-scheduler marker on the optimizer's step
-            def step(*a, _inner=inner, **kw):
-                if self._step_skipped:
-                    return None
-                return _inner(*a, **kw)
+        @functools.wraps(inner)  # keeps torch's LR-scheduler marker on the optimizer's step
+        def step(*a, **kw):
+            if self._step_skipped:
+                self._skipped_steps_window += 1
+                self._skipped_steps_total += 1
+                opt._is_overflow = True
+                return None
+            opt._is_overflow = False  # (a grad scaler, when there is one, sets it again inside ``inner``)
+            return inner(*a, **kw)
 
-            obj.step = step
-            obj._cavpref_guarded = True
-            if obj is self.optimizer:  # count each skipped step once, when the optimizer would have stepped
-                @functools.wraps(inner)
-                def counted(*a, _guarded=step, **kw):
-                    if self._step_skipped:
-                        self._skipped_steps_window += 1
-                        self._skipped_steps_total += 1
-                    return _guarded(*a, **kw)
-
-                obj.step = counted
+        opt.step = step
+        opt._cavpref_guarded = True
 
     def _non_finite(self, inputs, policy, ref) -> list[tuple[str, str]]:
         """(example id, message naming the row and field) for every needed log-prob that is NaN / inf."""
@@ -455,6 +452,7 @@ class CAVPrefTrainer(DPOTrainer):
                         m[f"{comp}/n"].append(float(c.n))
                         if self._step_w2.get(comp):
                             m[f"{comp}/ess"].append(1.0 / self._step_w2[comp])
+                self._step_micro, self._step_w2 = 0, {}
         return out.loss
 
     def _log_step(self, inputs, out, betas, policy, ref, mode):
