@@ -16,13 +16,26 @@ from typing import Any
 from trl import DPOConfig
 
 from cavpref.data import ALL_TASKS
-from cavpref.loss import PAPER_LAMBDAS, ROBUST_MODES, switches_for
+from cavpref.loss import BETA_DELTAS, PAPER_LAMBDAS, ROBUST_MODES, switches_for
 
 # The four rows of the paper's Table 5.
 METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref")
 SAMPLERS = ("mixed", "task_homogeneous")
 SWITCH_VARIANTS = ("paper", "released")
 REFERENCES = ("auto", "model", "peft_disabled", "precomputed")
+ROBUST_NORMALIZERS = ("exact", "micro_batch")
+
+# DPOConfig options the CAVPref loss does not implement (it is sigmoid DPO per component): value when unused.
+# Accepting another value silently would train something other than what the config says.
+_IGNORED_DPO_OPTIONS = {
+    "loss_type": ["sigmoid"],
+    "loss_weights": None,
+    "label_smoothing": 0.0,
+    "ld_alpha": None,
+    "f_divergence_type": "reverse_kl",
+    "use_weighting": False,
+    "padding_free": False,
+}
 
 
 @dataclass
@@ -84,6 +97,32 @@ class CAVPrefConfig(DPOConfig):
     )
     beta_scale: float = field(default=0.9, metadata={"help": "β = beta_scale * ΔS_norm + beta_offset"})
     beta_offset: float = field(default=0.1, metadata={"help": "β = beta_scale * ΔS_norm + beta_offset"})
+    beta_delta: str = field(
+        default="abs",
+        metadata={
+            "help": "What β's min-max normalises: abs (|ΔS|: small β for semantically close pairs, the paper's "
+            "stated intent) | signed (ΔS as stored: the smallest β goes to pairs whose rejected answer fits "
+            "the media better). See docs/training.md",
+            "choices": list(BETA_DELTAS),
+        },
+    )
+    robust_normalizer: str = field(
+        default="exact",
+        metadata={
+            "help": "Eq. 5's log-mean-exp normaliser over the optimizer batch: exact (a no-grad forward over the "
+            "step's micro-batches first; exact at every batch shape) | micro_batch (each micro-batch's own "
+            "normaliser weighted by its share of the step: no extra forward, exact only when "
+            "gradient_accumulation_steps = 1)",
+            "choices": list(ROBUST_NORMALIZERS),
+        },
+    )
+    min_component_samples: int = field(
+        default=4,
+        metadata={
+            "help": "Warn (once) and count (count/degenerate/<component>) when a loss component has fewer samples "
+            "than this in an optimizer batch: β's min-max and the log-mean-exp mean little there"
+        },
+    )
     switch_variant: str = field(
         default="paper",
         metadata={
@@ -171,6 +210,14 @@ class CAVPrefConfig(DPOConfig):
         _check_choice("sampler", self.sampler, SAMPLERS)
         _check_choice("reference", self.reference, REFERENCES)
         _check_choice("missing_stream", self.missing_stream, ("allow", "error"))
+        _check_choice("beta_delta", self.beta_delta, BETA_DELTAS)
+        _check_choice("robust_normalizer", self.robust_normalizer, ROBUST_NORMALIZERS)
+        for name, unused in _IGNORED_DPO_OPTIONS.items():
+            if getattr(self, name) != unused:
+                raise ValueError(
+                    f"CAVPrefConfig.{name}={getattr(self, name)!r}: this DPOConfig option is not implemented by the "
+                    f"CAVPref loss (sigmoid DPO per component, see cavpref/loss.py); leave it at {unused!r}"
+                )
         for name in ("lambda_y", "lambda_v", "lambda_a"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"CAVPrefConfig.{name} must be > 0, got {getattr(self, name)}")
@@ -225,7 +272,8 @@ class CAVPrefConfig(DPOConfig):
             "robust": self.robust_mode,
             "lambdas": self.lambdas,
             "beta": {k: ("calibrated" if v is None else v) for k, v in self.fixed_betas.items()},
-            "beta_calibration": {"scale": self.beta_scale, "offset": self.beta_offset},
+            "beta_calibration": {"scale": self.beta_scale, "offset": self.beta_offset, "delta": self.beta_delta},
+            "robust_normalizer": self.robust_normalizer,
             "switches": {t: list(s) for t, s in self.switches().items()},
             "sampler": self.sampler,
             "reference": self.reference,

@@ -102,7 +102,6 @@ class BenchmarkItem:
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "BenchmarkItem":
         import json
-
         from dataclasses import MISSING, fields
 
         row = dict(row)

@@ -21,10 +21,31 @@ Robust aggregation over the n samples having component i (``robust=``):
   "none"       L_R = mean(ell)   ("CAVPref w/o Robustness").
 Total = L_R^y + [any eta] L_R^v + [any gamma] L_R^a  (Eq. 6; a term is present when any sample has it).
 
-Distributed exactness: with ``gather`` (e.g. ``accelerator.gather``) the normaliser of the log-mean-exp and
-beta's min-max use the global batch. The returned ``loss`` then has the *global* value, and its gradient
-equals ``world_size`` x this rank's share, so that DDP's gradient averaging reproduces exactly the
-one-process gradient on the concatenated batch.
+The optimizer batch is the unit (``step=StepContext``). Every mean, β's min-max and Eq. 5's normaliser cover
+all samples of one optimizer step — every micro-batch of the gradient accumulation, on every rank — so the
+objective does not depend on how the step's samples are split. Each component's mean is (sum over the
+optimizer batch) / (its global count ``n``), with the *same* ``n`` whether the batch is task-homogeneous or
+mixed (a sample without the component is not in its sum nor in its count). The trainer computes the counts,
+β's range and (``robust_normalizer=exact``) the log-sum-exp over the step before the first backward and passes
+them here; one micro-batch then returns ``micro_batches * world_size`` x its exact share of the gradient, so
+that HF Trainer's ``loss / micro_batches`` and DDP's gradient averaging over ``world_size`` ranks reproduce the
+one-process, one-batch gradient. The returned value is the micro-batch's share of the step's value, times
+``micro_batches``: averaged over the step's micro-batches (what Trainer logs) it is the step's exact value.
+Without ``step`` the micro-batch (gathered over ranks with ``gather``) is the whole optimizer batch.
+
+Anchors: a departure from the paper, on purpose. The paper (Eq. 2-3) and the released sketch write the
+visual / audio terms as ``y_w`` under clean vs perturbed media. Our data carry a separate *anchor response*
+(``visual_response`` / ``audio_response``: the answer to the original question on the clean media, mDPO's
+conditional anchor) and compare it under clean vs perturbed media. Why: in the tasks where the paper turns
+the anchors on (MVIT, MAIT, MVT, MAT, COT-Swap) ``y_w`` is the abstention/"missing" answer, which is
+*correct* under the perturbed media. The y-term raises log pi(y_w | perturbed) (the presented media are the
+perturbed ones); the literal v-term, log sigmoid(β (log pi(y_w | clean) - log pi(y_w | perturbed)) + ...),
+lowers it: its gradient on log pi(y_w | perturbed) is -β_V sigmoid(-β_V m_V), the y-term's is
++β_y sigmoid(-β_y m_y), so the two pull the same log-prob in opposite directions and cancel exactly when
+the weights meet (e.g. at initialisation, m = 0, with β_y = β_V). With the original answer as anchor, the v/a terms raise "the answer the clean
+media supports" on clean media and lower it on perturbed media, which agrees with the y-term (abstain there):
+the gradients add instead of cancelling. ``switch_variant`` and the anchor columns keep the literal form
+reachable (put ``chosen`` in the anchor response column), but it is not the default.
 """
 
 from __future__ import annotations
@@ -62,6 +83,33 @@ def switches_for(task: str, variant: str = "paper", table: Mapping[str, tuple[in
     return int(task in _ETA_TASKS), int(task in _GAMMA_TASKS[variant])
 
 
+BETA_DELTAS = ("signed", "abs")
+
+
+def beta_input(delta_s: torch.Tensor, beta_delta: str = "abs") -> torch.Tensor:
+    """The quantity β's min-max sees: ΔS as stored (``signed``) or its magnitude (``abs``).
+
+    The paper wants a small β for semantically *close* chosen / rejected responses. Closeness is |ΔS|: with
+    ``signed``, the smallest β goes to the most negative ΔS — pairs whose *rejected* answer fits the media
+    better — not to the close ones. See docs/training.md for the default."""
+    if beta_delta not in BETA_DELTAS:
+        raise ValueError(f"beta_delta must be one of {BETA_DELTAS}, got {beta_delta!r}")
+    d = delta_s.detach().to(torch.float32)
+    return d.abs() if beta_delta == "abs" else d
+
+
+def beta_bounds(
+    delta_s: torch.Tensor, mask: torch.Tensor | None = None, gather: Gather | None = None
+) -> tuple[float, float] | None:
+    """(min, max) of the finite, masked entries (gathered over ranks), or None when there are none."""
+    d = delta_s.detach().to(torch.float32)
+    m = torch.isfinite(d) if mask is None else (mask.to(torch.bool) & torch.isfinite(d))
+    d_all, m_all = (gather(d), gather(m.float()) > 0.5) if gather is not None else (d, m)
+    if not bool(m_all.any()):
+        return None
+    return float(d_all[m_all].min()), float(d_all[m_all].max())
+
+
 def calibrate_beta(
     delta_s: torch.Tensor,
     *,
@@ -69,26 +117,66 @@ def calibrate_beta(
     offset: float = 0.1,
     mask: torch.Tensor | None = None,
     gather: Gather | None = None,
+    bounds: tuple[float, float] | None = None,
 ) -> torch.Tensor:
     """beta = scale * dS_norm + offset, dS min-max normalised over the (global) batch.
 
     Only entries with ``mask`` true (default: all finite entries) take part in the min-max and get a
     calibrated value; the others get ``offset + scale / 2`` and should be ignored by the caller.
+    ``bounds``: the (min, max) of the whole optimizer batch (``beta_bounds`` over every micro-batch and rank);
+    default: this (gathered) batch's. Apply ``beta_input`` first to choose signed or absolute ΔS.
     Degenerate batch (one element, or all equal): dS_norm = 0.5 for every element, i.e. the midpoint
     beta = offset + scale / 2 (0.55 with the paper's constants) — no information on relative similarity,
     so neither extreme is picked.
     """
     d = delta_s.detach().to(torch.float32)
     m = torch.isfinite(d) if mask is None else (mask.to(torch.bool) & torch.isfinite(d))
-    d_all, m_all = (gather(d), gather(m.float()) > 0.5) if gather is not None else (d, m)
     mid = torch.full_like(d, offset + scale / 2)
-    if not bool(m_all.any()):
+    if bounds is None:
+        bounds = beta_bounds(d, m, gather)
+    if bounds is None:
         return mid
-    lo, hi = d_all[m_all].min(), d_all[m_all].max()
+    lo, hi = (torch.tensor(float(b), dtype=torch.float32, device=d.device) for b in bounds)
     if not bool(hi > lo):
         return mid
     norm = ((d - lo) / (hi - lo)).clamp(0.0, 1.0)
     return torch.where(m, scale * norm + offset, mid)
+
+
+@dataclass(frozen=True)
+class ComponentStep:
+    """One component over the whole optimizer batch (every micro-batch, every rank)."""
+
+    n: int  # samples having the component
+    lse: float | None = None  # logsumexp of sign * ell / lambda over them (robust modes, exact normaliser)
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What one micro-batch needs to know about its optimizer step (computed by the trainer when the step's
+    micro-batches are drawn). ``lse`` None for a robust component = the micro-batch approximation."""
+
+    micro_batches: int = 1
+    components: Mapping[str, ComponentStep] = field(default_factory=dict)
+    bounds: Mapping[str, tuple[float, float] | None] = field(default_factory=dict)  # β's ΔS range
+
+
+def component_ell(
+    pol_w: torch.Tensor, pol_l: torch.Tensor, ref_w: torch.Tensor, ref_l: torch.Tensor,
+    beta: torch.Tensor | float, present: torch.Tensor,
+) -> torch.Tensor:
+    """ell = -log sigmoid(beta * margin), (B,), 0 where ``present`` is false (absent entries may hold NaN)."""
+    zero = torch.zeros((), dtype=torch.float32, device=pol_w.device)
+    fill = lambda x: torch.where(present, x.to(torch.float32), zero)  # noqa: E731
+    margin = (fill(pol_w) - fill(ref_w)) - (fill(pol_l) - fill(ref_l))
+    beta_t = torch.as_tensor(beta, dtype=torch.float32, device=margin.device).expand_as(margin)
+    beta_t = torch.where(present, beta_t, torch.ones_like(beta_t))
+    return torch.where(present, -F.logsigmoid(beta_t * margin), zero)
+
+
+def robust_sign(robust: str) -> float:
+    """paper: soft-min of ell (weights softmax(-ell / lambda)); worst_case: soft-max (softmax(+ell / lambda))."""
+    return -1.0 if robust == "paper" else 1.0
 
 
 @dataclass
@@ -132,6 +220,8 @@ def _component(
     robust: str,
     gather: Gather | None,
     world_size: int,
+    step: ComponentStep | None = None,
+    micro_batches: int = 1,
 ) -> ComponentOutput:
     # Select before any arithmetic: absent samples may hold NaN, and NaN * 0 would poison the gradient.
     zero = torch.zeros((), dtype=torch.float32, device=pol_w.device)
@@ -144,33 +234,42 @@ def _component(
     ell_d = ell.detach()
     ell_all = gather(ell_d) if gather is not None else ell_d
     present_all = gather(present.float()) > 0.5 if gather is not None else present
-    n = int(present_all.sum())
+    n_mb = int(present_all.sum())  # this micro-batch, all ranks
+    n = n_mb if step is None else int(step.n)  # the optimizer batch
     nan = torch.full_like(ell_d, float("nan"))
-    if n == 0:
-        return ComponentOutput(zero, nan, nan, zero, torch.zeros_like(ell_d), 0)
+    if n_mb == 0 or n == 0:
+        return ComponentOutput(zero, nan, nan, zero, torch.zeros_like(ell_d), n)
+    share = n_mb / n  # this micro-batch's fraction of the component's samples in the step
 
     if robust == "none":
-        value = ell_all[present_all].mean()
+        value = ell_all[present_all].sum() / n
         weights = present.to(torch.float32) / n
     else:
         # The scalar reduction runs in fp64: lambda * (logsumexp - log n) cancels catastrophically in fp32
         # for large lambda (the lambda -> inf limit must recover the mean).
-        sign = -1.0 if robust == "paper" else 1.0  # paper: softmin of ell; worst_case: softmax of ell
+        sign = robust_sign(robust)
         e_all, e = ell_all.double(), ell_d.double()
-        z_all = torch.where(present_all, sign * e_all / lam, torch.full_like(e_all, -math.inf))
-        lse = torch.logsumexp(z_all, dim=0)
-        value = (sign * lam * (lse - math.log(n))).float()
         z = torch.where(present, sign * e / lam, torch.full_like(e, -math.inf))
-        weights = torch.exp(z - lse).float()  # 0 for absent samples
-    # Surrogate: value (global) + (d/d ell of the aggregate) . (ell - ell.detach()), scaled for DDP averaging.
-    surrogate = value + world_size * (weights * (ell - ell_d)).sum()
+        if step is not None and step.lse is not None:  # exact: the optimizer batch's normaliser
+            lse = torch.tensor(float(step.lse), dtype=torch.float64, device=e.device)
+            value = (share * sign * lam * (lse - math.log(n))).float()
+            weights = torch.exp(z - lse).float()
+        else:  # this micro-batch's normaliser, weighted by its share of the step (exact for one micro-batch)
+            z_all = torch.where(present_all, sign * e_all / lam, torch.full_like(e_all, -math.inf))
+            lse = torch.logsumexp(z_all, dim=0)
+            value = (share * sign * lam * (lse - math.log(n_mb))).float()
+            weights = (share * torch.exp(z - lse)).float()  # 0 for absent samples
+    # Surrogate: value + (d/d ell of the aggregate) . (ell - ell.detach()), scaled for Trainer's division by
+    # the number of micro-batches and DDP's averaging over ranks.
+    scale = world_size * micro_batches
+    surrogate = micro_batches * value + scale * (weights * (ell - ell_d)).sum()
     acc = (margin[present] > 0).float().sum()
     acc_all = acc if gather is None else gather(acc.reshape(1)).sum()
     return ComponentOutput(
         loss=surrogate,
         per_sample=torch.where(present, ell_d, nan),
         margins=torch.where(present, margin.detach(), nan),
-        rewards_acc=acc_all / n,
+        rewards_acc=acc_all / n_mb,
         weights=weights,
         n=n,
     )
@@ -187,13 +286,14 @@ def cavpref_loss(
     robust: str = "paper",
     gather: Gather | None = None,
     world_size: int = 1,
+    step: StepContext | None = None,
 ) -> CAVPrefLossOutput:
     """CAVPref (Eq. 6) from per-sample summed response log-probs.
 
     ``policy_logps`` / ``ref_logps``: dicts with ``y_w, y_l`` and, when any sample has the switch on,
     ``v_w, v_l`` / ``a_w, a_l`` (entries of samples whose switch is 0 are ignored — they may hold anything,
     NaN included). ``beta``: keys ``y, v, a``, a float or a per-sample tensor. ``eta`` / ``gamma``:
-    per-sample 0/1. All maths in fp32. See the module docstring for ``robust`` and ``gather``.
+    per-sample 0/1. All maths in fp32. See the module docstring for ``robust``, ``gather`` and ``step``.
     """
     if robust not in ROBUST_MODES:
         raise ValueError(f"robust must be one of {ROBUST_MODES}, got {robust!r}")
@@ -224,6 +324,8 @@ def cavpref_loss(
         comp = _component(
             policy_logps[keys[0]], policy_logps[keys[1]], ref_logps[keys[0]], ref_logps[keys[1]],
             beta[name], float(lambdas[name]), present, robust, gather, world_size,
+            step.components.get(name) if step is not None else None,
+            step.micro_batches if step is not None else 1,
         )
         out.components[name] = comp
         out.loss = out.loss + comp.loss

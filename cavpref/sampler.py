@@ -1,4 +1,4 @@
-"""``PreferenceBatchSampler``: deterministic global batches, mixed or one task per batch (the paper's regime)."""
+"""``PreferenceBatchSampler``: deterministic optimizer batches, mixed or one task per batch (the paper's regime)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,19 @@ import torch
 
 
 class PreferenceBatchSampler:
-    """Per-device batches that add up, rank by rank, to deterministic *global* batches.
+    """Per-device micro-batches that add up to deterministic *optimizer* batches.
 
-    The sampler first forms global batches of ``batch_size * world_size`` samples, then cuts each into
-    ``world_size`` consecutive per-device batches; accelerate's ``BatchSamplerShard`` hands batch ``k`` to
-    rank ``k % world_size``. So N processes see exactly the samples one process sees with an N-times
-    larger batch — what makes the global-batch loss (robust normaliser, β min-max) reproducible.
+    The sampler first forms optimizer batches of ``batch_size * world_size * accumulation_steps`` samples,
+    then cuts each into ``accumulation_steps`` rounds of ``world_size`` consecutive per-device batches;
+    accelerate's ``BatchSamplerShard`` hands batch ``k`` to rank ``k % world_size``, and each rank's
+    ``accumulation_steps`` consecutive batches form its share of one optimizer step. So every split of the
+    same optimizer batch size (8 x 1, 1 x 8, 2 x 4, 2 ranks x 1 x 4) sees exactly the same samples in each
+    optimizer step — what makes the optimizer-batch loss (means, robust normaliser, β min-max) reproducible.
 
-    ``mode="mixed"``: one seeded permutation of all samples. ``mode="task_homogeneous"``: each global
+    ``mode="mixed"``: one seeded permutation of all samples. ``mode="task_homogeneous"``: each optimizer
     batch holds one task (the paper's regime); the order of the batches is shuffled. An incomplete last
-    global batch (per task in homogeneous mode) is dropped with ``drop_last``, else filled by wrapping
-    around its pool, as ``DistributedSampler`` does.
+    batch (per task in homogeneous mode) is dropped with ``drop_last``, else filled by wrapping around its
+    pool, as ``DistributedSampler`` does.
     """
 
     def __init__(
@@ -33,11 +35,16 @@ class PreferenceBatchSampler:
         seed: int = 0,
         drop_last: bool = False,
         shuffle: bool = True,
+        accumulation_steps: int = 1,
     ):
         if mode not in ("mixed", "task_homogeneous"):
             raise ValueError(f"sampler mode must be 'mixed' or 'task_homogeneous', got {mode!r}")
-        if batch_size < 1 or world_size < 1:
-            raise ValueError(f"batch_size and world_size must be >= 1, got {batch_size}, {world_size}")
+        if batch_size < 1 or world_size < 1 or accumulation_steps < 1:
+            raise ValueError(
+                "batch_size, world_size and accumulation_steps must be >= 1, got "
+                f"{batch_size}, {world_size}, {accumulation_steps}"
+            )
+        self.accumulation_steps = accumulation_steps
         self.tasks = list(tasks)
         self.batch_size, self.world_size, self.mode = batch_size, world_size, mode
         self.seed, self.drop_last, self.shuffle = seed, drop_last, shuffle
@@ -60,7 +67,7 @@ class PreferenceBatchSampler:
 
     def global_batches(self) -> list[list[int]]:
         gen = torch.Generator().manual_seed(self.seed + self.epoch)
-        size = self.batch_size * self.world_size
+        size = self.batch_size * self.world_size * self.accumulation_steps
         batches = []
         for pool in self._pools(gen):
             for start in range(0, len(pool), size):
@@ -76,15 +83,15 @@ class PreferenceBatchSampler:
         return batches
 
     def __iter__(self):
-        for chunk in self.global_batches():
-            for r in range(self.world_size):
-                yield chunk[r * self.batch_size : (r + 1) * self.batch_size]
+        for chunk in self.global_batches():  # one optimizer batch
+            for k in range(self.world_size * self.accumulation_steps):  # micro-batch k // W of rank k % W
+                yield chunk[k * self.batch_size : (k + 1) * self.batch_size]
 
     def __len__(self) -> int:
-        size = self.batch_size * self.world_size
+        size = self.batch_size * self.world_size * self.accumulation_steps
         if self.mode == "mixed":
             counts = [len(self.tasks)]
         else:
             counts = list(Counter(self.tasks).values())
         n = sum((c // size) if self.drop_last else math.ceil(c / size) for c in counts)
-        return n * self.world_size
+        return n * self.world_size * self.accumulation_steps

@@ -12,6 +12,12 @@ estimate least disturbed by other load. Memory: CUDA peak allocated on a GPU; on
 autograd saves for backward during the step (there is no CPU peak-allocation counter).
 Targets: CAVPref step time ≤ 1.1 × (rows it needs / rows DPO needs) × DPO's; on the 9-task mix ≥ 0.75× DPO's
 throughput (samples / s).
+
+Exact Eq. 5 normaliser (issue 13): ``cavpref ... exact`` is the same step with the optimizer-batch context planned
+first (``cavpref.trainer.step.plan_step``: counts, β range and the no-grad policy pass; the reference forward of
+that pass is reused by the backward), next to the step without it (``micro_batch``, today's cost). Target: exact ≤
+1.35 × micro_batch. The approximation error of ``micro_batch`` is measured on the 9-task mix split into 3
+micro-batches of 3: relative difference of its step gradient to the exact one.
 """
 
 from __future__ import annotations
@@ -123,7 +129,8 @@ class SavedActivations:
         self.ctx.__exit__(*exc)
 
 
-def make_case(name, method, tasks, precompute, naive, data, model_io, model_dir, media, batch, out, device):
+def make_case(name, method, tasks, precompute, naive, data, model_io, model_dir, media, batch, out, device,
+              exact=False):
     from cavpref.config import CAVPrefConfig
     from cavpref.media.decode import FramePolicy
     from cavpref.models import AVModelArguments, load_model_io
@@ -165,6 +172,7 @@ def make_case(name, method, tasks, precompute, naive, data, model_io, model_dir,
         "rows": int(inputs["num_rows"]),
         "times": [],
         "mem": [],
+        "exact": exact,
     }
 
 
@@ -173,15 +181,52 @@ def step(case, device):
     if device == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
+    inputs = case["inputs"]
     t0 = time.perf_counter()
+    if case.get("exact"):
+        from cavpref.trainer.step import plan_step
+
+        inputs = dict(inputs)
+        inputs["step"] = plan_step(tr, [inputs])
     with SavedActivations() as saved:
-        tr.training_step(tr.model, case["inputs"])
+        tr.training_step(tr.model, inputs)
     tr.optimizer.step()
     tr.optimizer.zero_grad(set_to_none=True)
     if device == "cuda":
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     return dt, (torch.cuda.max_memory_allocated() if device == "cuda" else saved.bytes)
+
+
+def micro_batch_error(data, model_io, out, device, batch):
+    """Relative gradient difference, micro_batch vs exact normaliser, on the mix split into 3 micro-batches."""
+    from cavpref.loss import StepContext
+    from cavpref.trainer.step import plan_step
+
+    errors = {}
+    for robust in ("paper", "worst_case"):
+        grads = {}
+        for mode in ("exact", "micro_batch"):
+            case = make_case(f"err-{robust}-{mode}", "cavpref", "mix", True, False, data, model_io, out / "model",
+                             out / "media", batch, out, device)
+            tr = case["trainer"]
+            tr.args.robust, tr.args.robust_normalizer = robust, mode
+            gen = torch.Generator().manual_seed(0)  # policy != reference: unequal weights
+            with torch.no_grad():
+                for p in tr.model.parameters():
+                    p.add_(0.05 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
+            ex = list(tr.train_dataset)
+            k = max(1, len(ex) // 3)
+            micro = [tr.data_collator(ex[i : i + k]) for i in range(0, len(ex), k)]
+            ctx = plan_step(tr, micro)
+            tr.current_gradient_accumulation_steps = len(micro)
+            tr.model.zero_grad(set_to_none=True)
+            for mb in micro:
+                tr.training_step(tr.model, {**mb, "step": ctx})
+            grads[mode] = torch.cat([p.grad.reshape(-1) for p in tr.model.parameters() if p.grad is not None])
+            assert isinstance(ctx, StepContext)
+        errors[robust] = float((grads["micro_batch"] - grads["exact"]).norm() / grads["exact"].norm())
+    return errors
 
 
 @dataclass
@@ -216,6 +261,13 @@ def main(argv=None):
         make_case(n, m, t, pre, nv, data, model_io, out / "model", out / "media", args.batch, out, device)
         for n, m, t, pre, nv in specs
     ]
+    for pre in (False, True):  # the exact normaliser's planned step, same data as "cavpref  mix9"
+        suffix = "  ref-pre" if pre else ""
+        cases.append(
+            make_case(f"cavpref  mix9{suffix}  exact", "cavpref", "mix", pre, False, data, model_io,
+                      out / "model", out / "media", args.batch, out, device, exact=True)
+        )
+    approx_error = micro_batch_error(data, model_io, out, device, args.batch)
     for case in cases:  # warm-up
         step(case, device)
     for _ in range(args.rounds):
@@ -224,6 +276,8 @@ def main(argv=None):
             case["times"].append(dt)
             case["mem"].append(mem)
     by = {c["name"]: c for c in cases}
+    for c in cases:
+        c["base"] = c["name"].replace("  exact", "")
     best = {n: min(c["times"]) for n, c in by.items()}
     print(
         f"device={device} hidden={args.hidden} batch={args.batch} rounds={args.rounds} "
@@ -236,7 +290,7 @@ def main(argv=None):
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for c in cases:
-        d = by[c["name"].replace("cavpref", "dpo").replace("naive-6-rows", "dpo")]
+        d = by[c["base"].replace("cavpref", "dpo").replace("naive-6-rows", "dpo")]
         print(
             f"| {c['name']} | {c['rows']} | {best[c['name']]:.3f} | {statistics.median(c['times']):.3f} | "
             f"{c['samples'] / best[c['name']]:.1f} | {best[c['name']] / best[d['name']]:.2f} | "
@@ -256,6 +310,16 @@ def main(argv=None):
                 f"  {c['name']}: {best[c['name']]:.3f} s vs 1.1 x (rows {c['rows']}/{d['rows']}) x DPO = {bound:.3f} s "
                 f"-> {'ok' if best[c['name']] <= bound else 'MISSED'}"
             )
+    for suffix in ("", "  ref-pre"):
+        today, exact = best["cavpref  mix9" + suffix], best["cavpref  mix9" + suffix + "  exact"]
+        print(
+            f"exact normaliser, mix9{suffix}: {exact:.3f} s vs {today:.3f} s without (micro_batch) = "
+            f"{exact / today:.2f}x (target <= 1.35) -> {'ok' if exact / today <= 1.35 else 'MISSED'}"
+        )
+    print(
+        f"micro_batch normaliser, 9-task mix as 3 micro-batches of 3: gradient relative difference to exact = "
+        f"{approx_error['paper']:.3g} (robust paper), {approx_error['worst_case']:.3g} (worst_case)"
+    )
     for label in ("mix9", "MVIT"):
         naive, ours = by[f"naive-6-rows  {label}"], by[f"cavpref  {label}"]
         print(

@@ -4,6 +4,24 @@ from cavpref.media.decode import DecodedMedia, FramePolicy, decode  # noqa: F401
 from cavpref.media.materialize import materialize  # noqa: F401
 from cavpref.media.probe import MediaInfo, probe  # noqa: F401
 from cavpref.media.spec import (  # noqa: F401
-    Combine, Concat, MediaError, MediaSpec, Overlay, Source, clip, combine, concat, drop_video, from_dict,
-    from_json, has_audio, has_video, mute, overlay, resolve_path, sources, to_dict, to_json,
+    Combine,
+    Concat,
+    MediaError,
+    MediaSpec,
+    Overlay,
+    Source,
+    clip,
+    combine,
+    concat,
+    drop_video,
+    from_dict,
+    from_json,
+    has_audio,
+    has_video,
+    mute,
+    overlay,
+    resolve_path,
+    sources,
+    to_dict,
+    to_json,
 )

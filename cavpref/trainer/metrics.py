@@ -1,6 +1,7 @@
 """The metrics a CAVPref step logs, in TRL's ``_metrics`` (averaged and logged by ``DPOTrainer.log``).
 
-Names: ``{y,v,a}/{loss,margin,reward_accuracy,beta,ess,n}`` per loss component, ``task/<TASK>/<comp>_*`` per task,
+Names: ``{y,v,a}/{loss,margin,reward_accuracy,beta,ess,n}`` per loss component (``ess`` and ``n`` over the
+optimizer batch when the step was planned), ``task/<TASK>/<comp>_*`` per task,
 and TRL's own ``rewards/*`` / ``logps/*`` for the y pair, so dashboards built for ``DPOTrainer`` keep working."""
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ def log_preference_step(m, gather, inputs, out, betas, policy, ref) -> None:
         m[f"{comp}/margin"].append(float(margins[present].mean()))
         m[f"{comp}/reward_accuracy"].append(float((margins[present] > 0).float().mean()))
         m[f"{comp}/beta"].append(float(beta_all[present].mean()))
-        m[f"{comp}/ess"].append(float(1.0 / weights[present].pow(2).sum()))
-        m[f"{comp}/n"].append(float(present.sum()))
+        if inputs.get("step") is None:  # else the trainer logs them once per optimizer step (whole batch)
+            m[f"{comp}/ess"].append(float(1.0 / weights[present].pow(2).sum()))
+            m[f"{comp}/n"].append(float(present.sum()))
         for t in tasks[present].unique().tolist():
             sel = present & (tasks == t)
             m[f"task/{ALL_TASKS[t]}/{comp}_loss"].append(float(ell[sel].mean()))

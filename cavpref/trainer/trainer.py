@@ -25,6 +25,7 @@ gathers), ``reference`` (reference forward context, precomputed cache), ``metric
 from __future__ import annotations
 
 import copy
+import functools
 import os
 from collections import defaultdict
 
@@ -45,7 +46,7 @@ from cavpref.collator import (
     check_example,
 )
 from cavpref.config import CAVPrefConfig
-from cavpref.loss import calibrate_beta, cavpref_loss
+from cavpref.loss import StepContext, beta_input, calibrate_beta, cavpref_loss
 from cavpref.models.base import AVModelIO
 from cavpref.models.step import ModelIOStep
 from cavpref.trainer.callbacks import JsonlLogger
@@ -55,6 +56,7 @@ from cavpref.trainer.gather import gather_rows, unflatten
 from cavpref.trainer.metrics import log_preference_step
 from cavpref.trainer.reference import precompute_reference_logps, reference_forward
 from cavpref.trainer.reports import write_missing_streams, write_skipped
+from cavpref.trainer.step import plan_step
 
 logger = logging.get_logger(__name__)
 
@@ -116,8 +118,9 @@ class CAVPrefTrainer(DPOTrainer):
             and (args.reference == "model" or (args.reference == "auto" and not uses_peft))
         )
         if want_model_ref and ref_model is None and not isinstance(model, str):
-            # TRL would reload the policy from its path; a model built in memory has none, so copy it.
-            ref_model = copy.deepcopy(model)
+            # TRL would reload the policy from its path; a model built in memory has none, so copy it —
+            # frozen and in eval mode, like a reference TRL loads itself.
+            ref_model = copy.deepcopy(model).eval().requires_grad_(False)
         # SFT needs no reference at all: keep DPOTrainer from loading one (restored right after __init__).
         sft_flag = args.method == "sft" and not args.precompute_ref_log_probs
         if sft_flag:
@@ -160,6 +163,14 @@ class CAVPrefTrainer(DPOTrainer):
         if sft_flag:
             self.precompute_ref_logps = False
         self._log_counts: dict[str, int] = defaultdict(int)
+        self._warned: set = set()
+        # Skipped optimizer steps (skip_bad_rows): no optimizer / scheduler step, no loss logged for them.
+        self._step_skipped = False
+        self._step_loss = 0.0
+        self._skipped_steps_window = 0
+        self._skipped_steps_total = 0
+        self._last_log_step = 0
+        self._step_micro, self._step_w2 = 0, {}  # micro-batches of this step done, Σ w² per component
 
     # ------------------------------------------------------------------ data
 
@@ -206,6 +217,7 @@ class CAVPrefTrainer(DPOTrainer):
             mode=self.args.sampler,
             seed=self.args.data_seed if self.args.data_seed is not None else self.args.seed,
             drop_last=self.args.dataloader_drop_last,
+            accumulation_steps=self.args.gradient_accumulation_steps,
         )
         loader = DataLoader(
             dataset,
@@ -251,21 +263,11 @@ class CAVPrefTrainer(DPOTrainer):
             self._log_counts["skipped_batches"] += 1
             zero = sum((p.reshape(-1)[:1] * 0).sum() for p in model.parameters() if p.requires_grad)
             return (zero, None) if return_outputs else zero
-        flat = self.model_io.logps(model, inputs["model_inputs"]).to(torch.float32)
-        policy = self._unflatten(flat, inputs["slots"])
-        if not self._needs_reference:
-            ref = None
-        elif "ref" in inputs and self.precompute_ref_logps:
-            ref = {k: v.to(flat.device) for k, v in inputs["ref"].items()}
-        else:
-            with self._reference_forward():
-                ref_model = self.ref_model if self.ref_model is not None else model
-                ref = self._unflatten(
-                    self.model_io.logps(ref_model, inputs["model_inputs"]).float(), inputs["slots"]
-                )
+        policy, ref = self._logps(model, inputs)
+        device = policy["y_w"].device
 
         bad = self._non_finite(inputs, policy, ref)
-        any_bad = bool(self._gather(torch.tensor([len(bad)], device=flat.device)).sum() > 0)
+        any_bad = bool(self._gather(torch.tensor([len(bad)], device=device)).sum() > 0)
         if any_bad:  # decided on every rank alike: they all skip, or none does
             if not self.args.skip_bad_rows:
                 raise FloatingPointError(
@@ -274,6 +276,10 @@ class CAVPrefTrainer(DPOTrainer):
                 )
             self._skipped.extend((ex_id, "batch skipped: " + msg) for ex_id, msg in bad)
             self._log_counts["skipped_batches"] += 1
+            if mode == "train" and not self._step_skipped:
+                # The whole optimizer step is dropped: its objective is defined over all its micro-batches.
+                self._step_skipped = True
+                self._log_counts["skipped_steps"] += 1
             # Zero gradient for every trainable parameter, connected so DDP's reducer sees all of them,
             # and not through the forward, so no NaN can reach the weights.
             zero = sum((p.reshape(-1)[:1] * 0).sum() for p in model.parameters() if p.requires_grad)
@@ -284,6 +290,84 @@ class CAVPrefTrainer(DPOTrainer):
         else:
             loss = self._preference_loss(inputs, policy, ref, mode)
         return (loss, None) if return_outputs else loss
+
+    def _logps(self, model, inputs):
+        """(policy, reference) per-sample summed log-probs, {slot: (B,)}; reference None for SFT."""
+        flat = self.model_io.logps(model, inputs["model_inputs"]).to(torch.float32)
+        policy = self._unflatten(flat, inputs["slots"])
+        if not self._needs_reference:
+            ref = None
+        elif "step_ref_logps" in inputs:  # computed by the exact normaliser's pass of this step
+            ref = {k: v.to(flat.device) for k, v in inputs["step_ref_logps"].items()}
+        elif "ref" in inputs and self.precompute_ref_logps:
+            ref = {k: v.to(flat.device) for k, v in inputs["ref"].items()}
+        else:
+            with self._reference_forward():
+                ref_model = self.ref_model if self.ref_model is not None else model
+                ref = self._unflatten(
+                    self.model_io.logps(ref_model, inputs["model_inputs"]).float(), inputs["slots"]
+                )
+        return policy, ref
+
+    # ------------------------------------------------------------------ the optimizer step
+
+    def get_batch_samples(self, epoch_iterator, num_batches, device):
+        """Trainer draws a step's micro-batches here, before any forward: compute the step's context (counts,
+        β range, exact normaliser; ``cavpref.trainer.step``) over all of them and all ranks, attach it to each."""
+        batches, num_items = super().get_batch_samples(epoch_iterator, num_batches, device)
+        self._step_skipped, self._step_loss = False, 0.0
+        self._step_micro, self._step_w2 = 0, {}
+        self._guard_optimizer_step()
+        # A micro-batch whose rows were all unusable (skip_bad_rows) holds no sample: the step is planned
+        # over the others (its rows are counted in skipped_rows.json, not in the objective).
+        planned = [b for b in batches if not b.get("empty")]
+        if planned and all("eta" in b for b in planned):
+            batches_all, batches = batches, planned
+            if self.args.method == "sft":
+                ctx = StepContext(len(batches))
+                tokens = sum(self._sft_tokens(b).sum() for b in batches)
+                total = self._gather(tokens.to(torch.float32).reshape(1).to(self.accelerator.device)).sum()
+                for b in batches:
+                    b["step"], b["step_tokens"] = ctx, total
+            else:
+                ctx = plan_step(self, batches)
+                for b in batches:
+                    b["step"] = ctx
+            batches = batches_all
+        return batches, num_items
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        was_skipped = self._step_skipped
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        if self._step_skipped:
+            # A skipped step adds nothing to the logged loss: cancel what its earlier micro-batches returned.
+            back = -self._step_loss if not was_skipped else 0.0
+            self._step_loss = 0.0
+            return torch.zeros_like(loss) + back
+        self._step_loss += float(loss)
+        return loss
+
+    def _guard_optimizer_step(self):
+        """Make the optimizer's ``step`` a no-op for a skipped step (momentum would otherwise still move the
+        weights on a zero gradient) and report it as skipped, which is how Trainer's loop knows not to step the
+        LR scheduler (``accelerator.optimizer_step_was_skipped``, the mechanism fp16 overflow uses)."""
+        opt = self.optimizer
+        if opt is None or getattr(opt, "_cavpref_guarded", False):
+            return
+        inner = opt.step
+
+        @functools.wraps(inner)  # keeps torch's LR-scheduler marker on the optimizer's step
+        def step(*a, **kw):
+            if self._step_skipped:
+                self._skipped_steps_window += 1
+                self._skipped_steps_total += 1
+                opt._is_overflow = True
+                return None
+            opt._is_overflow = False  # (a grad scaler, when there is one, sets it again inside ``inner``)
+            return inner(*a, **kw)
+
+        opt.step = step
+        opt._cavpref_guarded = True
 
     def _non_finite(self, inputs, policy, ref) -> list[tuple[str, str]]:
         """(example id, message naming the row and field) for every needed log-prob that is NaN / inf."""
@@ -305,24 +389,36 @@ class CAVPrefTrainer(DPOTrainer):
     def _sft_loss(self, inputs, policy, mode):
         """Token-mean NLL of the chosen response under the presented media, normalised by the global token
         count so DDP averaging reproduces the one-process gradient."""
-        labels = inputs["model_inputs"].get("labels")
-        if labels is None:
-            raise KeyError("method=sft needs the model_io batch to carry 'labels' (response tokens != -100)")
-        tokens = (labels != -100).sum(-1).to(policy["y_w"].device)
-        idx = inputs["slots"]["y_w"].to(tokens.device)
-        n_local = tokens[idx].sum().to(torch.float32)
+        tokens = self._sft_tokens(inputs).to(policy["y_w"].device)
+        n_local = tokens.sum().to(torch.float32)
         sum_local = policy["y_w"].sum()
-        n_global = self._gather(n_local.reshape(1)).sum()
+        step = inputs.get("step")
+        micro = step.micro_batches if step is not None else 1
+        # the optimizer batch's token count (every micro-batch, every rank) when the step was planned
+        n_global = inputs["step_tokens"].to(n_local.device) if step is not None else self._gather(
+            n_local.reshape(1)
+        ).sum()
         sum_global = self._gather(sum_local.detach().reshape(1)).sum()
-        value = -sum_global / n_global
+        value = -micro * sum_global / n_global  # averaged over the step's micro-batches: the step's value
         world = self.accelerator.num_processes
-        surrogate = -world * sum_local / n_global
+        surrogate = -world * micro * sum_local / n_global
         loss = value + surrogate - surrogate.detach()
         self._metrics[mode]["sft/nll_per_token"].append(float(value))
         self._metrics[mode]["rows/policy"].append(float(self._gather(inputs["num_rows"].reshape(1)).sum()))
         return loss
 
-    def _betas(self, inputs, device) -> dict[str, torch.Tensor | float]:
+    @staticmethod
+    def _sft_tokens(inputs) -> torch.Tensor:
+        """Response tokens of each sample's chosen row (SFT's normaliser)."""
+        labels = inputs["model_inputs"].get("labels")
+        if labels is None:
+            raise KeyError("method=sft needs the model_io batch to carry 'labels' (response tokens != -100)")
+        tokens = (labels != -100).sum(-1)
+        return tokens[inputs["slots"]["y_w"].to(tokens.device)]
+
+    def _betas(self, inputs, device, step: StepContext | None = None) -> dict[str, torch.Tensor | float]:
+        """Per-sample β; calibrated components use the optimizer batch's ΔS range when the step was planned."""
+        step = step if step is not None else inputs.get("step")
         present = {"y": None, "v": inputs["eta"].bool(), "a": inputs["gamma"].bool()}
         betas = {}
         for comp, fixed in self.args.fixed_betas.items():
@@ -331,11 +427,12 @@ class CAVPrefTrainer(DPOTrainer):
             else:
                 mask = present[comp].to(device) if present[comp] is not None else None
                 betas[comp] = calibrate_beta(
-                    inputs["scores"][comp].to(device),
+                    beta_input(inputs["scores"][comp].to(device), self.args.beta_delta),
                     scale=self.args.beta_scale,
                     offset=self.args.beta_offset,
                     mask=mask,
                     gather=self._gather,
+                    bounds=step.bounds.get(comp) if step is not None else None,
                 )
         return betas
 
@@ -353,8 +450,28 @@ class CAVPrefTrainer(DPOTrainer):
             robust=self.args.robust_mode,
             gather=self._gather,
             world_size=self.accelerator.num_processes,
+            step=inputs.get("step"),
         )
         self._log_step(inputs, out, betas, policy, ref, mode)
+        step = inputs.get("step")
+        if step is not None:
+            m = self._metrics[mode]
+            for comp, c in step.components.items():
+                if not c.n:
+                    continue
+                if comp not in out.components:  # absent from this micro-batch: adds 0 to the step's mean
+                    m[f"{comp}/loss"].append(0.0)
+                else:  # Σ w² over the step, for the effective sample size 1 / Σ w²
+                    w = self._gather(out.components[comp].weights.detach())
+                    self._step_w2[comp] = self._step_w2.get(comp, 0.0) + float(w.pow(2).sum())
+            self._step_micro += 1
+            if self._step_micro == step.micro_batches:
+                for comp, c in step.components.items():
+                    if c.n:
+                        m[f"{comp}/n"].append(float(c.n))
+                        if self._step_w2.get(comp):
+                            m[f"{comp}/ess"].append(1.0 / self._step_w2[comp])
+                self._step_micro, self._step_w2 = 0, {}
         return out.loss
 
     def _log_step(self, inputs, out, betas, policy, ref, mode):
@@ -412,6 +529,22 @@ class CAVPrefTrainer(DPOTrainer):
         mode = "train" if self.model.training else "eval"
         for k, v in self._log_counts.items():
             self._metrics[mode][f"count/{k}"] = [float(v)]
+        # Trainer averages the loss over the optimizer steps since the last log; skipped ones added nothing.
+        steps = self.state.global_step - self._last_log_step
+        training_log = "loss" in logs
+        if training_log and self._skipped_steps_window:
+            kept = steps - self._skipped_steps_window
+            if kept > 0:
+                logs["loss"] = logs["loss"] * steps / kept
+            else:
+                del logs["loss"]
+        if "train_loss" in logs and self._skipped_steps_total:
+            trained = self.state.global_step - getattr(self, "_initial_global_step", 0)
+            kept = trained - self._skipped_steps_total
+            logs["train_loss"] = logs["train_loss"] * trained / kept if kept > 0 else float("nan")
+        if training_log:
+            self._skipped_steps_window = 0
+            self._last_log_step = self.state.global_step
         super().log(logs, start_time)
 
     def _save_checkpoint(self, model, trial):
