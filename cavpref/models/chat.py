@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from transformers.utils import logging
 
 from cavpref.media.decode import DecodedMedia
 from cavpref.models.base import AVModelIO, ModelIOError, Row
@@ -36,9 +37,21 @@ from cavpref.models.common import (
     pad,
     response_index,
     response_logps,
+    to_device,
     unwrap,
 )
 from cavpref.models.config import warn_once
+from cavpref.models.shared_prefix import (
+    as_attention_mask,
+    attention_kernel,
+    block_mask,
+    gathered_row_logps,
+    pack_rows,
+    packed_positions,
+    unsupported_reason,
+)
+
+logger = logging.get_logger(__name__)
 
 
 class ChatModelIO(AVModelIO):
@@ -68,7 +81,7 @@ class ChatModelIO(AVModelIO):
     auto_model_class: str = "AutoModelForCausalLM"
 
     def __init__(self, processor: Any, *, model: torch.nn.Module | None = None, missing_modality: str = "drop",
-                 system_prompt: str | None = None, max_length: int | None = None):
+                 system_prompt: str | None = None, max_length: int | None = None, shared_prefix: bool = True):
         if missing_modality not in ("drop", "zero_dummy"):
             raise ValueError(f"missing_modality must be 'drop' or 'zero_dummy', got {missing_modality!r}")
         self.processor = processor
@@ -77,6 +90,8 @@ class ChatModelIO(AVModelIO):
         self.missing_modality = missing_modality
         self.system_prompt = self.default_system_prompt if system_prompt is None else system_prompt
         self.max_length = max_length
+        #: score each distinct (prompt, media) prefix once (cavpref/models/shared_prefix.py); exact, so on by default
+        self.shared_prefix = shared_prefix
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         self.end_of_turn_id = self._probe_end_of_turn()
 
@@ -103,7 +118,7 @@ class ChatModelIO(AVModelIO):
     def model_io_kwargs(cls, cfg: Any) -> dict[str, Any]:
         """Constructor options taken from a AVModelArguments."""
         return {"missing_modality": cfg.missing_modality, "system_prompt": cfg.system_prompt,
-                "max_length": cfg.model_max_length}
+                "max_length": cfg.model_max_length, "shared_prefix": cfg.shared_prefix}
 
     # ----- hooks ---------------------------------------------------------------------------------------------
     @property
@@ -225,7 +240,7 @@ class ChatModelIO(AVModelIO):
         if not rows:
             raise ModelIOError("collate: empty batch")
         encoded, row_media = self._encode_unique(rows)
-        seqs, labels = [], []
+        seqs, labels, prompts, responses = [], [], [], []
         for i, row in enumerate(rows):
             where = describe_row(i, row)
             if not isinstance(row.response, str) or not row.response.strip():
@@ -238,11 +253,17 @@ class ChatModelIO(AVModelIO):
                 raise ModelIOError(f"{where}: {len(prompt_ids) + len(resp)} tokens exceed max_length={self.max_length}")
             seqs.append(prompt_ids + resp)
             labels.append([IGNORE_INDEX] * len(prompt_ids) + resp)
+            prompts.append(prompt_ids)
+            responses.append(resp)
         input_ids, attention_mask = pad(seqs, self.pad_id, "right")
         label_t, _ = pad(labels, IGNORE_INDEX, "right")
         batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": label_t,
                  "row_ids": [r.row_id for r in rows]}
         batch.update(self._media_batch(encoded, row_media))
+        if self.shared_prefix:  # the full rows stay in the batch: the fallback when the model cannot take a block mask
+            packed = pack_rows(prompts, responses, row_media, self.pad_id)
+            if packed is not None:
+                batch["packed"] = packed
         return batch
 
     def collate_prompts(self, rows: Sequence[Row]) -> dict[str, Any]:
@@ -258,11 +279,50 @@ class ChatModelIO(AVModelIO):
         return batch
 
     # ----- device side ---------------------------------------------------------------------------------------
+    def full_positions(self, model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
+        """Position ids of the full (right-padded) rows, (B, L) — or (3, B, L) for 3D rope; packed rows copy them."""
+        am = batch["attention_mask"]
+        return (am.cumsum(-1) - 1).clamp(min=0)
+
+    def packed_batch(self, model: torch.nn.Module, batch: dict[str, Any]) -> dict[str, Any]:
+        """The model batch of the packed layout: one sequence per distinct prefix, the (G, 1, L', L') block mask as
+        ``attention_mask``, positions copied from the full rows, and each group's media."""
+        packed, core = batch["packed"], unwrap(model)
+        device = core.device
+        full = self.full_positions(model, to_device({k: v for k, v in batch.items() if k != "packed"}, device))
+        mask = block_mask(packed["segment"].to(device), packed["valid"].to(device))
+        dtype = torch.get_autocast_dtype(device.type) if torch.is_autocast_enabled(device.type) \
+            else core.get_input_embeddings().weight.dtype
+        group_row = packed["group_row"]
+        return {"input_ids": packed["input_ids"], "attention_mask": as_attention_mask(mask, attention_kernel(model), dtype),
+                "position_ids": packed_positions(full, packed), "media": batch["media"],
+                "row_video": batch["row_video"][group_row], "row_audio": batch["row_audio"][group_row]}
+
     def logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool = True) -> torch.Tensor:
+        packed = batch.get("packed") if self.shared_prefix else None
+        if packed is not None:
+            reason = unsupported_reason(model)
+            if reason is None:
+                return self._packed_logps(model, batch, reuse_encoders=reuse_encoders)
+            logger.warning_once(f"shared-prefix scoring is off: {reason}")
+        return self._full_row_logps(model, batch, reuse_encoders=reuse_encoders)
+
+    def _packed_logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool) -> torch.Tensor:
+        packed = batch["packed"]
+        view = self.packed_batch(model, batch)
+        with HeadAtPositions(model, packed["target_pos"], tuple(packed["input_ids"].shape)) as head:
+            logits = self.forward_logits(model, view, reuse_encoders=reuse_encoders)
+        if not (head.fired and logits.shape[:2] == packed["target_pos"].shape):  # a head the hook did not catch
+            index = packed["target_pos"].to(logits.device).unsqueeze(-1).expand(-1, -1, logits.shape[-1])
+            logits = logits.gather(1, index)
+        return gathered_row_logps(logits, packed)
+
+    def _full_row_logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool) -> torch.Tensor:
         labels = batch["labels"]
         positions, targets, valid = response_index(labels)
         with HeadAtPositions(model, positions, labels.shape) as head:  # logits at response positions only
-            logits = self.forward_logits(model, batch, reuse_encoders=reuse_encoders)
+            logits = self.forward_logits(model, {k: v for k, v in batch.items() if k != "packed"},
+                                         reuse_encoders=reuse_encoders)
         if head.fired and logits.shape[:2] == positions.shape:
             return gathered_logps(logits, targets.to(logits.device), valid.to(logits.device))
         return response_logps(logits, labels.to(logits.device))
