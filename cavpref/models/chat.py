@@ -77,6 +77,8 @@ class ChatModelIO(AVModelIO):
     audio_modules: tuple[str, ...] = ()
     projector_modules: tuple[str, ...] = ()
     default_system_prompt: str | None = None
+    #: which side packed prefix groups are padded on (log-probs are the same either way; tests check both)
+    packed_padding_side: str = "right"
     #: what ``from_pretrained`` loads the model with (override ``load_model`` for anything fancier)
     auto_model_class: str = "AutoModelForCausalLM"
 
@@ -261,7 +263,7 @@ class ChatModelIO(AVModelIO):
                  "row_ids": [r.row_id for r in rows]}
         batch.update(self._media_batch(encoded, row_media))
         if self.shared_prefix:  # the full rows stay in the batch: the fallback when the model cannot take a block mask
-            packed = pack_rows(prompts, responses, row_media, self.pad_id)
+            packed = pack_rows(prompts, responses, row_media, self.pad_id, self.packed_padding_side)
             if packed is not None:
                 batch["packed"] = packed
         return batch
