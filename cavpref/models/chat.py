@@ -77,6 +77,9 @@ class ChatModelIO(AVModelIO):
     audio_modules: tuple[str, ...] = ()
     projector_modules: tuple[str, ...] = ()
     default_system_prompt: str | None = None
+    #: True when ``forward_logits`` takes ``position_ids`` from the batch and passes a 4D ``attention_mask`` through
+    #: untouched — what shared-prefix scoring needs; a subclass that does not say so is scored on full rows
+    supports_shared_prefix: bool = False
     #: which side packed prefix groups are padded on (log-probs are the same either way; tests check both)
     packed_padding_side: str = "right"
     #: what ``from_pretrained`` loads the model with (override ``load_model`` for anything fancier)
@@ -303,7 +306,9 @@ class ChatModelIO(AVModelIO):
     def logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool = True) -> torch.Tensor:
         packed = batch.get("packed") if self.shared_prefix else None
         if packed is not None:
-            reason = unsupported_reason(model)
+            reason = unsupported_reason(model) if self.supports_shared_prefix else (
+                f"{type(self).__name__} does not declare supports_shared_prefix (forward_logits must take "
+                "position_ids from the batch and pass a 4D attention_mask through); scoring full rows")
             if reason is None:
                 return self._packed_logps(model, batch, reuse_encoders=reuse_encoders)
             logger.warning_once(f"shared-prefix scoring is off: {reason}")

@@ -15,6 +15,7 @@ from cavpref.models.config import warn_once
 
 
 class ComposedAVModelIO(ChatModelIO):
+    supports_shared_prefix = True
     language_model_prefix = "language_model"
     vision_modules = ("vision_tower",)
     audio_modules = ("audio_tower",)

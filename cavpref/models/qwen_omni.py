@@ -46,6 +46,7 @@ class QwenOmniModelIO(ChatModelIO):
     """Model I/O for the Qwen2.5-Omni thinker. ``from_pretrained`` accepts a thinker folder or a full Omni
     checkpoint (``Qwen/Qwen2.5-Omni-7B``: the thinker is loaded, talker / token2wav weights are skipped)."""
 
+    supports_shared_prefix = True
     language_model_prefix = "model.language_model"
     vision_modules = ("model.visual",)
     audio_modules = ("model.audio_tower",)
