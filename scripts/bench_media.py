@@ -161,9 +161,9 @@ def main(argv=None) -> None:
         (label, "decord decode all", dt_all_decord, 32 / dt_all_decord, f"{n4} decoded", dt_all_pyav / dt_all_decord),
     ]
 
-    def sample(backend, policy=FramePolicy(num_frames=8), path=clip_path):
+    def sample(backend, policy=None, path=clip_path):
         clear_cache()
-        return decode(clip(path.name), path.parent, frames=policy, backend=backend)
+        return decode(clip(path.name), path.parent, frames=policy or FramePolicy(num_frames=8), backend=backend)
 
     # the model I/Os' frame policies through decode() (probe + plan + seek + resize + audio), per backend:
     # the recipes' 8 uniform frames and Qwen2.5-Omni's 2 fps (capped at 32) on the 10 s clip and the long video

@@ -4,15 +4,14 @@ FSDP configs load and resolve without running (DeepSpeed itself is optional)."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
+import warnings
 from pathlib import Path
 
 import pytest
 import yaml
-
-import dataclasses
-import warnings
 
 from cavpref.train import DataArguments, main, parse
 

@@ -160,7 +160,7 @@ def test_nine_task_mix_both_padding_sides(ios, config, side, monkeypatch):
 
 def test_the_block_mask_matters(ios, monkeypatch):
     """With a plain causal mask (responses seeing each other) the log-probs change: the test above can fail."""
-    import cavpref.models.chat as chat
+    from cavpref.models import chat
 
     io = ios["qwen"]
     batch = _collator(io, "dpo")([_example("MCIT")])["model_inputs"]
@@ -233,7 +233,7 @@ def test_lora_with_activation_checkpointing_in_train_mode(folders, config):
 def test_fallback_logs_the_reason_and_scores_full_rows(ios, monkeypatch):
     """A model whose attention kernel takes no 4D mask: the packed path is not taken, the reason is logged,
     and the log-probs are the full-row ones."""
-    import cavpref.models.chat as chat
+    from cavpref.models import chat
 
     io = ios["composed"]
     batch = _collator(io, "dpo")([_example("MCIT")])["model_inputs"]

@@ -65,7 +65,7 @@ def read_frames(path: Path, info: MediaInfo, times: np.ndarray, backend: str = "
     if resolve_backend(backend) == "decord":
         try:
             return _decord_frames(path, info, times)
-        except Exception as err:
+        except Exception as err:  # noqa: BLE001 - any decord failure is reported naming the file
             raise MediaError(f"{path}: decord failed to decode video ({err})") from None
     return _pyav_frames(path, info, times)
 
