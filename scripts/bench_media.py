@@ -161,9 +161,24 @@ def main(argv=None) -> None:
         (label, "decord decode all", dt_all_decord, 32 / dt_all_decord, f"{n4} decoded", dt_all_pyav / dt_all_decord),
     ]
 
-    def sample(backend):
+    def sample(backend, policy=None, path=clip_path):
         clear_cache()
-        return decode(clip(clip_path.name), clip_path.parent, frames=FramePolicy(num_frames=8), backend=backend)
+        return decode(clip(path.name), path.parent, frames=policy or FramePolicy(num_frames=8), backend=backend)
+
+    # the model I/Os' frame policies through decode() (probe + plan + seek + resize + audio), per backend:
+    # the recipes' 8 uniform frames and Qwen2.5-Omni's 2 fps (capped at 32) on the 10 s clip and the long video
+    qwen = FramePolicy(num_frames=None, fps=2.0, max_frames=32)
+    policies = [("10 s clip, Qwen 2 fps (20 frames) + audio", qwen, clip_path, cfg.repeats),
+                (f"{cfg.long_minutes:g} min video, 8 frames + audio", FramePolicy(num_frames=8), long_path,
+                 cfg.long_rounds),
+                (f"{cfg.long_minutes:g} min video, Qwen 2 fps (32 frames) + audio", qwen, long_path, cfg.long_rounds)]
+    for label, policy, path, rounds in policies:
+        r = _race({b: (lambda b=b, policy=policy, path=path: sample(b, policy, path)) for b in ("pyav", "decord")},
+                  rounds)
+        assert r["pyav"][1].frames.shape == r["decord"][1].frames.shape
+        for backend in ("pyav", "decord"):
+            dt = r[backend][0]
+            rows.append((label, backend, dt, 1 / dt, "samples/s", r["pyav"][0] / dt))
 
     cinfo = probe(clip_path)
 

@@ -90,13 +90,18 @@ def test_output_head_runs_only_at_response_positions(ad):
     """logps feeds the output head the hidden states of the response positions only (B, K, hidden), not the whole
     (B, L, hidden) sequence — the (B, L, V) logits of a long media prompt are never built."""
     rows = _cavpref_rows()
+    shared = ad.collate(rows)
+    ad = _same_model_io(ad, shared_prefix=False)  # full rows here; the packed layout is checked below
     batch = ad.collate(rows)
     seen = []
     handle = ad.model.get_output_embeddings().register_forward_hook(lambda m, i, o: seen.append(tuple(o.shape)))
     with torch.no_grad():
         lp = ad.logps(ad.model, batch)
         full = ad.forward_logits(ad.model, batch)
+        ad.shared_prefix = True
+        ad.logps(ad.model, shared)
     handle.remove()
+    assert seen[2][:2] == tuple(shared["packed"]["target_pos"].shape)  # packed: (prefixes, targets per prefix)
     k = int((batch["labels"][:, 1:] != -100).sum(-1).max())
     assert seen[0] == (len(rows), k, full.shape[-1]) and seen[1] == tuple(full.shape) and k < full.shape[1] // 4
     from cavpref.models.common import response_logps

@@ -4,15 +4,14 @@ FSDP configs load and resolve without running (DeepSpeed itself is optional)."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
+import warnings
 from pathlib import Path
 
 import pytest
 import yaml
-
-import dataclasses
-import warnings
 
 from cavpref.train import DataArguments, main, parse
 
@@ -37,6 +36,18 @@ def test_recipe_set_covers_methods_and_scales():
         "deepspeed_zero3",
         "fsdp",
     }
+
+
+def test_recipes_and_quickstart_score_shared_prefixes():
+    """Issue 15: the 7B and tiny recipes and the quickstart's generated recipes use shared-prefix scoring."""
+    from cavpref.apps.quickstart.config import QuickstartConfig
+    from cavpref.apps.quickstart.recipes import recipe
+
+    for path in TRAIN_RECIPES:
+        assert yaml.safe_load(path.read_text()).get("shared_prefix") is True, path
+    made = recipe(QuickstartConfig(), method="dpo", model=Path("m"), train=Path("t"), world=Path("w"), out=Path("o"),
+                  steps=2, lr=1e-4, tasks=["MCIT"])
+    assert made["shared_prefix"] is True
 
 
 @pytest.mark.parametrize("path", TRAIN_RECIPES, ids=lambda p: f"{p.parent.name}/{p.stem}")

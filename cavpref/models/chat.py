@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from transformers.utils import logging
 
 from cavpref.deprecation import deprecated_aliases
 from cavpref.media.decode import DecodedMedia
@@ -37,9 +38,21 @@ from cavpref.models.common import (
     pad,
     response_index,
     response_logps,
+    to_device,
     unwrap,
 )
+from cavpref.models.shared_prefix import (
+    as_attention_mask,
+    attention_kernel,
+    block_mask,
+    gathered_row_logps,
+    pack_rows,
+    packed_positions,
+    unsupported_reason,
+)
 from cavpref.models.step import step_logits
+
+logger = logging.get_logger(__name__)
 
 
 def context_length(model: Any) -> int | None:
@@ -75,11 +88,16 @@ class ChatModelIO(AVModelIO):
     audio_modules: tuple[str, ...] = ()
     projector_modules: tuple[str, ...] = ()
     default_system_prompt: str | None = None
+    #: True when ``forward_logits`` takes ``position_ids`` from the batch and passes a 4D ``attention_mask`` through
+    #: untouched — what shared-prefix scoring needs; a subclass that does not say so is scored on full rows
+    supports_shared_prefix: bool = False
+    #: which side packed prefix groups are padded on (log-probs are the same either way; tests check both)
+    packed_padding_side: str = "right"
     #: what ``from_pretrained`` loads the model with (override ``load_model`` for anything fancier)
     auto_model_class: str = "AutoModelForCausalLM"
 
     def __init__(self, processor: Any, *, model: torch.nn.Module | None = None, missing_modality: str = "drop",
-                 system_prompt: str | None = None, max_length: int | None = None):
+                 system_prompt: str | None = None, max_length: int | None = None, shared_prefix: bool = True):
         if missing_modality not in ("drop", "zero_dummy"):
             raise ValueError(f"missing_modality must be 'drop' or 'zero_dummy', got {missing_modality!r}")
         self.processor = processor
@@ -89,6 +107,8 @@ class ChatModelIO(AVModelIO):
         self.system_prompt = self.default_system_prompt if system_prompt is None else system_prompt
         # a row longer than the model's context would only fail deep in the forward (or exhaust memory)
         self.max_length = max_length if max_length is not None else context_length(model)
+        #: score each distinct (prompt, media) prefix once (cavpref/models/shared_prefix.py); exact, so on by default
+        self.shared_prefix = shared_prefix
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         self.end_of_turn_id = self._probe_end_of_turn()
 
@@ -115,7 +135,7 @@ class ChatModelIO(AVModelIO):
     def model_io_kwargs(cls, cfg: Any) -> dict[str, Any]:
         """Constructor options taken from a AVModelArguments."""
         return {"missing_modality": cfg.missing_modality, "system_prompt": cfg.system_prompt,
-                "max_length": cfg.model_max_length}
+                "max_length": cfg.model_max_length, "shared_prefix": cfg.shared_prefix}
 
     # ----- hooks ---------------------------------------------------------------------------------------------
     @property
@@ -237,7 +257,7 @@ class ChatModelIO(AVModelIO):
         if not rows:
             raise ModelIOError("collate: empty batch")
         encoded, row_media = self._encode_unique(rows)
-        seqs, labels = [], []
+        seqs, labels, prompts, responses = [], [], [], []
         for i, row in enumerate(rows):
             where = describe_row(i, row)
             if not isinstance(row.response, str) or not row.response.strip():
@@ -250,11 +270,17 @@ class ChatModelIO(AVModelIO):
                 raise ModelIOError(f"{where}: {len(prompt_ids) + len(resp)} tokens exceed max_length={self.max_length}")
             seqs.append(prompt_ids + resp)
             labels.append([IGNORE_INDEX] * len(prompt_ids) + resp)
+            prompts.append(prompt_ids)
+            responses.append(resp)
         input_ids, attention_mask = pad(seqs, self.pad_id, "right")
         label_t, _ = pad(labels, IGNORE_INDEX, "right")
         batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": label_t,
                  "row_ids": [r.row_id for r in rows]}
         batch.update(self._media_batch(encoded, row_media))
+        if self.shared_prefix:  # the full rows stay in the batch: the fallback when the model cannot take a block mask
+            packed = pack_rows(prompts, responses, row_media, self.pad_id, self.packed_padding_side)
+            if packed is not None:
+                batch["packed"] = packed
         return batch
 
     def collate_prompts(self, rows: Sequence[Row]) -> dict[str, Any]:
@@ -274,11 +300,52 @@ class ChatModelIO(AVModelIO):
         return batch
 
     # ----- device side ---------------------------------------------------------------------------------------
+    def full_positions(self, model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
+        """Position ids of the full (right-padded) rows, (B, L) — or (3, B, L) for 3D rope; packed rows copy them."""
+        am = batch["attention_mask"]
+        return (am.cumsum(-1) - 1).clamp(min=0)
+
+    def packed_batch(self, model: torch.nn.Module, batch: dict[str, Any]) -> dict[str, Any]:
+        """The model batch of the packed layout: one sequence per distinct prefix, the (G, 1, L', L') block mask as
+        ``attention_mask``, positions copied from the full rows, and each group's media."""
+        packed, core = batch["packed"], unwrap(model)
+        device = core.device
+        full = self.full_positions(model, to_device({k: v for k, v in batch.items() if k != "packed"}, device))
+        mask = block_mask(packed["segment"].to(device), packed["valid"].to(device))
+        dtype = torch.get_autocast_dtype(device.type) if torch.is_autocast_enabled(device.type) \
+            else core.get_input_embeddings().weight.dtype
+        group_row = packed["group_row"]
+        return {"input_ids": packed["input_ids"], "attention_mask": as_attention_mask(mask, attention_kernel(model), dtype),
+                "position_ids": packed_positions(full, packed), "media": batch["media"],
+                "row_video": batch["row_video"][group_row], "row_audio": batch["row_audio"][group_row]}
+
     def logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool = True) -> torch.Tensor:
+        packed = batch.get("packed") if self.shared_prefix else None
+        if packed is not None:
+            reason = unsupported_reason(model) if self.supports_shared_prefix else (
+                f"{type(self).__name__} does not declare supports_shared_prefix (forward_logits must take "
+                "position_ids from the batch and pass a 4D attention_mask through); scoring full rows")
+            if reason is None:
+                return self._packed_logps(model, batch, reuse_encoders=reuse_encoders)
+            logger.warning_once(f"shared-prefix scoring is off: {reason}")
+        return self._full_row_logps(model, batch, reuse_encoders=reuse_encoders)
+
+    def _packed_logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool) -> torch.Tensor:
+        packed = batch["packed"]
+        view = self.packed_batch(model, batch)
+        with HeadAtPositions(model, packed["target_pos"], tuple(packed["input_ids"].shape)) as head:
+            logits = step_logits(model, self, view, reuse_encoders=reuse_encoders)  # one root forward (FSDP)
+        if not (head.fired and logits.shape[:2] == packed["target_pos"].shape):  # a head the hook did not catch
+            index = packed["target_pos"].to(logits.device).unsqueeze(-1).expand(-1, -1, logits.shape[-1])
+            logits = logits.gather(1, index)
+        return gathered_row_logps(logits, packed)
+
+    def _full_row_logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool) -> torch.Tensor:
         labels = batch["labels"]
         positions, targets, valid = response_index(labels)
         with HeadAtPositions(model, positions, labels.shape) as head:  # logits at response positions only
-            logits = step_logits(model, self, batch, reuse_encoders=reuse_encoders)  # one root forward (FSDP)
+            logits = step_logits(model, self, {k: v for k, v in batch.items() if k != "packed"},
+                                 reuse_encoders=reuse_encoders)  # one root forward (FSDP)
         if head.fired and logits.shape[:2] == positions.shape:
             return gathered_logps(logits, targets.to(logits.device), valid.to(logits.device))
         return response_logps(logits, labels.to(logits.device))

@@ -15,6 +15,7 @@ from cavpref.models.common import EncodedMedia, resample, to_device, unwrap, zer
 
 
 class ComposedAVModelIO(ChatModelIO):
+    supports_shared_prefix = True
     language_model_prefix = "language_model"
     vision_modules = ("vision_tower",)
     audio_modules = ("audio_tower",)
@@ -76,7 +77,7 @@ class ComposedAVModelIO(ChatModelIO):
         vrows = [int(v) for v in b["row_video"] if v >= 0]
         arows = [int(a) for a in b["row_audio"] if a >= 0]
         kw: dict[str, Any] = {"input_ids": b["input_ids"], "attention_mask": am, "use_cache": False,
-                              "position_ids": (am.cumsum(-1) - 1).clamp(min=0)}
+                              "position_ids": b["position_ids"] if "position_ids" in b else (am.cumsum(-1) - 1).clamp(min=0)}
         if reuse_encoders:
             if vrows:
                 feats = core.get_video_features(media["pixel_values_videos"], media["video_num_frames"])

@@ -45,6 +45,10 @@ class AVModelArguments(MediaArguments):
 
     # how rows become model inputs
     missing_modality: str = field(default="drop", metadata={"help": "drop | zero_dummy (ZeRO-3 / DDP safe)"})
+    shared_prefix: bool = field(default=True, metadata={
+        "help": "score each distinct (prompt, media) prefix once: one packed sequence per prefix with a block "
+                "attention mask (exact; falls back to full rows, with a logged reason, on attention kernels "
+                "without 4D masks such as flash_attention_2)"})
     use_audio_in_video: bool = field(default=False, metadata={"help": "Qwen-Omni: interleave audio with video tokens"})
     system_prompt: str | None = field(default=None, metadata={"help": "None: the model_io's default system prompt"})
     video_fps: float = field(default=2.0, metadata={"help": "fps assumed when frames carry no timestamps"})

@@ -51,6 +51,7 @@ class QwenOmniModelIO(ChatModelIO):
     """Model I/O for the Qwen2.5-Omni thinker. ``from_pretrained`` accepts a thinker folder or a full Omni
     checkpoint (``Qwen/Qwen2.5-Omni-7B``: the thinker is loaded, talker / token2wav weights are skipped)."""
 
+    supports_shared_prefix = True
     language_model_prefix = "model.language_model"
     vision_modules = ("model.visual",)
     audio_modules = ("model.audio_tower",)
@@ -60,9 +61,10 @@ class QwenOmniModelIO(ChatModelIO):
     def __init__(self, processor: Any, *, model: torch.nn.Module | None = None, missing_modality: str = "drop",
                  system_prompt: str | None = None, max_length: int | None = None, use_audio_in_video: bool = False,
                  video_fps: float = 2.0, video_min_pixels: int | None = None, video_max_pixels: int | None = None,
-                 cap_pixels_per_frame: bool | None = True, audio_max_seconds: float | None = 30.0):
+                 cap_pixels_per_frame: bool | None = True, audio_max_seconds: float | None = 30.0,
+                 shared_prefix: bool = True):
         super().__init__(processor, model=model, missing_modality=missing_modality, system_prompt=system_prompt,
-                         max_length=max_length)
+                         max_length=max_length, shared_prefix=shared_prefix)
         self.use_audio_in_video = use_audio_in_video
         self.video_fps = video_fps
         vsize = processor.video_processor.size
@@ -163,6 +165,10 @@ class QwenOmniModelIO(ChatModelIO):
         return out
 
     # ----- device side ---------------------------------------------------------------------------------------
+    def full_positions(self, model: torch.nn.Module, batch: dict) -> torch.Tensor:
+        """The full rows' 3D rope positions (3, B, L): from ``collate`` when it had the model, else computed here."""
+        return batch["position_ids"] if "position_ids" in batch else self._row_positions(unwrap(model), batch)
+
     def _row_positions(self, core: torch.nn.Module, b: dict) -> torch.Tensor:
         """3D rope positions per row, each with its own ``use_audio_in_video`` (interleaved iff it shows both)."""
         ids, am, media = b["input_ids"], b["attention_mask"], b["media"]
