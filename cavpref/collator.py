@@ -180,6 +180,8 @@ class CAVPrefCollator:
         a problem of the row under ``missing_stream: error``."""
         from cavpref.media.missing import describe_missing, missing_streams
 
+        if self.decode is not None:  # a custom decoder's keys are not MediaSpecs: no spec to compare against
+            return []
         problems, found = [], set()
         for slot in slots:
             col = SLOT_FIELDS[slot][1]
