@@ -62,8 +62,10 @@ class ChatConfig:
         base_url = self.base_url or env.get(f"{self.env_prefix}_BASE_URL") or env.get("OPENAI_BASE_URL")
         model = self.model or env.get(f"{self.env_prefix}_MODEL")
         if not base_url or not model:
-            raise ValueError(f"chat client needs a base URL and a model: pass them or set "
-                             f"{self.env_prefix}_BASE_URL and {self.env_prefix}_MODEL")
+            raise ValueError(
+                f"chat client needs a base URL and a model: pass them or set "
+                f"{self.env_prefix}_BASE_URL and {self.env_prefix}_MODEL"
+            )
         out = ChatConfig(**{**self.__dict__, "base_url": base_url.rstrip("/"), "model": model})
         return out
 
@@ -94,8 +96,9 @@ def request_hash(messages: Sequence[dict], params: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-REPLIES = CacheTable(name="replies", namespace="model", key="hash", value="text", value_type="TEXT",
-                     stamp="created")  # the layout of the cache files written before cavpref.cache existed
+REPLIES = CacheTable(
+    name="replies", namespace="model", key="hash", value="text", value_type="TEXT", stamp="created"
+)  # the layout of the cache files written before cavpref.cache existed
 
 
 class ChatCache(SQLiteCache):
@@ -117,7 +120,9 @@ class ChatClient:
             add_secret(secret)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = httpx.Client(
-            base_url=self.config.base_url, headers=headers, timeout=self.config.timeout_s,
+            base_url=self.config.base_url,
+            headers=headers,
+            timeout=self.config.timeout_s,
             limits=httpx.Limits(max_connections=self.config.max_concurrency),
         )
         self._httpx = httpx
@@ -127,8 +132,12 @@ class ChatClient:
 
     def describe(self) -> dict[str, Any]:
         """What results files record about this client (never the key)."""
-        return {"model": self.config.model, "base_url": public_url(self.config.base_url),
-                "temperature": self.config.temperature, "max_tokens": self.config.max_tokens}
+        return {
+            "model": self.config.model,
+            "base_url": public_url(self.config.base_url),
+            "temperature": self.config.temperature,
+            "max_tokens": self.config.max_tokens,
+        }
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -136,8 +145,12 @@ class ChatClient:
 
     def chat(self, messages: Sequence[dict], **params: Any) -> ChatResult:
         """One chat completion. ``params`` override temperature / max_tokens / extra body fields."""
-        body_params = {"temperature": self.config.temperature, "max_tokens": self.config.max_tokens,
-                       **self.config.extra_body, **params}
+        body_params = {
+            "temperature": self.config.temperature,
+            "max_tokens": self.config.max_tokens,
+            **self.config.extra_body,
+            **params,
+        }
         key = request_hash(messages, body_params)
         self._count("requests")
         if self.cache is not None:

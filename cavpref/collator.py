@@ -187,8 +187,10 @@ class CAVPrefCollator:
             col = SLOT_FIELDS[slot][1]
             lack = missing_streams(ex[col], media[ex[col]])
             if lack and self.missing_stream == "error":
-                problems.append(f"example {ex.get('id', '?')!r} (task {ex.get('task')}): field {col!r} (row {slot}): "
-                                f"{describe_missing(ex[col], lack)} (missing_stream: error)")
+                problems.append(
+                    f"example {ex.get('id', '?')!r} (task {ex.get('task')}): field {col!r} (row {slot}): "
+                    f"{describe_missing(ex[col], lack)} (missing_stream: error)"
+                )
             found.update(lack)
         if not problems:
             missing += [(str(ex.get("id", "?")), str(ex.get("task")), s) for s in sorted(found)]

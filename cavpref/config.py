@@ -53,9 +53,11 @@ class CAVPrefConfig(DPOConfig):
 
     num_threads: int = field(
         default=1,
-        metadata={"help": "torch intra-op CPU threads, fixed so results do not depend on OMP_NUM_THREADS or the "
-                          "CPUs available (different counts give different weights); 0 = torch's own choice. "
-                          "See docs/training.md"},
+        metadata={
+            "help": "torch intra-op CPU threads, fixed so results do not depend on OMP_NUM_THREADS or the "
+            "CPUs available (different counts give different weights); 0 = torch's own choice. "
+            "See docs/training.md"
+        },
     )
     # Defaults a multimodal preference run needs: the audio/video columns must reach the collator.
     remove_unused_columns: bool = field(
@@ -272,7 +274,11 @@ class CAVPrefConfig(DPOConfig):
             "robust": self.robust_mode,
             "lambdas": self.lambdas,
             "beta": {k: ("calibrated" if v is None else v) for k, v in self.fixed_betas.items()},
-            "beta_calibration": {"scale": self.beta_scale, "offset": self.beta_offset, "delta": self.beta_delta},
+            "beta_calibration": {
+                "scale": self.beta_scale,
+                "offset": self.beta_offset,
+                "delta": self.beta_delta,
+            },
             "robust_normalizer": self.robust_normalizer,
             "switches": {t: list(s) for t, s in self.switches().items()},
             "sampler": self.sampler,

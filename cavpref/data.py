@@ -68,14 +68,18 @@ class BenchmarkItem:
         if self.setting not in SETTINGS:
             raise ValueError(f"item {self.id}: unknown setting {self.setting!r}")
         if self.answer is not None and any(x not in self.options for x in self.answer_letters):
-            raise ValueError(f"item {self.id}: answer {self.answer!r} is not among options {list(self.options)}")
+            raise ValueError(
+                f"item {self.id}: answer {self.answer!r} is not among options {list(self.options)}"
+            )
 
     @property
     def benchmark(self) -> str:
         """Which benchmark the item belongs to: ``meta["benchmark"]``, default "avtrustbench". Items of the
         other benchmarks (AURA, MMAR, TraceAV-Bench) keep their own task names, so only AVTrustBench items
         are checked against ``TASKS``. Kept in ``meta`` so the Arrow schema does not change."""
-        return str(self.meta.get("benchmark", "avtrustbench")) if isinstance(self.meta, dict) else "avtrustbench"
+        return (
+            str(self.meta.get("benchmark", "avtrustbench")) if isinstance(self.meta, dict) else "avtrustbench"
+        )
 
     @property
     def answer_letters(self) -> tuple[str, ...]:
@@ -112,8 +116,10 @@ class BenchmarkItem:
             raise ValueError(", ".join(f"missing field {k!r}" for k in missing))
         letters, texts = row.pop("option_letters"), row.pop("option_texts")
         if len(letters) != len(texts) or len(set(letters)) != len(letters):  # zip would drop options silently
-            raise ValueError(f"{len(letters)} option_letters {list(letters)} but {len(texts)} option_texts "
-                             "(they must pair one to one, letters distinct)")
+            raise ValueError(
+                f"{len(letters)} option_letters {list(letters)} but {len(texts)} option_texts "
+                "(they must pair one to one, letters distinct)"
+            )
         row["options"] = dict(zip(letters, texts))
         meta = row.get("meta") or "{}"
         row["meta"] = json.loads(meta) if isinstance(meta, str) else meta
@@ -158,7 +164,9 @@ class PreferenceExample:
     def __post_init__(self):
         self.media = _spec_json(self.media)
         if self.task not in ALL_TASKS:
-            raise ValueError(f"preference {self.id}: unknown task {self.task!r} (expected one of {ALL_TASKS})")
+            raise ValueError(
+                f"preference {self.id}: unknown task {self.task!r} (expected one of {ALL_TASKS})"
+            )
         if isinstance(self.visual, dict):
             self.visual = AnchorPair(**self.visual)
         if isinstance(self.audio, dict):

@@ -26,8 +26,10 @@ def deprecated_aliases(module: str, namespace: Mapping[str, Any], aliases: Mappi
     def __getattr__(name: str):
         if name in aliases:
             new = aliases[name]
-            warn_once(f"{module}.{name}", f"{module}.{name} is deprecated, use {new} (the old name goes in the "
-                                          "next release)")
+            warn_once(
+                f"{module}.{name}",
+                f"{module}.{name} is deprecated, use {new} (the old name goes in the next release)",
+            )
             return namespace[new]
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 

@@ -71,7 +71,9 @@ _GAMMA_TASKS = {"paper": {"MAIT", "MAT"}, "released": {"MAIT", "MAT", "COT-Swap"
 DEFAULT_SWITCHES = {t: (int(t in _ETA_TASKS), int(t in _GAMMA_TASKS["paper"])) for t in ALL_TASKS}
 
 
-def switches_for(task: str, variant: str = "paper", table: Mapping[str, tuple[int, int]] | None = None) -> tuple[int, int]:
+def switches_for(
+    task: str, variant: str = "paper", table: Mapping[str, tuple[int, int]] | None = None
+) -> tuple[int, int]:
     """(eta, gamma) for a task. ``table`` (a recipe's override) wins over the built-in variants."""
     if table is not None and task in table:
         eta, gamma = table[task]
@@ -162,8 +164,12 @@ class StepContext:
 
 
 def component_ell(
-    pol_w: torch.Tensor, pol_l: torch.Tensor, ref_w: torch.Tensor, ref_l: torch.Tensor,
-    beta: torch.Tensor | float, present: torch.Tensor,
+    pol_w: torch.Tensor,
+    pol_l: torch.Tensor,
+    ref_w: torch.Tensor,
+    ref_l: torch.Tensor,
+    beta: torch.Tensor | float,
+    present: torch.Tensor,
 ) -> torch.Tensor:
     """ell = -log sigmoid(beta * margin), (B,), 0 where ``present`` is false (absent entries may hold NaN)."""
     zero = torch.zeros((), dtype=torch.float32, device=pol_w.device)
@@ -182,7 +188,9 @@ def robust_sign(robust: str) -> float:
 @dataclass
 class ComponentOutput:
     loss: torch.Tensor  # scalar (global value)
-    per_sample: torch.Tensor  # ell = -log sigmoid(beta * margin), (B,), NaN where the sample lacks the component
+    per_sample: (
+        torch.Tensor
+    )  # ell = -log sigmoid(beta * margin), (B,), NaN where the sample lacks the component
     margins: torch.Tensor  # (B,) beta-free margins, NaN where absent
     rewards_acc: torch.Tensor  # scalar: fraction of present samples with margin > 0
     weights: torch.Tensor  # (B,) aggregation weights (sum to 1 over the global present set), 0 where absent
@@ -204,7 +212,9 @@ class CAVPrefLossOutput:
             out[f"{name}/margin"] = float(c.margins[present].mean()) if bool(present.any()) else float("nan")
             out[f"{name}/reward_acc"] = float(c.rewards_acc)
             w = c.weights[present]
-            out[f"{name}/ess"] = float(1.0 / (w.pow(2).sum())) if w.numel() and bool(w.sum() > 0) else float("nan")
+            out[f"{name}/ess"] = (
+                float(1.0 / (w.pow(2).sum())) if w.numel() and bool(w.sum() > 0) else float("nan")
+            )
             out[f"{name}/n"] = c.n
         return out
 
@@ -314,7 +324,9 @@ def cavpref_loss(
         keys = (f"{name}_w", f"{name}_l")
         missing = [k for k in keys if k not in policy_logps or k not in ref_logps]
         if missing:
-            raise KeyError(f"component {name!r} is switched on for some samples but log-probs {missing} are missing")
+            raise KeyError(
+                f"component {name!r} is switched on for some samples but log-probs {missing} are missing"
+            )
         for k in keys:
             for which, d in (("policy", policy_logps), ("ref", ref_logps)):
                 bad = present & ~torch.isfinite(d[k].detach())
@@ -322,8 +334,16 @@ def cavpref_loss(
                     idx = bad.nonzero().flatten().tolist()
                     raise FloatingPointError(f"non-finite {which} log-probs in {k!r} for samples {idx}")
         comp = _component(
-            policy_logps[keys[0]], policy_logps[keys[1]], ref_logps[keys[0]], ref_logps[keys[1]],
-            beta[name], float(lambdas[name]), present, robust, gather, world_size,
+            policy_logps[keys[0]],
+            policy_logps[keys[1]],
+            ref_logps[keys[0]],
+            ref_logps[keys[1]],
+            beta[name],
+            float(lambdas[name]),
+            present,
+            robust,
+            gather,
+            world_size,
             step.components.get(name) if step is not None else None,
             step.micro_batches if step is not None else 1,
         )

@@ -41,7 +41,9 @@ def parse_args(types: Sequence[type], argv: Sequence[str], prog: str | None = No
     parser = TrlParser(list(types), prog=prog)
     # TrlParser takes --config out of argv before argparse sees it; declared here only so --help shows it.
     parser.add_argument(
-        "--config", default=argparse.SUPPRESS, metavar="CONFIG.yaml",
+        "--config",
+        default=argparse.SUPPRESS,
+        metavar="CONFIG.yaml",
         help="YAML file of defaults for every key below (the command line overrides it; an env: mapping sets "
         "environment variables)",
     )

@@ -54,7 +54,9 @@ def render_prompt(
     return "\n".join(lines)
 
 
-def rotate(options: Mapping[str, str], k: int, *, pin: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
+def rotate(
+    options: Mapping[str, str], k: int, *, pin: str | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
     """Options after ``k`` circular shifts, and the map old letter -> new letter.
 
     Letters keep their order; texts move up by ``k`` (pass 1 of A,B,C,D shows B's text under A).

@@ -64,5 +64,6 @@ def check_recipe_types(values: dict[str, Any], classes, where: str, prefix: str 
         if key in hints:
             ok, words = _accepts(hints[key], value)
             if not ok:
-                raise TypeError(f"{where}: key '{prefix}{key}' must be {words}, got {value!r} "
-                                f"({type(value).__name__})")
+                raise TypeError(
+                    f"{where}: key '{prefix}{key}' must be {words}, got {value!r} ({type(value).__name__})"
+                )

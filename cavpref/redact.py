@@ -61,13 +61,15 @@ def public_url(url: str) -> str:
     host = parts.hostname or ""
     if parts.port:
         host = f"{host}:{parts.port}"
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                       if not _SECRET_PARAM.search(k)])
+    query = urlencode(
+        [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _SECRET_PARAM.search(k)]
+    )
     return urlunsplit((parts.scheme, host, parts.path, query, ""))
 
 
 def public_config(config: dict[str, Any]) -> dict[str, Any]:
     """A config dict fit for a result file: every http(s) URL made public, registered secrets masked."""
+
     def clean(v):
         if isinstance(v, str) and v.startswith(("http://", "https://")):
             return public_url(v)
@@ -78,4 +80,3 @@ def public_config(config: dict[str, Any]) -> dict[str, Any]:
         return v
 
     return redact(clean(config))
-

@@ -17,15 +17,50 @@ import yaml
 
 # training keys that change what is learned (besides every loss key, every data key and the model section)
 OPTIMISATION_KEYS = (
-    "learning_rate", "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_ratio", "warmup_steps", "weight_decay",
-    "optim", "optim_args", "adam_beta1", "adam_beta2", "adam_epsilon", "max_grad_norm",
-    "per_device_train_batch_size", "gradient_accumulation_steps", "seed", "data_seed", "beta", "loss_type",
-    "max_length", "max_prompt_length", "max_completion_length", "truncation_mode", "label_smoothing",
-    "precompute_ref_log_probs", "bf16", "fp16",
+    "learning_rate",
+    "lr_scheduler_type",
+    "lr_scheduler_kwargs",
+    "warmup_ratio",
+    "warmup_steps",
+    "weight_decay",
+    "optim",
+    "optim_args",
+    "adam_beta1",
+    "adam_beta2",
+    "adam_epsilon",
+    "max_grad_norm",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "seed",
+    "data_seed",
+    "beta",
+    "loss_type",
+    "max_length",
+    "max_prompt_length",
+    "max_completion_length",
+    "truncation_mode",
+    "label_smoothing",
+    "precompute_ref_log_probs",
+    "bf16",
+    "fp16",
 )
 LOSS_KEYS = (
-    "method", "robust", "lambda_y", "lambda_v", "lambda_a", "beta_y", "beta_v", "beta_a", "beta_scale",
-    "beta_offset", "switch_variant", "switch_table", "sampler", "reference", "media_root", "skip_bad_rows",
+    "method",
+    "robust",
+    "lambda_y",
+    "lambda_v",
+    "lambda_a",
+    "beta_y",
+    "beta_v",
+    "beta_a",
+    "beta_scale",
+    "beta_offset",
+    "switch_variant",
+    "switch_table",
+    "sampler",
+    "reference",
+    "media_root",
+    "skip_bad_rows",
 )
 
 
@@ -35,7 +70,10 @@ def _flat(config: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(nested, dict):
         return config
     renamed = {"max_length": "model_max_length", "adapter": "model_io"}
-    return {**{k: v for k, v in config.items() if k != "model"}, **{renamed.get(k, k): v for k, v in nested.items()}}
+    return {
+        **{k: v for k, v in config.items() if k != "model"},
+        **{renamed.get(k, k): v for k, v in nested.items()},
+    }
 
 
 def recipe_differences(old: dict[str, Any], new: dict[str, Any], defining_keys) -> dict[str, list]:
@@ -50,8 +88,9 @@ def recipe_differences(old: dict[str, Any], new: dict[str, Any], defining_keys) 
     return diffs
 
 
-def check_resume(output_dir: str, resolved: dict[str, Any], defining_keys, allow: bool, write: bool = True
-                 ) -> dict[str, list]:
+def check_resume(
+    output_dir: str, resolved: dict[str, Any], defining_keys, allow: bool, write: bool = True
+) -> dict[str, list]:
     """Raise if the resumed recipe differs from ``output_dir/run_config.yaml`` (unless ``allow``); returns
     the differences. With ``allow`` and ``write`` the old config is kept as
     ``run_config.before_resume.<n>.yaml`` (and ``loss.json`` as ``loss.before_resume.<n>.json``)."""
@@ -65,9 +104,11 @@ def check_resume(output_dir: str, resolved: dict[str, Any], defining_keys, allow
         return {}
     listed = "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in diffs.items())
     if not allow:
-        raise ValueError(f"{output_dir}: refusing to resume with a different recipe than the run was started "
-                         f"with ({path}): {listed}. Use a new output_dir, or pass --allow_recipe_change true to "
-                         "continue anyway (both configs are then kept)")
+        raise ValueError(
+            f"{output_dir}: refusing to resume with a different recipe than the run was started "
+            f"with ({path}): {listed}. Use a new output_dir, or pass --allow_recipe_change true to "
+            "continue anyway (both configs are then kept)"
+        )
     if not write:
         return diffs
     n = 1

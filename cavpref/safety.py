@@ -28,8 +28,12 @@ def disk_full_error(err: BaseException, path: str) -> OSError | None:
             return None
     else:
         return None
-    return OSError(errno.ENOSPC, f"No space left on device while writing {path} ({err}); free space, then resume "
-                                 "with --resume_from_checkpoint last (the last complete checkpoint is used)", path)
+    return OSError(
+        errno.ENOSPC,
+        f"No space left on device while writing {path} ({err}); free space, then resume "
+        "with --resume_from_checkpoint last (the last complete checkpoint is used)",
+        path,
+    )
 
 
 def die_with_parent(parent_pid: int | None = None) -> None:

@@ -27,6 +27,8 @@ def pin_threads(num_threads: int) -> int:
         os.environ.setdefault(var, "FALSE")
     if num_threads > 0:
         if torch.get_num_threads() != num_threads:
-            logger.info(f"torch intra-op threads: {torch.get_num_threads()} -> {num_threads} (recipe num_threads)")
+            logger.info(
+                f"torch intra-op threads: {torch.get_num_threads()} -> {num_threads} (recipe num_threads)"
+            )
         torch.set_num_threads(num_threads)
     return torch.get_num_threads()

@@ -123,8 +123,11 @@ def _flatten_recipe(path: str, tmp_dir: str) -> str:
         raise TypeError(f"{path}: a recipe must be a YAML mapping, got {type(config).__name__}")
     # Named before any dataclass is built (a config's own check, e.g. bf16 on CPU, would hide a typo).
     unknown = sorted(set(config) - _recipe_keys() - {LEGACY_SECTION, "env"})
-    unknown += sorted(f"{LEGACY_SECTION}.{k}" for k in set(config.get(LEGACY_SECTION) or {})
-                      if _legacy_key(k) not in _recipe_keys())
+    unknown += sorted(
+        f"{LEGACY_SECTION}.{k}"
+        for k in set(config.get(LEGACY_SECTION) or {})
+        if _legacy_key(k) not in _recipe_keys()
+    )
     if unknown:
         raise ValueError(f"{path}: unknown recipe key(s) {unknown} (see cavpref train --help)")
     _check_types(config, path)
@@ -155,14 +158,21 @@ def _check_types(config: dict, path: str) -> None:
     check_recipe_types({k: v for k, v in config.items() if k not in (LEGACY_SECTION, "env")}, classes, path)
     section = config.get(LEGACY_SECTION)
     if isinstance(section, dict):
-        check_recipe_types({_legacy_key(k): v for k, v in section.items()}, classes, path, prefix=f"{LEGACY_SECTION}.")
+        check_recipe_types(
+            {_legacy_key(k): v for k, v in section.items()}, classes, path, prefix=f"{LEGACY_SECTION}."
+        )
 
 
 def _recipe_keys() -> set[str]:
     from cavpref.config import CAVPrefConfig
     from cavpref.models.config import AVModelArguments
 
-    return {f.name for t in (CAVPrefConfig, DataArguments, AVModelArguments) for f in dataclasses.fields(t) if f.init}
+    return {
+        f.name
+        for t in (CAVPrefConfig, DataArguments, AVModelArguments)
+        for f in dataclasses.fields(t)
+        if f.init
+    }
 
 
 def parse(argv: list[str]):
@@ -230,8 +240,12 @@ def write_run_files(output_dir: str, train_args, data_args, model_args, changed_
         json.dump(_versions(), f, indent=1)
     with open(os.path.join(output_dir, "loss.json"), "w") as f:
         json.dump(
-            {**train_args.loss_summary(), "seed": train_args.seed, "data_seed": train_args.data_seed,
-             **({"changed_on_resume": changed_on_resume} if changed_on_resume else {})},
+            {
+                **train_args.loss_summary(),
+                "seed": train_args.seed,
+                "data_seed": train_args.data_seed,
+                **({"changed_on_resume": changed_on_resume} if changed_on_resume else {}),
+            },
             f,
             indent=1,
         )
@@ -333,9 +347,11 @@ def main(argv: list[str] | None = None) -> int:
     if not data_args.train_dataset:
         raise ValueError("no train_dataset: set it in the recipe or pass --train_dataset")
     if not model_args.model_name_or_path:
-        raise ValueError(f"{argv[0] if not argv[0].startswith('-') else 'command line'}: model_name_or_path "
-                         "is required: add `model_name_or_path: <folder or hub id>` to the recipe, or pass "
-                         "--model_name_or_path")
+        raise ValueError(
+            f"{argv[0] if not argv[0].startswith('-') else 'command line'}: model_name_or_path "
+            "is required: add `model_name_or_path: <folder or hub id>` to the recipe, or pass "
+            "--model_name_or_path"
+        )
     resume = train_args.resume_from_checkpoint
     if resume in ("last", "auto", "true", "True"):
         resume = last_complete_checkpoint(train_args.output_dir)
@@ -346,13 +362,22 @@ def main(argv: list[str] | None = None) -> int:
     if resume:  # the run folder must keep saying what the run was (issue 18 #9)
         from cavpref.resume_guard import check_resume
 
-        changed = check_resume(train_args.output_dir, resolved_config(train_args, data_args, model_args),
-                               defining_keys(), train_args.allow_recipe_change, write=False)
+        changed = check_resume(
+            train_args.output_dir,
+            resolved_config(train_args, data_args, model_args),
+            defining_keys(),
+            train_args.allow_recipe_change,
+            write=False,
+        )
     trainer = build_trainer(train_args, data_args, model_args)
     if trainer.accelerator.is_main_process:
         if changed:
-            check_resume(train_args.output_dir, resolved_config(train_args, data_args, model_args),
-                         defining_keys(), True)
+            check_resume(
+                train_args.output_dir,
+                resolved_config(train_args, data_args, model_args),
+                defining_keys(),
+                True,
+            )
         write_run_files(train_args.output_dir, train_args, data_args, model_args, changed)
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(train_args.output_dir)
@@ -370,7 +395,9 @@ def save_merged(trainer, path: str) -> str | None:
     if not is_peft_model(model):
         return None
     if trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:
-        logger.warning(f"sharded run: merge the LoRA adapter offline (peft merge_and_unload) instead of into {path}")
+        logger.warning(
+            f"sharded run: merge the LoRA adapter offline (peft merge_and_unload) instead of into {path}"
+        )
         return None
     if trainer.accelerator.is_main_process:
         merged = model.merge_and_unload(adapter_names=["default"])

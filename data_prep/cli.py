@@ -18,9 +18,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cavpref.parsing import parse_args
 from cavpref.data_prep.build import PrepConfig, PrepError, build_distributed, format_stats, merge
 from cavpref.data_prep.readers.cli import main as read_main
+
+from cavpref.parsing import parse_args
 
 USAGE = __doc__
 
@@ -88,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     from accelerate import PartialState
 
-    if not PartialState().is_main_process:  # initialised by build_distributed  # a shard process: the main one prints the merged build
+    if (
+        not PartialState().is_main_process
+    ):  # initialised by build_distributed  # a shard process: the main one prints the merged build
         return 0
     if stats.get("up_to_date"):
         print(

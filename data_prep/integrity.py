@@ -22,7 +22,9 @@ def output_files(out: str | Path) -> dict[str, int]:
     files = {name: (out / name).stat().st_size for name in TOP_FILES if (out / name).is_file()}
     for d in OUTPUT_DIRS:
         for p in sorted((out / d).rglob("*")) if (out / d).is_dir() else ():
-            if p.is_file() and not (p.name.startswith("cache-") and p.suffix == ".arrow"):  # datasets' own caches
+            if p.is_file() and not (
+                p.name.startswith("cache-") and p.suffix == ".arrow"
+            ):  # datasets' own caches
                 files[p.relative_to(out).as_posix()] = p.stat().st_size
     return files
 

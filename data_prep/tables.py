@@ -22,16 +22,40 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cavpref.data import CATEGORIES
 from cavpref.data_prep.readers.audioset import Ontology, read_ontology
 from cavpref.data_prep.records import QARecord
+
+from cavpref.data import CATEGORIES
 
 TABLES_VERSION = 1
 DEFAULT_FILENAME = "lookup_tables.json"
 TABLE_NAMES = ("t1", "t2", "t3")
 # Words that never name a class on their own when matching n-grams of an option text.
-STOPWORDS = frozenset(["a", "an", "the", "of", "and", "or", "in", "on", "at", "to", "with", "by", "from", "for",
-                       "is", "are", "was", "sound", "sounds", "noise", "video"])
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "and",
+        "or",
+        "in",
+        "on",
+        "at",
+        "to",
+        "with",
+        "by",
+        "from",
+        "for",
+        "is",
+        "are",
+        "was",
+        "sound",
+        "sounds",
+        "noise",
+        "video",
+    ]
+)
 
 
 class TablesError(ValueError):
@@ -93,7 +117,9 @@ class LookupTables:
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True, ensure_ascii=False) + "\n", "utf-8")
+        path.write_text(
+            json.dumps(self.to_dict(), indent=1, sort_keys=True, ensure_ascii=False) + "\n", "utf-8"
+        )
         return path
 
     @classmethod
@@ -104,7 +130,9 @@ class LookupTables:
             raise TablesError(f"{path}: key 'version': expected {TABLES_VERSION}, got {version!r}")
         for name in TABLE_NAMES:
             _check_table(path, name, data.get(name), allow_null=False)
-        return cls(t1=data["t1"], t2=data["t2"], t3=data["t3"], mapping=data.get("mapping", {}), version=version)
+        return cls(
+            t1=data["t1"], t2=data["t2"], t3=data["t3"], mapping=data.get("mapping", {}), version=version
+        )
 
 
 # ----------------------------------------------------------------------------- derivation
@@ -150,7 +178,7 @@ def match_class(text: str, full: dict[str, str], alias: dict[str, str]) -> tuple
     words = key.split()
     for n in range(len(words) - 1, 0, -1):
         for i in range(len(words) - n + 1):
-            gram = " ".join(words[i:i + n])
+            gram = " ".join(words[i : i + n])
             if gram in STOPWORDS:
                 continue
             hit = full.get(gram) or alias.get(gram)
@@ -168,8 +196,11 @@ def _surface_forms(strings: Iterable[str]) -> dict[str, str]:
     return {k: min(c, key=lambda s: (-c[s], s)) for k, c in counts.items() if k}
 
 
-def build_tables(records: Iterable[QARecord], ontology: Ontology | str | Path | None = None,
-                 config: TablesConfig | None = None) -> LookupTables:
+def build_tables(
+    records: Iterable[QARecord],
+    ontology: Ontology | str | Path | None = None,
+    config: TablesConfig | None = None,
+) -> LookupTables:
     """Derive T1/T2/T3 from reader records (and the AudioSet ontology for T1/T2). Deterministic."""
     config = config or TablesConfig()
     records = list(records)
@@ -223,8 +254,10 @@ def build_tables(records: Iterable[QARecord], ontology: Ontology | str | Path | 
     for m in sorted(members, key=str.casefold):
         for g in members[m]:
             t2[g].append(m)
-    t1 = {m: [o for o in sorted(members, key=str.casefold) if not set(members[o]) & set(members[m])]
-          for m in sorted(members, key=str.casefold)}
+    t1 = {
+        m: [o for o in sorted(members, key=str.casefold) if not set(members[o]) & set(members[m])]
+        for m in sorted(members, key=str.casefold)
+    }
     return LookupTables(t1=t1, t2=dict(sorted(t2.items())), t3=t3, mapping=mapping)
 
 
@@ -237,7 +270,9 @@ def _read_json_object(path: str | Path) -> dict[str, Any]:
     except (OSError, json.JSONDecodeError) as err:
         raise TablesError(f"{path}: cannot read tables JSON: {err}") from err
     if not isinstance(data, dict):
-        raise TablesError(f"{path}: expected a JSON object with keys {TABLE_NAMES}, got {type(data).__name__}")
+        raise TablesError(
+            f"{path}: expected a JSON object with keys {TABLE_NAMES}, got {type(data).__name__}"
+        )
     return data
 
 
@@ -248,8 +283,10 @@ def _check_table(path, name: str, table: Any, allow_null: bool) -> None:
         if value is None and allow_null:
             continue
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise TablesError(f"{path}: key {name}.{key!r}: expected a list of strings"
-                              f"{' or null' if allow_null else ''}, got {value!r}")
+            raise TablesError(
+                f"{path}: key {name}.{key!r}: expected a list of strings"
+                f"{' or null' if allow_null else ''}, got {value!r}"
+            )
 
 
 def apply_overrides(tables: LookupTables, path: str | Path) -> LookupTables:
@@ -263,7 +300,9 @@ def apply_overrides(tables: LookupTables, path: str | Path) -> LookupTables:
         raise TablesError(f"{path}: key 'version': expected {TABLES_VERSION}, got {data['version']!r}")
     unknown = [k for k in data if k not in (*TABLE_NAMES, "version") and not k.startswith("_")]
     if unknown:
-        raise TablesError(f"{path}: unknown key(s) {unknown} (expected {TABLE_NAMES}, 'version' or '_comment')")
+        raise TablesError(
+            f"{path}: unknown key(s) {unknown} (expected {TABLE_NAMES}, 'version' or '_comment')"
+        )
     merged = asdict(tables)
     for name in TABLE_NAMES:
         if name in data:

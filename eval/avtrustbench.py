@@ -43,7 +43,9 @@ class AVTrustBenchOptions:
     extra_abstentions: dict[str, list[str]] = field(default_factory=dict)
 
 
-def format_prompt(item: BenchmarkItem, options: dict[str, str], abstain_letter: str | None, post_prompt: str = "") -> str:
+def format_prompt(
+    item: BenchmarkItem, options: dict[str, str], abstain_letter: str | None, post_prompt: str = ""
+) -> str:
     """The prompt of one pass: ``cavpref.prompts.render_prompt``, the renderer of the training rows too."""
     return render_prompt(item.question, options, item.instruction, abstain_letter, post_prompt)
 
@@ -80,8 +82,9 @@ class AVTrustBench:
             candidates = [f"{x}. {t}" for x, t in options.items()]
             if self._abstain_candidate(item, abstain):
                 candidates.append(ABSTENTION_RESPONSES[item.task])
-        return PassRequest(prompt, candidates,
-                           {"options": options, "answer": answer, "abstain_letter": abstain})
+        return PassRequest(
+            prompt, candidates, {"options": options, "answer": answer, "abstain_letter": abstain}
+        )
 
     @staticmethod
     def _abstain_candidate(item: BenchmarkItem, abstain_letter: str | None) -> bool:
@@ -92,17 +95,32 @@ class AVTrustBench:
         if self.opt.mode == "likelihood":
             found = [self._argmax(j) for j in jobs]
         else:
-            found = [match_choice(j.output or "", j.request.info["options"], task=j.item.task,
-                                  abstain_letter=j.request.info["abstain_letter"],
-                                  extra_abstentions=self.opt.extra_abstentions) for j in jobs]
+            found = [
+                match_choice(
+                    j.output or "",
+                    j.request.info["options"],
+                    task=j.item.task,
+                    abstain_letter=j.request.info["abstain_letter"],
+                    extra_abstentions=self.opt.extra_abstentions,
+                )
+                for j in jobs
+            ]
             self._judge(jobs, found)
         records = []
         for job, ext in zip(jobs, found):
             info = job.request.info
-            rec = {"task": job.item.task, "setting": job.item.setting, "template_id": job.item.template_id,
-                   "prompt_id": f"{job.item.template_id}:{job.key[:12]}", "rotation": job.k,
-                   "answer": info["answer"], "choice": ext.choice, "method": ext.method, "rule": ext.rule,
-                   "correct": is_correct(ext.choice, info["answer"])}
+            rec = {
+                "task": job.item.task,
+                "setting": job.item.setting,
+                "template_id": job.item.template_id,
+                "prompt_id": f"{job.item.template_id}:{job.key[:12]}",
+                "rotation": job.k,
+                "answer": info["answer"],
+                "choice": ext.choice,
+                "method": ext.method,
+                "rule": ext.rule,
+                "correct": is_correct(ext.choice, info["answer"]),
+            }
             if ext.rule.startswith("judge"):
                 rec["judge"] = self.judge.describe()
             records.append(rec)
@@ -119,9 +137,16 @@ class AVTrustBench:
         if self.judge is None:
             return
         todo = [i for i, e in enumerate(found) if e.choice is None and e.rule != "empty response"]
-        queries = [build_query(jobs[i].item.question, jobs[i].request.info["options"], jobs[i].output,
-                               task=jobs[i].item.task, masked_answer=_masked_answer(jobs[i].item))
-                   for i in todo]
+        queries = [
+            build_query(
+                jobs[i].item.question,
+                jobs[i].request.info["options"],
+                jobs[i].output,
+                task=jobs[i].item.task,
+                masked_answer=_masked_answer(jobs[i].item),
+            )
+            for i in todo
+        ]
         judged = self.judge.judge(queries, [jobs[i].request.info["abstain_letter"] for i in todo])
         for i, ext in zip(todo, judged):
             found[i] = ext
@@ -133,10 +158,21 @@ class AVTrustBench:
     def outcome(self, item: BenchmarkItem, records: list[dict]) -> ItemOutcome:
         res = circ.circular_outcome([r["correct"] for r in records], self.n_passes(item))
         unparsed = [r for r in records if r["choice"] is None]
-        out = ItemOutcome(item.id, item.task, item.setting, item.source, item.category, vanilla=res.vanilla,
-                          circular=res.solved, passes_run=res.passes_run, passes_total=res.passes_total,
-                          unparsed_passes=len(unparsed), judged_passes=sum(r["method"] == "judge" for r in records),
-                          record=record_key(item), abstained=self._abstained(item, records))
+        out = ItemOutcome(
+            item.id,
+            item.task,
+            item.setting,
+            item.source,
+            item.category,
+            vanilla=res.vanilla,
+            circular=res.solved,
+            passes_run=res.passes_run,
+            passes_total=res.passes_total,
+            unparsed_passes=len(unparsed),
+            judged_passes=sum(r["method"] == "judge" for r in records),
+            record=record_key(item),
+            abstained=self._abstained(item, records),
+        )
         for r in unparsed:
             out.unparsed_reasons[_reason(r["rule"])] += 1
         return out
@@ -150,9 +186,14 @@ class AVTrustBench:
         return first["choice"] is not None and first["choice"] in (ABSTAIN, abstain_letter)
 
     def describe(self) -> dict[str, Any]:
-        return {"benchmark": self.name, "mode": self.opt.mode, "circular": self.opt.circular,
-                "pin_abstain": self.opt.pin_abstain, "post_prompt": self.opt.post_prompt,
-                "judge": None if self.judge is None else self.judge.describe()}
+        return {
+            "benchmark": self.name,
+            "mode": self.opt.mode,
+            "circular": self.opt.circular,
+            "pin_abstain": self.opt.pin_abstain,
+            "post_prompt": self.opt.post_prompt,
+            "judge": None if self.judge is None else self.judge.describe(),
+        }
 
 
 def _masked_answer(item: BenchmarkItem) -> str | None:

@@ -43,21 +43,31 @@ def model_fingerprint(adapter: Any, model: Any) -> str:
 
     h = hashlib.sha256()
     h.update(f"{type(adapter).__module__}.{type(adapter).__qualname__}".encode())
-    settings = {k: _stable(v) for k, v in sorted(vars(adapter).items())
-                if isinstance(v, (str, int, float, bool, type(None))) and not k.startswith("_")}
+    settings = {
+        k: _stable(v)
+        for k, v in sorted(vars(adapter).items())
+        if isinstance(v, (str, int, float, bool, type(None))) and not k.startswith("_")
+    }
     h.update(json.dumps(settings, sort_keys=True).encode())
     config = getattr(model, "config", None)
     if config is not None:
-        cfg = {k: v for k, v in config.to_dict().items() if k not in ("_name_or_path", "transformers_version")}
+        cfg = {
+            k: v for k, v in config.to_dict().items() if k not in ("_name_or_path", "transformers_version")
+        }
         h.update(json.dumps(cfg, sort_keys=True, default=str).encode())
     tok = getattr(adapter, "tokenizer", None)
     if tok is not None:
-        h.update(json.dumps([len(tok), getattr(tok, "chat_template", None), str(tok.all_special_tokens)],
-                            default=str).encode())
+        h.update(
+            json.dumps(
+                [len(tok), getattr(tok, "chat_template", None), str(tok.all_special_tokens)], default=str
+            ).encode()
+        )
     with torch.no_grad():
         for name, t in sorted(model.state_dict().items()):
             d = t.detach().double()
-            h.update(f"{name}|{tuple(t.shape)}|{t.dtype}|{d.sum().item():.10e}|{(d * d).sum().item():.10e}".encode())
+            h.update(
+                f"{name}|{tuple(t.shape)}|{t.dtype}|{d.sum().item():.10e}|{(d * d).sum().item():.10e}".encode()
+            )
     return h.hexdigest()
 
 
@@ -76,15 +86,22 @@ class ModelIOBackend:
 
     def describe(self) -> dict[str, Any]:
         cfg = getattr(self.model, "config", None)
-        return {"kind": self.kind, "model_io": type(self.model_io).__name__, "fingerprint": self.fingerprint,
-                "name_or_path": getattr(cfg, "_name_or_path", None), "generation": self.generation}
+        return {
+            "kind": self.kind,
+            "model_io": type(self.model_io).__name__,
+            "fingerprint": self.fingerprint,
+            "name_or_path": getattr(cfg, "_name_or_path", None),
+            "generation": self.generation,
+        }
 
     def _rows(self, prompts, media, keys):
         from cavpref.models.base import Row
 
         return [Row(prompt=p, media=m, media_key=k, row_id=k or "") for p, m, k in zip(prompts, media, keys)]
 
-    def generate(self, prompts: Sequence[str], media: Sequence[DecodedMedia | None], keys: Sequence[str]) -> list[Output]:
+    def generate(
+        self, prompts: Sequence[str], media: Sequence[DecodedMedia | None], keys: Sequence[str]
+    ) -> list[Output]:
         import torch
 
         with torch.no_grad():
@@ -106,12 +123,18 @@ class EndpointBackend:
             raise ValueError(f"media_format must be 'mp4' or 'frames', got {media_format!r}")
         self.client, self.media_format, self.max_tokens = client, media_format, max_tokens
         desc = client.describe()
-        self.fingerprint = hashlib.sha256(json.dumps([desc["base_url"], desc["model"], media_format, max_tokens])
-                                          .encode()).hexdigest()
+        self.fingerprint = hashlib.sha256(
+            json.dumps([desc["base_url"], desc["model"], media_format, max_tokens]).encode()
+        ).hexdigest()
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, **self.client.describe(), "media_format": self.media_format,
-                "fingerprint": self.fingerprint, "generation": {"max_tokens": self.max_tokens, "temperature": 0.0}}
+        return {
+            "kind": self.kind,
+            **self.client.describe(),
+            "media_format": self.media_format,
+            "fingerprint": self.fingerprint,
+            "generation": {"max_tokens": self.max_tokens, "temperature": 0.0},
+        }
 
     def messages(self, prompt: str, media: DecodedMedia | None) -> list[dict]:
         content: list[dict] = []
@@ -119,20 +142,27 @@ class EndpointBackend:
             if self.media_format == "mp4":
                 content.append({"type": "video_url", "video_url": {"url": mp4_data_url(media)}})
             else:
-                content += [{"type": "image_url", "image_url": {"url": jpeg_data_url(f)}} for f in media.frames]
+                content += [
+                    {"type": "image_url", "image_url": {"url": jpeg_data_url(f)}} for f in media.frames
+                ]
         if media is not None and media.audio is not None:
-            content.append({"type": "input_audio", "input_audio": {"data": wav_base64(media), "format": "wav"}})
+            content.append(
+                {"type": "input_audio", "input_audio": {"data": wav_base64(media), "format": "wav"}}
+            )
         content.append({"type": "text", "text": prompt})
         return [{"role": "user", "content": content}]
 
     def generate(self, prompts, media, keys) -> list[Output]:
-        results = self.client.chat_many([self.messages(p, m) for p, m in zip(prompts, media)],
-                                        desc="endpoint", max_tokens=self.max_tokens)
+        results = self.client.chat_many(
+            [self.messages(p, m) for p, m in zip(prompts, media)], desc="endpoint", max_tokens=self.max_tokens
+        )
         return [(r.text, None) if r.ok else (None, f"endpoint: {r.error}") for r in results]
 
     def option_logps(self, *args, **kwargs):
-        raise ValueError("likelihood mode needs a local model adapter: a chat endpoint does not score given "
-                         "responses; use --mode generate with an endpoint")
+        raise ValueError(
+            "likelihood mode needs a local model adapter: a chat endpoint does not score given "
+            "responses; use --mode generate with an endpoint"
+        )
 
 
 def _frame_rate(media: DecodedMedia) -> float:
@@ -170,5 +200,7 @@ def wav_base64(media: DecodedMedia) -> str:
     import soundfile as sf
 
     buf = io.BytesIO()
-    sf.write(buf, np.asarray(media.audio, dtype=np.float32), media.sample_rate, format="WAV", subtype="PCM_16")
+    sf.write(
+        buf, np.asarray(media.audio, dtype=np.float32), media.sample_rate, format="WAV", subtype="PCM_16"
+    )
     return base64.b64encode(buf.getvalue()).decode()

@@ -61,8 +61,9 @@ class JudgeQuery:
     extra_letters: tuple[str, ...]  # letters of the added abstention options
 
 
-def build_query(question: str, options: Mapping[str, str], response: str, *, task: str,
-                masked_answer: str | None = None) -> JudgeQuery:
+def build_query(
+    question: str, options: Mapping[str, str], response: str, *, task: str, masked_answer: str | None = None
+) -> JudgeQuery:
     extras = list(JUDGE_EXTRA_OPTIONS.get(task, ()))
     if masked_answer and task in ("MCIT", "ICIT"):
         extras.insert(0, masked_answer)
@@ -104,5 +105,9 @@ class ChoiceJudge:
         results = self.client.chat_many([q.messages for q in queries], desc="judge")
         out = []
         for q, r, abstain in zip(queries, results, abstain_letters):
-            out.append(parse_reply(r.text, q, abstain) if r.ok else Extraction(None, "unparsed", f"{JUDGE_ERROR}: {r.error}"))
+            out.append(
+                parse_reply(r.text, q, abstain)
+                if r.ok
+                else Extraction(None, "unparsed", f"{JUDGE_ERROR}: {r.error}")
+            )
         return out

@@ -40,5 +40,6 @@ def circular_outcome(pass_correct: Sequence[bool], total: int) -> CircularOutcom
     """The outcome of a decided item from its pass results in order (see ``next_pass``)."""
     if not pass_correct or next_pass(pass_correct, total) is not None:
         raise ValueError(f"item undecided after {len(pass_correct)} of {total} passes: {list(pass_correct)}")
-    return CircularOutcome(bool(pass_correct[0]), all(pass_correct) and len(pass_correct) == total,
-                           len(pass_correct), total)
+    return CircularOutcome(
+        bool(pass_correct[0]), all(pass_correct) and len(pass_correct) == total, len(pass_correct), total
+    )

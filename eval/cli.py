@@ -32,8 +32,12 @@ USAGE = __doc__
 
 @dataclass
 class ScoreArgs:
-    predictions: str = field(default="", metadata={
-        "help": "the predictions file, in the benchmark's format (docs/evaluation.md, docs/reasoning_benchmarks.md)"})
+    predictions: str = field(
+        default="",
+        metadata={
+            "help": "the predictions file, in the benchmark's format (docs/evaluation.md, docs/reasoning_benchmarks.md)"
+        },
+    )
 
 
 @dataclass
@@ -43,9 +47,15 @@ class PromptsArgs:
 
 @dataclass
 class CompareArgs:
-    runs: list[str] = field(default_factory=list, metadata={
-        "help": "run folders (or results.json files); the first is the zero-shot run (also positional)"})
-    labels: list[str] = field(default_factory=list, metadata={"help": "one name per run (default: their labels)"})
+    runs: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "run folders (or results.json files); the first is the zero-shot run (also positional)"
+        },
+    )
+    labels: list[str] = field(
+        default_factory=list, metadata={"help": "one name per run (default: their labels)"}
+    )
     setting: str | None = field(default=None, metadata={"help": "base | instruction (default: both)"})
     metric: str = field(default="headline", metadata={"help": "headline | circular | vanilla"})
     output: str | None = field(default=None, metadata={"help": "also write the table to this file"})
@@ -161,8 +171,10 @@ def _run(command: str, rest: list[str]) -> int:
             raise ValueError("usage: cavpref eval report RUN_FOLDER")
         registry.write_reports(json.loads((Path(rargs.run) / "results.json").read_text()), rargs.run)
         return 0
-    print(f"cavpref eval: unknown command {command!r} (benchmarks: {', '.join(registry.names())})\n{USAGE}",
-          file=sys.stderr)
+    print(
+        f"cavpref eval: unknown command {command!r} (benchmarks: {', '.join(registry.names())})\n{USAGE}",
+        file=sys.stderr,
+    )
     return 2
 
 

@@ -34,7 +34,9 @@ ABSTENTIONS: dict[str, tuple[str, ...]] = {
     ),
 }
 # The task-specific phrases are task facts: ``TaskSpec.abstention_patterns`` in data_prep/tasks/<task>.py.
-ABSTENTIONS.update({name: spec.abstention_patterns for name, spec in TASK_SPECS.items() if spec.abstention_patterns})
+ABSTENTIONS.update(
+    {name: spec.abstention_patterns for name, spec in TASK_SPECS.items() if spec.abstention_patterns}
+)
 
 # Short abstention responses per task (``TaskSpec.abstention_response``): the extra candidate of likelihood
 # scoring in the base setting and the extra options shown to the judge (B.2).
@@ -90,14 +92,18 @@ def normalise(text: str) -> str:
 
 # A letter after "answer / option / choice", either case ("the answer is d"); a lower-case one only when no
 # word follows it ("the answer is a dog": "a" is the article).
-_KEYWORD = re.compile(r"(?i:answer|option|choice)\s*(?:(?i:is|would be|should be)\s*)?:?\s*[(\[]?"
-                      r"([A-Z](?![A-Za-z0-9])|[a-z](?![A-Za-z0-9'’])(?!\s+[a-z]))")
+_KEYWORD = re.compile(
+    r"(?i:answer|option|choice)\s*(?:(?i:is|would be|should be)\s*)?:?\s*[(\[]?"
+    r"([A-Z](?![A-Za-z0-9])|[a-z](?![A-Za-z0-9'’])(?!\s+[a-z]))"
+)
 # An explicit statement of the answer ("the answer is C", "Answer: (C)", "final answer: c"): the last one
 # wins over letters mentioned before or after it ("Not A. The answer is C."; "The answer is B, not C."),
 # unless it lists several ("the answer is A or B", "answer: A, C").
-_EXPLICIT = re.compile(r"(?i:answer)\s*(?:(?i:is|would be|should be)\s*)?:?\s*[(\[]?"
-                       r"([A-Z](?![A-Za-z0-9])|[a-z](?![A-Za-z0-9'’])(?!\s+[a-z]))[)\]]?"
-                       r"(?!\s*(?:(?i:or|and|nor|&|/)\s|[,/&]\s*[(\[]?[A-Za-z](?![A-Za-z0-9])))")
+_EXPLICIT = re.compile(
+    r"(?i:answer)\s*(?:(?i:is|would be|should be)\s*)?:?\s*[(\[]?"
+    r"([A-Z](?![A-Za-z0-9])|[a-z](?![A-Za-z0-9'’])(?!\s+[a-z]))[)\]]?"
+    r"(?!\s*(?:(?i:or|and|nor|&|/)\s|[,/&]\s*[(\[]?[A-Za-z](?![A-Za-z0-9])))"
+)
 _THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.IGNORECASE | re.DOTALL)
 _THINK_OPEN = re.compile(r"^.*</(?:think|thinking|reasoning)>", re.IGNORECASE | re.DOTALL)
 _LABELED = re.compile(r"(?<![A-Za-z0-9])[(\[]([A-Z])[)\]]|(?<![A-Za-z0-9(\[])([A-Z])[).:,](?=\s|$)")
@@ -128,7 +134,7 @@ def letter_mentions(text: str, letters: Sequence[str]) -> set[str]:
     found = {m.upper() for m in _KEYWORD.findall(text)} | set(_IS_CORRECT.findall(text))
     found |= {a or b for a, b in _LABELED.findall(text)}
     for m in _BARE.finditer(text):
-        following = re.match(r"\s+([a-z]+)", text[m.end():])
+        following = re.match(r"\s+([a-z]+)", text[m.end() :])
         if m.group(1) in "AI" and following and following.group(1) not in _LINKING:
             continue
         found.add(m.group(1))
@@ -146,8 +152,11 @@ def option_text_mentions(text: str, options: Mapping[str, str]) -> set[str]:
     hay = f" {_text_key(text)} "
     keys = {letter: _text_key(t) for letter, t in options.items() if _text_key(t)}
     hits = {letter for letter, k in keys.items() if f" {k} " in hay}
-    return {a for a in hits if not any(a != b and f" {keys[a]} " in f" {keys[b]} " and keys[a] != keys[b]
-                                       for b in hits)}
+    return {
+        a
+        for a in hits
+        if not any(a != b and f" {keys[a]} " in f" {keys[b]} " and keys[a] != keys[b] for b in hits)
+    }
 
 
 def match_choice(

@@ -85,8 +85,15 @@ def _jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
                     yield {"__error__": f"line {n}: not JSON ({err.msg})"}
 
 
-def load_items(data: str | Path, *, split: str = "test", keep: Callable[[BenchmarkItem], bool] | None = None,
-               limit: int | None = None, skip_invalid: bool = False, media_root: str | None = None) -> LoadResult:
+def load_items(
+    data: str | Path,
+    *,
+    split: str = "test",
+    keep: Callable[[BenchmarkItem], bool] | None = None,
+    limit: int | None = None,
+    skip_invalid: bool = False,
+    media_root: str | None = None,
+) -> LoadResult:
     """All items under ``data`` (see module doc) that ``keep`` accepts, at most ``limit`` per task and setting, sorted by id."""
     path = Path(data)
     if not path.exists():
@@ -97,7 +104,9 @@ def load_items(data: str | Path, *, split: str = "test", keep: Callable[[Benchma
     for label, rows in _sources(path, split):
         result.files.append(label)
         for n, row in enumerate(rows):
-            where = f"{label}: row {n}" + (f" (id {row.get('id')!r})" if isinstance(row, dict) and "id" in row else "")
+            where = f"{label}: row {n}" + (
+                f" (id {row.get('id')!r})" if isinstance(row, dict) and "id" in row else ""
+            )
             try:
                 if "__error__" in row:
                     raise DataError(row["__error__"])
@@ -141,15 +150,19 @@ def check_prep_output(path: Path) -> None:
     manifest = path / "manifest.json"
     if not manifest.is_file():
         if (path / DEFAULT_FILENAME).is_file():  # written by `cavpref prep` before any task
-            raise DataError(f"{path}: incomplete prep build (no manifest.json: the build was interrupted); "
-                            "rerun `cavpref prep` with the same config to finish it")
+            raise DataError(
+                f"{path}: incomplete prep build (no manifest.json: the build was interrupted); "
+                "rerun `cavpref prep` with the same config to finish it"
+            )
         return
     listed = json.loads(manifest.read_text())
     if "files" in listed:  # hand-made folders and older builds have no file list to check
         problems = damaged(path, listed)
         if problems:
-            raise DataError(f"{path}: the prep outputs differ from manifest.json ({len(problems)} file(s): "
-                            f"{'; '.join(problems[:5])}{' …' if len(problems) > 5 else ''}); rerun `cavpref prep`")
+            raise DataError(
+                f"{path}: the prep outputs differ from manifest.json ({len(problems)} file(s): "
+                f"{'; '.join(problems[:5])}{' …' if len(problems) > 5 else ''}); rerun `cavpref prep`"
+            )
 
 
 def _reason_class(err: Exception) -> str:

@@ -84,8 +84,13 @@ def task_block(outcomes: Sequence[ItemOutcome], circular: bool) -> dict:
     return {
         **accuracy_block(outcomes, circular),
         "categories": _grouped(outcomes, "category", CATEGORIES, circular),
-        "sources": {s: {**accuracy_block(by_src[s], circular),
-                        "categories": _grouped(by_src[s], "category", CATEGORIES, circular)} for s in sorted(by_src)},
+        "sources": {
+            s: {
+                **accuracy_block(by_src[s], circular),
+                "categories": _grouped(by_src[s], "category", CATEGORIES, circular),
+            }
+            for s in sorted(by_src)
+        },
     }
 
 
@@ -125,7 +130,14 @@ def summarize(outcomes: Sequence[ItemOutcome], *, circular: bool) -> dict:
     for setting, group in sorted(_by(outcomes, "setting").items()):
         by_task = _by(group, "task")
         tasks = {t: task_block(by_task[t], circular) for t in _ordered(by_task, TASKS)}
-        settings[setting] = {"overall": accuracy_block(group, circular), "dimensions": dimension_means(tasks),
-                             "tasks": tasks}
-    return {"circular": circular, "counts": counts(outcomes), "overall": accuracy_block(outcomes, circular),
-            "settings": settings}
+        settings[setting] = {
+            "overall": accuracy_block(group, circular),
+            "dimensions": dimension_means(tasks),
+            "tasks": tasks,
+        }
+    return {
+        "circular": circular,
+        "counts": counts(outcomes),
+        "overall": accuracy_block(outcomes, circular),
+        "settings": settings,
+    }

@@ -32,7 +32,9 @@ def entailment_index(id2label: dict) -> int:
     """The output index whose label is "entailment" (case-insensitive; "entail", "ENTAILMENT" too)."""
     found = [int(i) for i, name in id2label.items() if str(name).strip().lower().startswith("entail")]
     if len(found) != 1:
-        raise ValueError(f"NLI model labels {dict(id2label)} have {len(found)} entailment labels; need exactly one")
+        raise ValueError(
+            f"NLI model labels {dict(id2label)} have {len(found)} entailment labels; need exactly one"
+        )
     return found[0]
 
 
@@ -44,7 +46,9 @@ class NLIScorer:
         from sentence_transformers import CrossEncoder
 
         self.config = config or NLIConfig()
-        self.model = CrossEncoder(self.config.model, device=self.config.device, max_length=self.config.max_length)
+        self.model = CrossEncoder(
+            self.config.model, device=self.config.device, max_length=self.config.max_length
+        )
         labels = self.model.model.config.id2label
         if self.model.num_labels < 2:
             raise ValueError(f"{self.config.model}: a single-logit cross-encoder is not an NLI classifier")
@@ -62,8 +66,13 @@ class NLIScorer:
         if not premises:
             return np.zeros((0, self.model.num_labels), dtype=np.float32)
         pairs = [(str(p), str(h)) for p, h in zip(premises, hypotheses)]
-        out = self.model.predict(pairs, batch_size=self.config.batch_size, apply_softmax=True,
-                                 activation_fn=self._identity, show_progress_bar=len(pairs) >= 64)
+        out = self.model.predict(
+            pairs,
+            batch_size=self.config.batch_size,
+            apply_softmax=True,
+            activation_fn=self._identity,
+            show_progress_bar=len(pairs) >= 64,
+        )
         return np.asarray(out, dtype=np.float32).reshape(len(pairs), -1)
 
     def entailment(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:

@@ -38,28 +38,48 @@ class EvalArgs(ModelArguments, MediaArguments, JudgeArguments):
 
     data: str = field(default="", metadata={"help": "prep output folder, datasets folder, or JSONL of items"})
     output: str = field(default="", metadata={"help": "run folder (records, results.json, report.md, plots)"})
-    tasks: list[str] = field(default_factory=lambda: list(TASKS), metadata={
-        "help": "AVTrustBench task codes; add CLEAN for the paired trust score and the false-abstention rate"})
+    tasks: list[str] = field(
+        default_factory=lambda: list(TASKS),
+        metadata={
+            "help": "AVTrustBench task codes; add CLEAN for the paired trust score and the false-abstention rate"
+        },
+    )
     setting: str | None = field(default=None, metadata={"help": "base | instruction (default: both)"})
     split: str = field(default="test", metadata={"help": "split of a prep output folder"})
     circular: bool = field(default=True, metadata={"help": "CircularEval (default); --vanilla for one pass"})
     vanilla: bool = field(default=False, metadata={"help": "one pass per item (no CircularEval)"})
-    limit: int | None = field(default=None, metadata={"help": "first N items (by id) of each task and setting"})
+    limit: int | None = field(
+        default=None, metadata={"help": "first N items (by id) of each task and setting"}
+    )
     mode: str = field(default="generate", metadata={"help": "generate (free-form + extraction) | likelihood"})
     label: str | None = field(default=None, metadata={"help": "name of this run in reports and `compare`"})
     batch_size: int = field(default=8, metadata={"help": "items per generation batch"})
-    chunk_size: int = field(default=64, metadata={"help": "items decoded and scored per chunk (records flushed)"})
+    chunk_size: int = field(
+        default=64, metadata={"help": "items decoded and scored per chunk (records flushed)"}
+    )
     max_new_tokens: int = field(default=64, metadata={"help": "generation length"})
     post_prompt: str = field(default="", metadata={"help": "text appended to every prompt"})
-    pin_abstain: bool = field(default=False, metadata={"help": "keep 'None of the above' fixed while rotating"})
-    skip_invalid: bool = field(default=False, metadata={"help": "skip (and count) bad rows instead of failing"})
+    pin_abstain: bool = field(
+        default=False, metadata={"help": "keep 'None of the above' fixed while rotating"}
+    )
+    skip_invalid: bool = field(
+        default=False, metadata={"help": "skip (and count) bad rows instead of failing"}
+    )
     media_root: str | None = field(default=None, metadata={"help": "default: the prep manifest's data_root"})
     sample_rate: int = field(default=16000, metadata={"help": "audio sample rate fed to the model"})
-    missing_stream: str = field(default="allow", metadata={
-        "help": "a stream an item keeps but its file lacks (no audio track): allow (evaluate without it, counted "
-                "per task in results.json) | error"})
-    drop_stream: str | None = field(default=None, metadata={
-        "help": "ablation: remove the video or the audio from every item (does the model use that stream?)"})
+    missing_stream: str = field(
+        default="allow",
+        metadata={
+            "help": "a stream an item keeps but its file lacks (no audio track): allow (evaluate without it, counted "
+            "per task in results.json) | error"
+        },
+    )
+    drop_stream: str | None = field(
+        default=None,
+        metadata={
+            "help": "ablation: remove the video or the audio from every item (does the model use that stream?)"
+        },
+    )
 
     def __post_init__(self):
         MediaArguments.__post_init__(self)
@@ -84,14 +104,26 @@ class EvalArgs(ModelArguments, MediaArguments, JudgeArguments):
 
 def load(args: EvalArgs) -> LoadResult:
     def keep(item):
-        return item.benchmark == AVTrustBench.name and item.task in args.tasks and args.setting in (None, item.setting)
+        return (
+            item.benchmark == AVTrustBench.name
+            and item.task in args.tasks
+            and args.setting in (None, item.setting)
+        )
 
-    loaded = load_items(args.data, split=args.split, keep=keep, limit=args.limit, skip_invalid=args.skip_invalid,
-                        media_root=args.media_root)
+    loaded = load_items(
+        args.data,
+        split=args.split,
+        keep=keep,
+        limit=args.limit,
+        skip_invalid=args.skip_invalid,
+        media_root=args.media_root,
+    )
     if not loaded.items:  # an empty run would write an empty report and exit 0
-        raise DataError(f"{args.data}: no items selected (--tasks {' '.join(args.tasks)}, --setting "
-                        f"{args.setting or 'base+instruction'}, --split {args.split}): {loaded.filtered} row(s) "
-                        f"outside the selection, {sum(loaded.skipped.values())} invalid row(s) skipped")
+        raise DataError(
+            f"{args.data}: no items selected (--tasks {' '.join(args.tasks)}, --setting "
+            f"{args.setting or 'base+instruction'}, --split {args.split}): {loaded.filtered} row(s) "
+            f"outside the selection, {sum(loaded.skipped.values())} invalid row(s) skipped"
+        )
     if args.drop_stream:
         strip = drop_video if args.drop_stream == "video" else mute
         for item in loaded.items:
@@ -104,10 +136,15 @@ def metrics(outcomes: list[ItemOutcome], items, *, circular: bool) -> dict:
     and the computed "always abstain" / "never abstain" rows on the same evaluated items (``references``)."""
     evaluated = {o.item_id for o in outcomes if o.status == "evaluated"}
     if not any(o.task == CLEAN_TASK for o in outcomes):
-        logger.warning("no CLEAN items evaluated: the paired trust score needs each perturbed item's clean twin "
-                       "(add CLEAN to --tasks)")
-    return {**summarize(outcomes, circular=circular), "trust": trust_summary(outcomes, circular=circular),
-            "references": references([i for i in items if i.id in evaluated], circular=circular)}
+        logger.warning(
+            "no CLEAN items evaluated: the paired trust score needs each perturbed item's clean twin "
+            "(add CLEAN to --tasks)"
+        )
+    return {
+        **summarize(outcomes, circular=circular),
+        "trust": trust_summary(outcomes, circular=circular),
+        "references": references([i for i in items if i.id in evaluated], circular=circular),
+    }
 
 
 def build_judge(args: EvalArgs):
@@ -118,11 +155,20 @@ def build_judge(args: EvalArgs):
     if args.no_judge or not (args.judge_model or os.environ.get("CAVPREF_JUDGE_MODEL")):
         return None
     cache = args.judge_cache or str(Path(args.output) / "judge_cache.sqlite")
-    return ChoiceJudge(ChatClient(ChatConfig(base_url=args.judge_base_url, model=args.judge_model,
-                                             api_key_env=args.judge_api_key_env, cache_path=cache,
-                                             max_concurrency=args.judge_concurrency,
-                                             max_retries=args.judge_max_retries, timeout_s=args.judge_timeout_s,
-                                             max_reply_bytes=args.max_reply_bytes)))
+    return ChoiceJudge(
+        ChatClient(
+            ChatConfig(
+                base_url=args.judge_base_url,
+                model=args.judge_model,
+                api_key_env=args.judge_api_key_env,
+                cache_path=cache,
+                max_concurrency=args.judge_concurrency,
+                max_retries=args.judge_max_retries,
+                timeout_s=args.judge_timeout_s,
+                max_reply_bytes=args.max_reply_bytes,
+            )
+        )
+    )
 
 
 def build_backend(args: EvalArgs):
@@ -132,10 +178,19 @@ def build_backend(args: EvalArgs):
     if args.model.startswith(("http://", "https://")):
         from cavpref.eval.judge import ChatClient, ChatConfig
 
-        client = ChatClient(ChatConfig(base_url=args.model, model=args.endpoint_model, env_prefix="CAVPREF_ENDPOINT",
-                                       api_key_env=args.endpoint_api_key_env, max_tokens=args.max_new_tokens,
-                                       max_concurrency=args.endpoint_concurrency, timeout_s=args.endpoint_timeout_s,
-                                       max_retries=args.endpoint_max_retries, max_reply_bytes=args.max_reply_bytes))
+        client = ChatClient(
+            ChatConfig(
+                base_url=args.model,
+                model=args.endpoint_model,
+                env_prefix="CAVPREF_ENDPOINT",
+                api_key_env=args.endpoint_api_key_env,
+                max_tokens=args.max_new_tokens,
+                max_concurrency=args.endpoint_concurrency,
+                timeout_s=args.endpoint_timeout_s,
+                max_retries=args.endpoint_max_retries,
+                max_reply_bytes=args.max_reply_bytes,
+            )
+        )
         return EndpointBackend(client, media_format=args.media_format, max_tokens=args.max_new_tokens)
     from cavpref.eval.runner import dist_state
 
@@ -160,37 +215,67 @@ def versions() -> dict[str, str]:
 
 def _loading(loaded: LoadResult, args: EvalArgs) -> dict:
     present = {item.task for item in loaded.items}
-    return {"files": loaded.files, "media_root": loaded.media_root, "invalid": dict(loaded.skipped),
-            "filtered": loaded.filtered,
-            "rows_read": len(loaded.items) + loaded.filtered + sum(loaded.skipped.values()),
-            # a requested task the data has no items for (in this split / setting) is named, not silently absent
-            "tasks_without_items": [t for t in args.tasks if t not in present]}
+    return {
+        "files": loaded.files,
+        "media_root": loaded.media_root,
+        "invalid": dict(loaded.skipped),
+        "filtered": loaded.filtered,
+        "rows_read": len(loaded.items) + loaded.filtered + sum(loaded.skipped.values()),
+        # a requested task the data has no items for (in this split / setting) is named, not silently absent
+        "tasks_without_items": [t for t in args.tasks if t not in present],
+    }
 
 
-def evaluate(args: EvalArgs, *, backend=None, judge=None, rank: int | None = None, world: int | None = None) -> dict | None:
+def evaluate(
+    args: EvalArgs, *, backend=None, judge=None, rank: int | None = None, world: int | None = None
+) -> dict | None:
     """Run (or resume) an evaluation; returns the results dict on the main process, None elsewhere."""
     if not args.output:
         raise ValueError("--output is required")
     loaded = load(args)
     backend = backend if backend is not None else build_backend(args)
     judge = judge if judge is not None else build_judge(args)
-    bench = AVTrustBench(AVTrustBenchOptions(circular=args.circular, pin_abstain=args.pin_abstain,
-                                             post_prompt=args.post_prompt, mode=args.mode), judge)
-    runner = Runner(bench, backend, RunConfig(args.output, loaded.media_root, args.mode, args.batch_size,
-                                              args.chunk_size, args.frame_policy(), args.sample_rate,
-                                              missing_stream=args.missing_stream),
-                    rank=rank, world=world)
+    bench = AVTrustBench(
+        AVTrustBenchOptions(
+            circular=args.circular, pin_abstain=args.pin_abstain, post_prompt=args.post_prompt, mode=args.mode
+        ),
+        judge,
+    )
+    runner = Runner(
+        bench,
+        backend,
+        RunConfig(
+            args.output,
+            loaded.media_root,
+            args.mode,
+            args.batch_size,
+            args.chunk_size,
+            args.frame_policy(),
+            args.sample_rate,
+            missing_stream=args.missing_stream,
+        ),
+        rank=rank,
+        world=world,
+    )
     stats = runner.run(loaded.items)
     log = {"rank": runner.rank, **stats, "judge_calls": judge.client.stats if judge else None}
     Path(args.output, f"run_log.rank{runner.rank}.json").write_text(json.dumps(log, indent=1) + "\n")
     if not runner.is_main:
         return None
     outcomes, used = runner.collect(loaded.items)
-    results = {"benchmark": bench.name, "label": args.label, "mode": args.mode, "config": args.public(),
-               "model": backend.describe(), "judge": bench.describe()["judge"], "evaluation": bench.describe(),
-               "versions": versions(), "loading": _loading(loaded, args),
-               "metrics": metrics(outcomes, loaded.items, circular=args.circular),
-               "missing_streams": missing_stream_counts(loaded.items, used)}
+    results = {
+        "benchmark": bench.name,
+        "label": args.label,
+        "mode": args.mode,
+        "config": args.public(),
+        "model": backend.describe(),
+        "judge": bench.describe()["judge"],
+        "evaluation": bench.describe(),
+        "versions": versions(),
+        "loading": _loading(loaded, args),
+        "metrics": metrics(outcomes, loaded.items, circular=args.circular),
+        "missing_streams": missing_stream_counts(loaded.items, used),
+    }
     write_reports(results, args.output)
     return results
 
@@ -207,8 +292,11 @@ def missing_stream_counts(items, records: list[dict]) -> dict[str, dict[str, int
         for stream in streams:
             counts[task_of[item_id]][stream] += 1
     if counts:
-        print("[cavpref] evaluated with a missing stream (the file lacks it): "
-              + ", ".join(f"{t}: {dict(c)}" for t, c in sorted(counts.items())) + " (--missing_stream error refuses)")
+        print(
+            "[cavpref] evaluated with a missing stream (the file lacks it): "
+            + ", ".join(f"{t}: {dict(c)}" for t, c in sorted(counts.items()))
+            + " (--missing_stream error refuses)"
+        )
     return {t: dict(sorted(c.items())) for t, c in sorted(counts.items())}
 
 
@@ -218,16 +306,32 @@ def missing_stream_counts(items, records: list[dict]) -> dict[str, dict[str, int
 def export_prompts(args: EvalArgs, path: str | Path) -> int:
     """Write every pass a model must answer (all rotations when circular) as JSONL; returns the row count."""
     loaded = load(args)
-    bench = AVTrustBench(AVTrustBenchOptions(circular=args.circular, pin_abstain=args.pin_abstain,
-                                             post_prompt=args.post_prompt))
+    bench = AVTrustBench(
+        AVTrustBenchOptions(
+            circular=args.circular, pin_abstain=args.pin_abstain, post_prompt=args.post_prompt
+        )
+    )
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for item in loaded.items:
             for k in range(bench.n_passes(item)):
                 req = bench.request(item, k)
-                fh.write(json.dumps({"id": item.id, "rotation": k, "task": item.task, "setting": item.setting,
-                                     "prompt": req.prompt, "options": req.info["options"], "media": item.media,
-                                     "media_root": loaded.media_root}, ensure_ascii=False) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "id": item.id,
+                            "rotation": k,
+                            "task": item.task,
+                            "setting": item.setting,
+                            "prompt": req.prompt,
+                            "options": req.info["options"],
+                            "media": item.media,
+                            "media_root": loaded.media_root,
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
                 n += 1
     return n
 
@@ -262,8 +366,12 @@ def score_predictions(args: EvalArgs, predictions: str | Path, *, judge=None) ->
     loaded = load(args)
     preds = read_predictions(predictions)
     judge = judge if judge is not None else build_judge(args)
-    bench = AVTrustBench(AVTrustBenchOptions(circular=args.circular, pin_abstain=args.pin_abstain,
-                                             post_prompt=args.post_prompt), judge)
+    bench = AVTrustBench(
+        AVTrustBenchOptions(
+            circular=args.circular, pin_abstain=args.pin_abstain, post_prompt=args.post_prompt
+        ),
+        judge,
+    )
     history: dict[str, list[dict]] = defaultdict(list)
     missing: dict[str, str] = {}
     active = list(loaded.items)
@@ -287,19 +395,39 @@ def score_predictions(args: EvalArgs, predictions: str | Path, *, judge=None) ->
     outcomes = []
     for item in loaded.items:
         if item.id in missing:
-            outcomes.append(ItemOutcome(item.id, item.task, item.setting, item.source, item.category,
-                                        status="skipped", reason="no prediction"))
+            outcomes.append(
+                ItemOutcome(
+                    item.id,
+                    item.task,
+                    item.setting,
+                    item.source,
+                    item.category,
+                    status="skipped",
+                    reason="no prediction",
+                )
+            )
         else:
             outcomes.append(bench.outcome(item, history[item.id]))
     known = {(i.id, k) for i in loaded.items for k in range(bench.n_passes(i))}
     used = {(i, k) for i, recs in history.items() for k in range(len(recs))}
-    unused = Counter("not among the selected items" if (i, k) not in known else "not needed (decided earlier)"
-                     for i, k in preds if (i, k) not in used)
-    results = {"benchmark": bench.name, "label": args.label, "mode": "external predictions",
-               "config": args.public(), "model": {"predictions": str(predictions)}, "judge": bench.describe()["judge"],
-               "evaluation": bench.describe(), "versions": versions(), "loading": _loading(loaded, args),
-               "predictions": {"rows": len(preds), "unused": dict(sorted(unused.items()))},
-               "metrics": metrics(outcomes, loaded.items, circular=args.circular)}
+    unused = Counter(
+        "not among the selected items" if (i, k) not in known else "not needed (decided earlier)"
+        for i, k in preds
+        if (i, k) not in used
+    )
+    results = {
+        "benchmark": bench.name,
+        "label": args.label,
+        "mode": "external predictions",
+        "config": args.public(),
+        "model": {"predictions": str(predictions)},
+        "judge": bench.describe()["judge"],
+        "evaluation": bench.describe(),
+        "versions": versions(),
+        "loading": _loading(loaded, args),
+        "predictions": {"rows": len(preds), "unused": dict(sorted(unused.items()))},
+        "metrics": metrics(outcomes, loaded.items, circular=args.circular),
+    }
     if args.output:
         Path(args.output).mkdir(parents=True, exist_ok=True)
         write_reports(results, args.output)
@@ -310,7 +438,16 @@ def _given_choice(job: Job, choice: Any) -> dict:
     """A prediction that already names a letter (or "ABSTAIN") bypasses extraction."""
     options = job.request.info["options"]
     valid = isinstance(choice, str) and (choice in options or choice == ABSTAIN)
-    ext = Extraction(choice, "provided", "prediction letter") if valid else \
-        Extraction(None, "unparsed", f"prediction letter {choice!r} is not an option")
-    return {"choice": ext.choice, "method": ext.method, "rule": ext.rule, "rotation": job.k,
-            "answer": job.request.info["answer"], "correct": is_correct(ext.choice, job.request.info["answer"])}
+    ext = (
+        Extraction(choice, "provided", "prediction letter")
+        if valid
+        else Extraction(None, "unparsed", f"prediction letter {choice!r} is not an option")
+    )
+    return {
+        "choice": ext.choice,
+        "method": ext.method,
+        "rule": ext.rule,
+        "rotation": job.k,
+        "answer": job.request.info["answer"],
+        "correct": is_correct(ext.choice, job.request.info["answer"]),
+    }

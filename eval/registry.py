@@ -75,8 +75,10 @@ def register(cls: type[Benchmark]) -> type[Benchmark]:
     if not cls.name:
         raise ValueError(f"{cls.__qualname__}: a registered benchmark needs a name")
     if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise ValueError(f"benchmark {cls.name!r} registered twice ({_REGISTRY[cls.name].__qualname__}, "
-                         f"{cls.__qualname__})")
+        raise ValueError(
+            f"benchmark {cls.name!r} registered twice ({_REGISTRY[cls.name].__qualname__}, "
+            f"{cls.__qualname__})"
+        )
     _REGISTRY[cls.name] = cls
     return cls
 
@@ -110,8 +112,9 @@ def write_reports(results: dict, out_dir: str | Path) -> None:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = redact(results)  # no configured secret reaches a result file, whatever echoed it
-    (out_dir / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                                          encoding="utf-8")
+    (out_dir / "results.json").write_text(
+        json.dumps(results, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     get(benchmark_of(results)).write_report(results, out_dir)
     logger.info("wrote %s/results.json, report.md, plots/", out_dir)
 

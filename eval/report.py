@@ -10,55 +10,110 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cavpref.eval.metrics import primary
-from cavpref.eval.trust import REFERENCES
 from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
+from cavpref.eval.trust import REFERENCES
 
 from cavpref.data import ALL_TASKS, DIMENSIONS, TASKS
 from cavpref.plotting import pyplot
 
-CATEGORY_ABBR = {"Existential": "E", "Localization": "L", "Count": "Cn", "Temporal": "T", "Comparative": "Co",
-                 "World knowledge": "WK"}
+CATEGORY_ABBR = {
+    "Existential": "E",
+    "Localization": "L",
+    "Count": "Cn",
+    "Temporal": "T",
+    "Comparative": "Co",
+    "World knowledge": "WK",
+}
 DIMENSION_OF = {t: d for d, ts in DIMENSIONS.items() for t in ts}
 
 
 def render_markdown(results: dict) -> str:
     m = results["metrics"]
     judge = results.get("judge")
-    title = results.get("label") or results["model"].get("name_or_path") or results["model"].get("model") or "model"
+    title = (
+        results.get("label")
+        or results["model"].get("name_or_path")
+        or results["model"].get("model")
+        or "model"
+    )
     out = [f"# AVTrustBench — {title}", ""]
     mode = results["mode"]
     extraction = "choice extraction: heuristics" + (
-        f" + judge `{judge['model']}` ({judge['prompt_version']})" if judge else " only (no judge)")
-    how = {"generate": f"free-form generation, {extraction}",
-           "likelihood": "option log-likelihood (argmax over the option strings; nothing to parse)",
-           }.get(mode, f"answers from {results['model'].get('predictions', 'elsewhere')}, {extraction}")
-    out += [f"- answer mode: **{mode}** — {how}",
-            (f"- evaluation: **{'CircularEval' if m['circular'] else 'vanilla (single pass)'}**; accuracies are "
-             f"Top-1 %, headline = {'circular' if m['circular'] else 'vanilla'}"),
-            *([f"- model fingerprint: `{results['model']['fingerprint'][:16]}`"] if results["model"].get("fingerprint") else []),
-            ""]
+        f" + judge `{judge['model']}` ({judge['prompt_version']})" if judge else " only (no judge)"
+    )
+    how = {
+        "generate": f"free-form generation, {extraction}",
+        "likelihood": "option log-likelihood (argmax over the option strings; nothing to parse)",
+    }.get(mode, f"answers from {results['model'].get('predictions', 'elsewhere')}, {extraction}")
+    out += [
+        f"- answer mode: **{mode}** — {how}",
+        (
+            f"- evaluation: **{'CircularEval' if m['circular'] else 'vanilla (single pass)'}**; accuracies are "
+            f"Top-1 %, headline = {'circular' if m['circular'] else 'vanilla'}"
+        ),
+        *(
+            [f"- model fingerprint: `{results['model']['fingerprint'][:16]}`"]
+            if results["model"].get("fingerprint")
+            else []
+        ),
+        "",
+    ]
     out += ["## Items", ""] + _counts_table(results)
     for setting, block in m["settings"].items():
         out += [f"## Accuracy per task — {setting} setting", ""]
-        rows = [[t, DIMENSION_OF.get(t, ""), str(b["n"]), fmt(b["circular"]), fmt(b["vanilla"]),
-                 fmt(b["unparsed_rate"]), fmt(b["judged_rate"])] for t, b in block["tasks"].items()]
+        rows = [
+            [
+                t,
+                DIMENSION_OF.get(t, ""),
+                str(b["n"]),
+                fmt(b["circular"]),
+                fmt(b["vanilla"]),
+                fmt(b["unparsed_rate"]),
+                fmt(b["judged_rate"]),
+            ]
+            for t, b in block["tasks"].items()
+        ]
         o = block["overall"]
-        rows.append(["**all**", "", str(o["n"]), fmt(o["circular"]), fmt(o["vanilla"]), fmt(o["unparsed_rate"]),
-                     fmt(o["judged_rate"])])
+        rows.append(
+            [
+                "**all**",
+                "",
+                str(o["n"]),
+                fmt(o["circular"]),
+                fmt(o["vanilla"]),
+                fmt(o["unparsed_rate"]),
+                fmt(o["judged_rate"]),
+            ]
+        )
         out += _table(["Task", "Dimension", "N", "Circular", "Vanilla", "Unparsed %", "Judged %"], rows)
-        out += _table(["Dimension", "Accuracy (macro over tasks)"], [[d, fmt(v)] for d, v in block["dimensions"].items()])
+        out += _table(
+            ["Dimension", "Accuracy (macro over tasks)"],
+            [[d, fmt(v)] for d, v in block["dimensions"].items()],
+        )
         out += _trust_tables(m, setting, block)
         out += _category_tables(setting, block)
     out += ["## Circular vs vanilla (paper Table 8)", ""]
-    out += _table(["Setting", "Task", "Circular / Vanilla"],
-                  [[s, t, f"{fmt(b['circular'])} / {fmt(b['vanilla'])}"] for s, blk in m["settings"].items()
-                   for t, b in blk["tasks"].items()])
+    out += _table(
+        ["Setting", "Task", "Circular / Vanilla"],
+        [
+            [s, t, f"{fmt(b['circular'])} / {fmt(b['vanilla'])}"]
+            for s, blk in m["settings"].items()
+            for t, b in blk["tasks"].items()
+        ],
+    )
     base, inst = (m["settings"].get(s, {}).get("tasks", {}) for s in ("base", "instruction"))
-    rows = [[t, c, f"{fmt(primary(base[t]['categories'][c]))} / {fmt(primary(inst[t]['categories'][c]))}"]
-            for t in TASKS if t in base and t in inst for c in base[t]["categories"] if c in inst[t]["categories"]]
+    rows = [
+        [t, c, f"{fmt(primary(base[t]['categories'][c]))} / {fmt(primary(inst[t]['categories'][c]))}"]
+        for t in TASKS
+        if t in base and t in inst
+        for c in base[t]["categories"]
+        if c in inst[t]["categories"]
+    ]
     if rows:
-        out += ["## Base vs instruction (paper Table 11)", ""] + _table(["Task", "Category", "base / instruction"], rows)
+        out += ["## Base vs instruction (paper Table 11)", ""] + _table(
+            ["Task", "Category", "base / instruction"], rows
+        )
     return "\n".join(out)
 
 
@@ -68,38 +123,73 @@ def _trust_tables(m: dict, setting: str, block: dict) -> list[str]:
     trust = (m.get("trust") or {}).get("settings", {}).get(setting)
     if not trust:
         return []
-    refs = {p: r["settings"].get(setting, {}).get("tasks", {}) for p, r in (m.get("references") or {}).items()}
+    refs = {
+        p: r["settings"].get(setting, {}).get("tasks", {}) for p, r in (m.get("references") or {}).items()
+    }
     rows = []
     for t, b in trust["tasks"].items():
         pair = b.get("paired") or {}
-        rows.append([t, str(pair.get("n", "–")), fmt(pair.get("circular")), fmt(pair.get("vanilla")),
-                     fmt(b["abstention_rate"]), fmt(primary(block["tasks"][t])) if t in block["tasks"] else "–",
-                     *(fmt(primary(refs[p][t])) if t in refs[p] else "–" for p in REFERENCES if p in refs)])
+        rows.append(
+            [
+                t,
+                str(pair.get("n", "–")),
+                fmt(pair.get("circular")),
+                fmt(pair.get("vanilla")),
+                fmt(b["abstention_rate"]),
+                fmt(primary(block["tasks"][t])) if t in block["tasks"] else "–",
+                *(fmt(primary(refs[p][t])) if t in refs[p] else "–" for p in REFERENCES if p in refs),
+            ]
+        )
     p_all = trust["paired"]
-    rows.append(["**perturbed, all**", str(p_all["n"]), fmt(p_all["circular"]), fmt(p_all["vanilla"]), "", "",
-                 *("" for p in REFERENCES if p in refs)])
-    head = ["Task", "Pairs", "Paired circular", "Paired vanilla", "Abstention %", "Accuracy",
-            *(f"Accuracy if {p}" for p in REFERENCES if p in refs)]
-    note = ("Paired: the perturbed item and its CLEAN twin (same clip and question) both right. Abstention: first "
-            f"pass; CLEAN's is the false-abstention rate ({fmt(trust['false_abstention'])} %). The last columns are "
-            "computed policies on the same items (docs/evaluation.md).")
+    rows.append(
+        [
+            "**perturbed, all**",
+            str(p_all["n"]),
+            fmt(p_all["circular"]),
+            fmt(p_all["vanilla"]),
+            "",
+            "",
+            *("" for p in REFERENCES if p in refs),
+        ]
+    )
+    head = [
+        "Task",
+        "Pairs",
+        "Paired circular",
+        "Paired vanilla",
+        "Abstention %",
+        "Accuracy",
+        *(f"Accuracy if {p}" for p in REFERENCES if p in refs),
+    ]
+    note = (
+        "Paired: the perturbed item and its CLEAN twin (same clip and question) both right. Abstention: first "
+        f"pass; CLEAN's is the false-abstention rate ({fmt(trust['false_abstention'])} %). The last columns are "
+        "computed policies on the same items (docs/evaluation.md)."
+    )
     return [f"### Trust — {setting} setting", "", note, ""] + _table(head, rows)
 
 
 def _counts_table(results: dict) -> list[str]:
     c, load = results["metrics"]["counts"], results.get("loading", {})
-    rows = [["rows read", str(load.get("rows_read", c["items"]))],
-            ["invalid rows skipped", str(sum(load.get("invalid", {}).values()))],
-            *[[f"  {k}", str(v)] for k, v in load.get("invalid", {}).items()],
-            ["outside --tasks / --setting / --limit", str(load.get("filtered", 0))],
-            *([["requested tasks with no items", ", ".join(load["tasks_without_items"])]]
-              if load.get("tasks_without_items") else []),
-            ["items", str(c["items"])], ["evaluated", str(c["evaluated"])], ["skipped", str(c["skipped"])],
-            *[[f"  {k}", str(v)] for k, v in c["skip_reasons"].items()],
-            ["incomplete (run interrupted)", str(c["incomplete"])],
-            ["passes run", str(c["passes_run"])],
-            ["passes saved by early stopping", f"{c['passes_saved']} of {c['passes_full']}"],
-            *[[f"unparsed: {k}", str(v)] for k, v in c["unparsed_reasons"].items()]]
+    rows = [
+        ["rows read", str(load.get("rows_read", c["items"]))],
+        ["invalid rows skipped", str(sum(load.get("invalid", {}).values()))],
+        *[[f"  {k}", str(v)] for k, v in load.get("invalid", {}).items()],
+        ["outside --tasks / --setting / --limit", str(load.get("filtered", 0))],
+        *(
+            [["requested tasks with no items", ", ".join(load["tasks_without_items"])]]
+            if load.get("tasks_without_items")
+            else []
+        ),
+        ["items", str(c["items"])],
+        ["evaluated", str(c["evaluated"])],
+        ["skipped", str(c["skipped"])],
+        *[[f"  {k}", str(v)] for k, v in c["skip_reasons"].items()],
+        ["incomplete (run interrupted)", str(c["incomplete"])],
+        ["passes run", str(c["passes_run"])],
+        ["passes saved by early stopping", f"{c['passes_saved']} of {c['passes_full']}"],
+        *[[f"unparsed: {k}", str(v)] for k, v in c["unparsed_reasons"].items()],
+    ]
     return _table(["", "count"], rows)
 
 
@@ -111,8 +201,14 @@ def _category_tables(setting: str, block: dict) -> list[str]:
         tasks = {t: b["sources"][src] for t, b in block["tasks"].items() if src in b["sources"]}
         cats = [c for c in CATEGORY_ABBR if any(c in b["categories"] for b in tasks.values())]
         cats += sorted({c for b in tasks.values() for c in b["categories"]} - set(cats))
-        rows = [[t, *(fmt(primary(b["categories"][c])) if c in b["categories"] else "–" for c in cats), fmt(primary(b))]
-                for t, b in tasks.items()]
+        rows = [
+            [
+                t,
+                *(fmt(primary(b["categories"][c])) if c in b["categories"] else "–" for c in cats),
+                fmt(primary(b)),
+            ]
+            for t, b in tasks.items()
+        ]
         out += [f"### Per category — {src}, {setting} setting", ""]
         out += _table(["Task", *(CATEGORY_ABBR.get(c, c) for c in cats), "All"], rows)
     return out
@@ -131,7 +227,9 @@ def plot(results: dict, out_dir: str | Path) -> list[Path]:
         tasks = list(block["tasks"])
         x = np.arange(len(tasks))
         fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(tasks)), 3.5))
-        series = [("vanilla", "#9db4d6")] + ([("circular", "#2b5c9e")] if results["metrics"]["circular"] else [])
+        series = [("vanilla", "#9db4d6")] + (
+            [("circular", "#2b5c9e")] if results["metrics"]["circular"] else []
+        )
         width = 0.8 / len(series)
         for i, (name, color) in enumerate(series):
             vals = [block["tasks"][t][name] or 0.0 for t in tasks]
@@ -164,8 +262,13 @@ def plot(results: dict, out_dir: str | Path) -> list[Path]:
     return written + [path]
 
 
-def compare(runs: Sequence[dict], labels: Sequence[str] | None = None, *, setting: str | None = None,
-            metric: str = "headline") -> str:
+def compare(
+    runs: Sequence[dict],
+    labels: Sequence[str] | None = None,
+    *,
+    setting: str | None = None,
+    metric: str = "headline",
+) -> str:
     """Paper Table 5: one row per run after the first, the 9 tasks as columns, each cell with its
     difference from the first run (the zero-shot baseline) in accuracy points. A CLEAN column (the
     unperturbed questions) follows when the runs evaluated it, and a "Paired" column (the paired trust score
@@ -178,7 +281,9 @@ def compare(runs: Sequence[dict], labels: Sequence[str] | None = None, *, settin
     if len(labels) != len(runs):
         raise ValueError(f"{len(labels)} labels for {len(runs)} runs")
     refs = runs[0]["metrics"].get("references") or {}
-    ref_rows = [(f"{policy} (computed)", {"metrics": refs[policy]}) for policy in REFERENCES if policy in refs]
+    ref_rows = [
+        (f"{policy} (computed)", {"metrics": refs[policy]}) for policy in REFERENCES if policy in refs
+    ]
 
     def chosen(run: dict) -> str:
         settings = run["metrics"]["settings"]
@@ -223,25 +328,49 @@ def compare(runs: Sequence[dict], labels: Sequence[str] | None = None, *, settin
     named = [*zip(labels, runs), *ref_rows]
     perturbed = [t for t in tasks if t in TASKS]
     if with_pairs:
-        out += ["", ("Paired trust score (%): a perturbed item counts only when it and its CLEAN twin (same clip and "
-                     "question) are both answered right"), ""]
-        out += _table(["Method (paired %)", *perturbed, "all"],
-                      [[label, *(fmt(paired(r, t)) for t in perturbed), fmt(paired(r))] for label, r in named])
+        out += [
+            "",
+            (
+                "Paired trust score (%): a perturbed item counts only when it and its CLEAN twin (same clip and "
+                "question) are both answered right"
+            ),
+            "",
+        ]
+        out += _table(
+            ["Method (paired %)", *perturbed, "all"],
+            [[label, *(fmt(paired(r, t)) for t in perturbed), fmt(paired(r))] for label, r in named],
+        )
     if any(abstained(r, t) is not None for r in runs for t in tasks):
-        out += ["", "Abstention rate (% of items, first pass); on CLEAN every abstention is a false abstention", ""]
-        out += _table(["Method (abstention %)", *tasks],
-                      [[label, *(fmt(abstained(r, t)) for t in tasks)] for label, r in named])
+        out += [
+            "",
+            "Abstention rate (% of items, first pass); on CLEAN every abstention is a false abstention",
+            "",
+        ]
+        out += _table(
+            ["Method (abstention %)", *tasks],
+            [[label, *(fmt(abstained(r, t)) for t in tasks)] for label, r in named],
+        )
     return "\n".join(out)
 
 
 def _protocols(runs: Sequence[dict], labels: Sequence[str], metric: str) -> list[str]:
     """Which answer mode and evaluation produced each row, and a warning when the rows mix them (every
     circular run also has its vanilla numbers, so ``metric="vanilla"`` compares like with like)."""
-    used = [(r.get("mode", "?"), "vanilla" if metric == "vanilla" or not r["metrics"].get("circular") else "circular")
-            for r in runs]
-    lines = ["Answer mode / evaluation per row: " + "; ".join(f"{lab}: {m} / {e}" for lab, (m, e) in zip(labels, used))]
+    used = [
+        (
+            r.get("mode", "?"),
+            "vanilla" if metric == "vanilla" or not r["metrics"].get("circular") else "circular",
+        )
+        for r in runs
+    ]
+    lines = [
+        "Answer mode / evaluation per row: "
+        + "; ".join(f"{lab}: {m} / {e}" for lab, (m, e) in zip(labels, used))
+    ]
     if len(set(used)) > 1:
-        lines.append("**Warning: the rows differ in answer mode or evaluation, so their differences mix protocols.**")
+        lines.append(
+            "**Warning: the rows differ in answer mode or evaluation, so their differences mix protocols.**"
+        )
     return lines
 
 

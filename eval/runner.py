@@ -116,8 +116,15 @@ def load_records(output_dir: str | Path) -> dict[str, dict]:
 
 
 class Runner:
-    def __init__(self, benchmark: Benchmark, backend: Any, config: RunConfig, *, rank: int | None = None,
-                 world: int | None = None):
+    def __init__(
+        self,
+        benchmark: Benchmark,
+        backend: Any,
+        config: RunConfig,
+        *,
+        rank: int | None = None,
+        world: int | None = None,
+    ):
         self.bench, self.backend, self.cfg = benchmark, backend, config
         self._state = None
         if rank is None:
@@ -125,19 +132,34 @@ class Runner:
             rank, world = self._state.process_index, self._state.num_processes
         self.rank, self.world = rank, world or 1
         self.output_field = "response" if config.mode == "generate" else "scores"
-        self.key_basis = {"fingerprint": backend.fingerprint, "mode": config.mode,
-                          "generation": backend.describe().get("generation"), "frames": asdict(config.frames),
-                          "sample_rate": config.sample_rate}
+        self.key_basis = {
+            "fingerprint": backend.fingerprint,
+            "mode": config.mode,
+            "generation": backend.describe().get("generation"),
+            "frames": asdict(config.frames),
+            "sample_rate": config.sample_rate,
+        }
         self._missing: dict[str, list[str]] = {}  # item id -> streams its file lacks (this run's decodes)
-        self.stats = {"passes_computed": 0, "passes_reused": 0, "passes_rescored": 0, "skipped": 0, "seconds": 0.0}
+        self.stats = {
+            "passes_computed": 0,
+            "passes_reused": 0,
+            "passes_rescored": 0,
+            "skipped": 0,
+            "seconds": 0.0,
+        }
 
     @property
     def is_main(self) -> bool:
         return self.rank == 0
 
     def key(self, item: Any, request: PassRequest) -> str:
-        blob = {**self.key_basis, "benchmark": self.bench.name, "prompt": request.prompt, "media": item.media,
-                "candidates": request.candidates}
+        blob = {
+            **self.key_basis,
+            "benchmark": self.bench.name,
+            "prompt": request.prompt,
+            "media": item.media,
+            "candidates": request.candidates,
+        }
         if getattr(self.bench, "key_extra", None) is not None:  # e.g. TraceAV's long-video sampling policy
             blob["bench"] = self.bench.key_extra
         return hashlib.sha256(json.dumps(blob, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
@@ -185,7 +207,9 @@ class Runner:
             if rescore:
                 self._score_and_write(rescore, history, done, fh)
                 self.stats["passes_rescored"] += len(rescore)
-            for b in range(0, len(ready), self.cfg.batch_size):  # written batch by batch: a kill loses one batch
+            for b in range(
+                0, len(ready), self.cfg.batch_size
+            ):  # written batch by batch: a kill loses one batch
                 batch = ready[b : b + self.cfg.batch_size]
                 self._infer(batch, media)
                 good = [j for j in batch if j.error is None]
@@ -195,16 +219,32 @@ class Runner:
                 if job.error is not None:
                     failed.add(job.item.id)
                     self.stats["skipped"] += 1
-                    self._write(fh, {"key": job.key, "item_id": job.item.id, "pass": job.k, "status": "skipped",
-                                     "reason": job.error}, done)
+                    self._write(
+                        fh,
+                        {
+                            "key": job.key,
+                            "item_id": job.item.id,
+                            "pass": job.k,
+                            "status": "skipped",
+                            "reason": job.error,
+                        },
+                        done,
+                    )
             fh.flush()
 
     def _score_and_write(self, jobs: list[Job], history: dict, done: dict, fh) -> None:
         if not jobs:
             return
         for job, rec in zip(jobs, self.bench.score(jobs)):
-            rec = {"key": job.key, "item_id": job.item.id, "pass": job.k, "status": "ok", "mode": self.cfg.mode,
-                   self.output_field: job.output, **rec}
+            rec = {
+                "key": job.key,
+                "item_id": job.item.id,
+                "pass": job.k,
+                "status": "ok",
+                "mode": self.cfg.mode,
+                self.output_field: job.output,
+                **rec,
+            }
             if job.item.id in self._missing:
                 rec["missing_streams"] = self._missing[job.item.id]
             self._write(fh, rec, done)
@@ -247,8 +287,16 @@ class Runner:
                 if own is not None and item.media:
                     cache[item.id] = own(item, self.cfg.media_root)
                 else:
-                    cache[item.id] = decode(item.media, self.cfg.media_root, frames=self.cfg.frames,
-                                            sample_rate=self.cfg.sample_rate) if item.media else None
+                    cache[item.id] = (
+                        decode(
+                            item.media,
+                            self.cfg.media_root,
+                            frames=self.cfg.frames,
+                            sample_rate=self.cfg.sample_rate,
+                        )
+                        if item.media
+                        else None
+                    )
             except Exception as err:  # noqa: BLE001 - recorded per item with its type and message
                 cache[item.id] = f"media: {type(err).__name__}: {err}"
             else:
@@ -267,8 +315,10 @@ class Runner:
         if not missing:
             return
         if self.cfg.missing_stream == "error":
-            raise MediaError(f"item {item.id} ({item.task}): {describe_missing(item.media, missing)} "
-                             "(missing_stream: error; 'allow' evaluates it without and counts it)")
+            raise MediaError(
+                f"item {item.id} ({item.task}): {describe_missing(item.media, missing)} "
+                "(missing_stream: error; 'allow' evaluates it without and counts it)"
+            )
         self._missing[item.id] = missing
 
     def _infer(self, jobs: list[Job], media: dict) -> None:
@@ -283,7 +333,9 @@ class Runner:
             if self.cfg.mode == "generate":
                 outputs = self.backend.generate(prompts, decoded, keys)
             else:
-                outputs = self.backend.option_logps(prompts, decoded, keys, [j.request.candidates for j in jobs])
+                outputs = self.backend.option_logps(
+                    prompts, decoded, keys, [j.request.candidates for j in jobs]
+                )
         except (ModelIOError, MediaError) as err:
             if len(jobs) == 1:
                 jobs[0].error = f"model input: {type(err).__name__}: {err}"
@@ -315,8 +367,17 @@ class Runner:
             if status == "evaluated":
                 outcomes.append(self.bench.outcome(item, recs))
             else:
-                outcomes.append(ItemOutcome(item.id, item.task, item.setting, item.source, item.category,
-                                            status=status, reason=_short(reason)))
+                outcomes.append(
+                    ItemOutcome(
+                        item.id,
+                        item.task,
+                        item.setting,
+                        item.source,
+                        item.category,
+                        status=status,
+                        reason=_short(reason),
+                    )
+                )
         return outcomes, used
 
 

@@ -43,7 +43,9 @@ def paired_block(pairs: Sequence[tuple[ItemOutcome, ItemOutcome]], circular: boo
     return {
         "n": len(pairs),
         "vanilla": percent(sum(p.vanilla and c.vanilla for p, c in pairs), len(pairs)),
-        "circular": percent(sum(p.circular and c.circular for p, c in pairs), len(pairs)) if circular else None,
+        "circular": percent(sum(p.circular and c.circular for p, c in pairs), len(pairs))
+        if circular
+        else None,
     }
 
 
@@ -53,7 +55,9 @@ def abstention_rate(outcomes: Sequence[ItemOutcome]) -> float | None:
     return percent(sum(bool(o.abstained) for o in known), len(known))
 
 
-def pair_up(outcomes: Sequence[ItemOutcome]) -> tuple[dict[str, list[tuple[ItemOutcome, ItemOutcome]]], dict[str, int]]:
+def pair_up(
+    outcomes: Sequence[ItemOutcome],
+) -> tuple[dict[str, list[tuple[ItemOutcome, ItemOutcome]]], dict[str, int]]:
     """Per perturbed task: (perturbed, clean twin) pairs of evaluated items; and per task, how many evaluated
     perturbed items had no evaluated twin (no CLEAN item of their record and setting in this run)."""
     done = _evaluated(outcomes)
@@ -95,8 +99,11 @@ def trust_summary(outcomes: Sequence[ItemOutcome], *, circular: bool) -> dict:
                 block |= {"paired": paired_block(pairs.get(t, []), circular), "unpaired": unpaired.get(t, 0)}
             tasks[t] = block
         every = [p for t in _order(pairs) for p in pairs[t]]
-        settings[setting] = {"paired": paired_block(every, circular),
-                             "false_abstention": abstention_rate(by_task.get(CLEAN_TASK, [])), "tasks": tasks}
+        settings[setting] = {
+            "paired": paired_block(every, circular),
+            "false_abstention": abstention_rate(by_task.get(CLEAN_TASK, [])),
+            "tasks": tasks,
+        }
     return {"circular": circular, "settings": settings}
 
 
@@ -113,9 +120,21 @@ def reference_outcomes(items: Sequence[BenchmarkItem], policy: str) -> list[Item
     out = []
     for item in items:
         right = should_abstain(item) == always
-        out.append(ItemOutcome(item.id, item.task, item.setting, item.source, item.category, vanilla=right,
-                               circular=right, passes_run=1, passes_total=1, record=record_key(item),
-                               abstained=always))
+        out.append(
+            ItemOutcome(
+                item.id,
+                item.task,
+                item.setting,
+                item.source,
+                item.category,
+                vanilla=right,
+                circular=right,
+                passes_run=1,
+                passes_total=1,
+                record=record_key(item),
+                abstained=always,
+            )
+        )
     return out
 
 
@@ -134,5 +153,14 @@ def record_key(item: BenchmarkItem) -> str:
     return str(meta.get("record") or "")
 
 
-__all__ = ["REFERENCES", "abstention_rate", "pair_up", "paired_block", "record_key",
-           "reference_outcomes", "references", "should_abstain", "trust_summary"]
+__all__ = [
+    "REFERENCES",
+    "abstention_rate",
+    "pair_up",
+    "paired_block",
+    "record_key",
+    "reference_outcomes",
+    "references",
+    "should_abstain",
+    "trust_summary",
+]

@@ -27,10 +27,27 @@ from cavpref.parsing import parse_args
 
 SIZES = {
     "tiny": ({}, {}, 56),
-    "small": ({"hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128, "vision_hidden_size": 64,
-               "vision_depth": 2, "audio_d_model": 64, "audio_layers": 2, "frame_pixels": 112 * 112},
-              {"hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128, "vision_hidden_size": 64,
-               "audio_d_model": 64, "image_size": 64}, 112),
+    "small": (
+        {
+            "hidden_size": 64,
+            "num_attention_heads": 4,
+            "intermediate_size": 128,
+            "vision_hidden_size": 64,
+            "vision_depth": 2,
+            "audio_d_model": 64,
+            "audio_layers": 2,
+            "frame_pixels": 112 * 112,
+        },
+        {
+            "hidden_size": 64,
+            "num_attention_heads": 4,
+            "intermediate_size": 128,
+            "vision_hidden_size": 64,
+            "audio_d_model": 64,
+            "image_size": 64,
+        },
+        112,
+    ),
 }
 
 
@@ -40,8 +57,12 @@ def cavpref_rows(samples: int, frames: int, seconds: float, size: int) -> list[R
         presented = demo_media(2 * i, num_frames=frames, seconds=seconds, size=size)
         clean = demo_media(2 * i + 1, num_frames=frames, seconds=seconds, size=size)
         q = "Which is the musical instrument that sounds at the same time as the piano?"
-        rows += [Row(q, "None of the above", presented, f"p{i}", f"{i}/yw"), Row(q, "violin", presented, f"p{i}", f"{i}/yl"),
-                 Row(q, "violin", clean, f"c{i}", f"{i}/Vw"), Row(q, "violin", presented, f"p{i}", f"{i}/Vl")]
+        rows += [
+            Row(q, "None of the above", presented, f"p{i}", f"{i}/yw"),
+            Row(q, "violin", presented, f"p{i}", f"{i}/yl"),
+            Row(q, "violin", clean, f"c{i}", f"{i}/Vw"),
+            Row(q, "violin", presented, f"p{i}", f"{i}/Vl"),
+        ]
     return rows
 
 
@@ -71,15 +92,19 @@ def bench(name: str, folder: Path, args) -> list[tuple]:
     model.eval()
     t_gen = timed(lambda: ad.generate(model, gen_rows, max_new_tokens=args.new_tokens), args.repeats)
     n = len(rows)
-    return [(name, "collate (CPU)", n, t_collate, n / t_collate, ""),
-            (name, "logps fwd+bwd, reuse", n, t_reuse, n / t_reuse, f"x{t_plain / t_reuse:.2f} vs no reuse"),
-            (name, "logps fwd+bwd, no reuse", n, t_plain, n / t_plain, ""),
-            (name, f"generate {args.new_tokens} tok", len(gen_rows), t_gen, len(gen_rows) / t_gen, "items/s")]
+    return [
+        (name, "collate (CPU)", n, t_collate, n / t_collate, ""),
+        (name, "logps fwd+bwd, reuse", n, t_reuse, n / t_reuse, f"x{t_plain / t_reuse:.2f} vs no reuse"),
+        (name, "logps fwd+bwd, no reuse", n, t_plain, n / t_plain, ""),
+        (name, f"generate {args.new_tokens} tok", len(gen_rows), t_gen, len(gen_rows) / t_gen, "items/s"),
+    ]
 
 
 @dataclass
 class BenchArguments:
-    samples: int = field(default=4, metadata={"help": "samples per measurement (4 rows each, 2 distinct media)"})
+    samples: int = field(
+        default=4, metadata={"help": "samples per measurement (4 rows each, 2 distinct media)"}
+    )
     size: str = field(default="tiny", metadata={"help": f"model size, one of {sorted(SIZES)}"})
     repeats: int = field(default=10, metadata={"help": "repeats per measurement (median reported)"})
     threads: int = field(default=1, metadata={"help": "torch CPU threads"})
@@ -93,7 +118,9 @@ class BenchArguments:
 
 
 def main(argv=None) -> None:
-    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_adapters.py")
+    (args,) = parse_args(
+        [BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_adapters.py"
+    )
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     table = []
@@ -101,8 +128,10 @@ def main(argv=None) -> None:
         qwen_kw, composed_kw, _ = SIZES[args.size]
         table += bench("qwen-omni", build_tiny_qwen_omni(Path(tmp) / "q", **qwen_kw), args)
         table += bench("composed", build_tiny_composed(Path(tmp) / "c", **composed_kw), args)
-    print(f"\nsize={args.size} threads={args.threads} samples={args.samples} (rows={4 * args.samples}, distinct media={2 * args.samples}) "
-          f"frames={args.frames} audio={args.seconds}s repeats={args.repeats} (min)\n")
+    print(
+        f"\nsize={args.size} threads={args.threads} samples={args.samples} (rows={4 * args.samples}, distinct media={2 * args.samples}) "
+        f"frames={args.frames} audio={args.seconds}s repeats={args.repeats} (min)\n"
+    )
     print(f"{'model':<10} {'what':<26} {'rows':>5} {'sec':>8} {'rows/s':>9}  note")
     for name, what, n, sec, rate, note in table:
         print(f"{name:<10} {what:<26} {n:>5} {sec:>8.3f} {rate:>9.1f}  {note}")

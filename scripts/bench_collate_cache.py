@@ -22,16 +22,23 @@ from cavpref.parsing import parse_args
 
 @dataclass
 class BenchArguments:
-    out: str = field(default="runs/bench_collate_cache", metadata={
-        "help": "a quickstart run folder (reused when it finished before, else a --small one is run there)"})
+    out: str = field(
+        default="runs/bench_collate_cache",
+        metadata={
+            "help": "a quickstart run folder (reused when it finished before, else a --small one is run there)"
+        },
+    )
     rows: int = field(default=256, metadata={"help": "training rows collated per epoch"})
     batch: int = field(default=8, metadata={"help": "rows per batch"})
-    epochs: int = field(default=2, metadata={"help": "epochs per cache size (the cache pays off from epoch 2)"})
+    epochs: int = field(
+        default=2, metadata={"help": "epochs per cache size (the cache pays off from epoch 2)"}
+    )
 
 
 def main(argv=None) -> int:
-    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv,
-                         prog="scripts/bench_collate_cache.py")
+    (args,) = parse_args(
+        [BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_collate_cache.py"
+    )
 
     from datasets import load_from_disk
 
@@ -43,7 +50,11 @@ def main(argv=None) -> int:
 
     out = Path(args.out)
     saved = out / "quickstart_config.json"  # an existing run (e.g. the default size) is used as it was made
-    cfg = QuickstartConfig(**json.loads(saved.read_text())) if saved.exists() else QuickstartConfig(out=str(out), small=True)
+    cfg = (
+        QuickstartConfig(**json.loads(saved.read_text()))
+        if saved.exists()
+        else QuickstartConfig(out=str(out), small=True)
+    )
     if not (out / "start" / ".done.json").exists():
         run(cfg)
     model_io = load_model_io(str(out / "start"))
@@ -52,8 +63,14 @@ def main(argv=None) -> int:
     frames = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.frame_size))
     table = {}
     for cache in (0, 4 * len(rows)):
-        col = CAVPrefCollator(model_io, DEFAULT_SWITCHES, method="sft", media_root=str(out / "world"),
-                              frames=frames, cache_size=cache)
+        col = CAVPrefCollator(
+            model_io,
+            DEFAULT_SWITCHES,
+            method="sft",
+            media_root=str(out / "world"),
+            frames=frames,
+            cache_size=cache,
+        )
         per_epoch = []
         for _ in range(args.epochs):
             t0 = time.perf_counter()

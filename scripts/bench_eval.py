@@ -54,17 +54,36 @@ def make_bench(root: Path, n_items: int) -> Path:
     rng = np.random.default_rng(0)
     t = np.arange(2 * 16000) / 16000
     for i in range(4):
-        write_mp4(root / f"c{i}.mp4", rng.integers(0, 255, (8, 56, 56, 3), dtype=np.uint8), 4.0,
-                  (0.3 * np.sin(2 * np.pi * (220 + 110 * i) * t)).astype(np.float32))
+        write_mp4(
+            root / f"c{i}.mp4",
+            rng.integers(0, 255, (8, 56, 56, 3), dtype=np.uint8),
+            4.0,
+            (0.3 * np.sin(2 * np.pi * (220 + 110 * i) * t)).astype(np.float32),
+        )
     rows = []
     for n in range(n_items):
         task = TASKS[n % len(TASKS)]
         a, b = clip(f"c{n % 4}.mp4"), clip(f"c{(n + 1) % 4}.mp4")
-        media = {"MAT": mute(a), "MVT": drop_video(a), "COT-Stitch": concat(a, b), "CAT": concat(b, a)}.get(task, a)
+        media = {"MAT": mute(a), "MVT": drop_video(a), "COT-Stitch": concat(a, b), "CAT": concat(b, a)}.get(
+            task, a
+        )
         opts = {"A": f"violin {n}", "B": f"piano {n}", "C": f"drum {n}", "D": "None of the above"}
         answer = "ABCD"[n % 4]
-        rows.append(BenchmarkItem(f"b{n:03d}", task, "bench", "Existential", "Which instrument is playing?", opts, answer,
-                                  "instruction", 0, to_json(media), "D").to_row())
+        rows.append(
+            BenchmarkItem(
+                f"b{n:03d}",
+                task,
+                "bench",
+                "Existential",
+                "Which instrument is playing?",
+                opts,
+                answer,
+                "instruction",
+                0,
+                to_json(media),
+                "D",
+            ).to_row()
+        )
     (root / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return root / "items.jsonl"
 
@@ -91,15 +110,21 @@ def main(argv=None) -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_eval_"))
     data = make_bench(tmp, ns.items)
-    backend = ModelIOBackend(load_model_io(str(build_tiny_qwen_omni(tmp / "tiny"))), generation={"max_new_tokens": 16})
+    backend = ModelIOBackend(
+        load_model_io(str(build_tiny_qwen_omni(tmp / "tiny"))), generation={"max_new_tokens": 16}
+    )
     server, calls = start_judge()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
 
     def run(out, judge_cache=None, **kw):
         judge = None
         if judge_cache:
-            judge = ChoiceJudge(ChatClient(ChatConfig(base_url=url, model="bench-judge", cache_path=str(judge_cache))))
-        args = EvalArgs(data=str(data), output=str(tmp / out), batch_size=ns.batch_size, num_frames=4, no_judge=True, **kw)
+            judge = ChoiceJudge(
+                ChatClient(ChatConfig(base_url=url, model="bench-judge", cache_path=str(judge_cache)))
+            )
+        args = EvalArgs(
+            data=str(data), output=str(tmp / out), batch_size=ns.batch_size, num_frames=4, no_judge=True, **kw
+        )
         start = time.perf_counter()
         res = evaluate(args, backend=backend, judge=judge, rank=0, world=1)
         return res, time.perf_counter() - start, judge
@@ -113,7 +138,9 @@ def main(argv=None) -> None:
 
     first, _, j1 = run("circ1", judge_cache=tmp / "judge.sqlite")
     calls_first = len(calls)
-    again, _, j2 = run("circ2", judge_cache=tmp / "judge.sqlite")  # new folder: model reruns, judge cache shared
+    again, _, j2 = run(
+        "circ2", judge_cache=tmp / "judge.sqlite"
+    )  # new folder: model reruns, judge cache shared
     calls_rerun = len(calls) - calls_first
     assert again["metrics"] == first["metrics"]
     c = first["metrics"]["counts"]
@@ -131,7 +158,10 @@ def main(argv=None) -> None:
         ("likelihood (option scoring) items/s", f"{n / t_lik:.2f}"),
         ("likelihood / generate speed ratio", f"{t_gen / t_lik:.2f}x"),
         ("judge requests, first run", f"{j1s['requests']} ({calls_first} HTTP calls)"),
-        ("judge requests, rerun (shared cache)", f"{j2s['requests']} ({calls_rerun} HTTP calls, {j2s['cache_hits']} hits)"),
+        (
+            "judge requests, rerun (shared cache)",
+            f"{j2s['requests']} ({calls_rerun} HTTP calls, {j2s['cache_hits']} hits)",
+        ),
         ("judge calls saved by the cache", f"{calls_first - calls_rerun} of {calls_first}"),
         ("CircularEval passes run / full (generate)", passes(c)),
         ("CircularEval passes run / full (likelihood)", passes(lc)),

@@ -29,15 +29,27 @@ class BenchArguments:
 
 
 def main(argv=None) -> None:
-    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_longvideo.py")
+    (args,) = parse_args(
+        [BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_longvideo.py"
+    )
     n = int(args.minutes * 60)
     root = tempfile.mkdtemp()
     rng = np.random.default_rng(0)
-    write_mp4(f"{root}/long.mp4", rng.integers(0, 255, (n, 64, 64, 3), dtype=np.uint8), 1.0,
-              (0.1 * rng.standard_normal(n * 16000)).astype(np.float32), 16000)
+    write_mp4(
+        f"{root}/long.mp4",
+        rng.integers(0, 255, (n, 64, 64, 3), dtype=np.uint8),
+        1.0,
+        (0.1 * rng.standard_normal(n * 16000)).astype(np.float32),
+        16000,
+    )
     policy = LongVideoPolicy(num_frames=32, audio_window_s=30.0, audio_segments=8)
-    cases = [("decode (32 frames + whole audio)", lambda: decode(clip("long.mp4"), root, frames=FramePolicy(num_frames=32))),
-             ("decode_long (32 frames + 8 audio windows)", lambda: decode_long(clip("long.mp4"), root, policy)[0])]
+    cases = [
+        (
+            "decode (32 frames + whole audio)",
+            lambda: decode(clip("long.mp4"), root, frames=FramePolicy(num_frames=32)),
+        ),
+        ("decode_long (32 frames + 8 audio windows)", lambda: decode_long(clip("long.mp4"), root, policy)[0]),
+    ]
     print(f"| method ({n} s clip) | seconds | audio kept (s) | peak MiB |\n| --- | --- | --- | --- |")
     for name, fn in cases:
         fn()

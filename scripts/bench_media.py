@@ -31,8 +31,10 @@ from cavpref.parsing import parse_args
 
 @dataclass
 class BenchConfig:
-    cache_dir: str = field(default=os.path.expanduser("~/.cache/cavpref/bench_media"), metadata={
-        "help": "where the generated test videos are kept between runs"})
+    cache_dir: str = field(
+        default=os.path.expanduser("~/.cache/cavpref/bench_media"),
+        metadata={"help": "where the generated test videos are kept between runs"},
+    )
     repeats: int = field(default=20, metadata={"help": "rounds over the 10 s clip (median reported)"})
     long_rounds: int = field(default=5, metadata={"help": "rounds over the long video (median reported)"})
     long_minutes: float = field(default=20.0, metadata={"help": "length of the generated long video"})
@@ -143,12 +145,15 @@ def main(argv=None) -> None:
             frames = [r.frame_at(float(t)).to_ndarray(format="rgb24") for t in times]
         return np.stack(frames), r.decoded
 
-    r = _race({
-        "pyav_seek": seek_pyav,
-        "decord_seek": lambda: backends._decord_frames(long_path, info, times),
-        "pyav_all": lambda: _all_frames_pyav(long_path, info, times),
-        "decord_all": lambda: _all_frames_decord(long_path, times),
-    }, cfg.long_rounds)
+    r = _race(
+        {
+            "pyav_seek": seek_pyav,
+            "decord_seek": lambda: backends._decord_frames(long_path, info, times),
+            "pyav_all": lambda: _all_frames_pyav(long_path, info, times),
+            "decord_all": lambda: _all_frames_decord(long_path, times),
+        },
+        cfg.long_rounds,
+    )
     (dt_seek_pyav, (f1, n1)), (dt_seek_decord, f2) = r["pyav_seek"], r["decord_seek"]
     (dt_all_pyav, (f3, n3)), (dt_all_decord, (f4, n4)) = r["pyav_all"], r["decord_all"]
     assert f1.shape == f2.shape == f3.shape == f4.shape == (32, 112, 112, 3)
@@ -156,25 +161,49 @@ def main(argv=None) -> None:
     label = f"32 frames of {info.duration / 60:.0f} min 112x112@4fps"
     rows += [
         (label, "PyAV seek", dt_seek_pyav, 32 / dt_seek_pyav, f"{n1} decoded", dt_all_pyav / dt_seek_pyav),
-        (label, "decord seek (get_batch)", dt_seek_decord, 32 / dt_seek_decord, "", dt_all_pyav / dt_seek_decord),
+        (
+            label,
+            "decord seek (get_batch)",
+            dt_seek_decord,
+            32 / dt_seek_decord,
+            "",
+            dt_all_pyav / dt_seek_decord,
+        ),
         (label, "PyAV decode all", dt_all_pyav, 32 / dt_all_pyav, f"{n3} decoded", 1.0),
-        (label, "decord decode all", dt_all_decord, 32 / dt_all_decord, f"{n4} decoded", dt_all_pyav / dt_all_decord),
+        (
+            label,
+            "decord decode all",
+            dt_all_decord,
+            32 / dt_all_decord,
+            f"{n4} decoded",
+            dt_all_pyav / dt_all_decord,
+        ),
     ]
 
     def sample(backend, policy=None, path=clip_path):
         clear_cache()
-        return decode(clip(path.name), path.parent, frames=policy or FramePolicy(num_frames=8), backend=backend)
+        return decode(
+            clip(path.name), path.parent, frames=policy or FramePolicy(num_frames=8), backend=backend
+        )
 
     # the model I/Os' frame policies through decode() (probe + plan + seek + resize + audio), per backend:
     # the recipes' 8 uniform frames and Qwen2.5-Omni's 2 fps (capped at 32) on the 10 s clip and the long video
     qwen = FramePolicy(num_frames=None, fps=2.0, max_frames=32)
-    policies = [("10 s clip, Qwen 2 fps (20 frames) + audio", qwen, clip_path, cfg.repeats),
-                (f"{cfg.long_minutes:g} min video, 8 frames + audio", FramePolicy(num_frames=8), long_path,
-                 cfg.long_rounds),
-                (f"{cfg.long_minutes:g} min video, Qwen 2 fps (32 frames) + audio", qwen, long_path, cfg.long_rounds)]
+    policies = [
+        ("10 s clip, Qwen 2 fps (20 frames) + audio", qwen, clip_path, cfg.repeats),
+        (
+            f"{cfg.long_minutes:g} min video, 8 frames + audio",
+            FramePolicy(num_frames=8),
+            long_path,
+            cfg.long_rounds,
+        ),
+        (f"{cfg.long_minutes:g} min video, Qwen 2 fps (32 frames) + audio", qwen, long_path, cfg.long_rounds),
+    ]
     for label, policy, path, rounds in policies:
-        r = _race({b: (lambda b=b, policy=policy, path=path: sample(b, policy, path)) for b in ("pyav", "decord")},
-                  rounds)
+        r = _race(
+            {b: (lambda b=b, policy=policy, path=path: sample(b, policy, path)) for b in ("pyav", "decord")},
+            rounds,
+        )
         assert r["pyav"][1].frames.shape == r["decord"][1].frames.shape
         for backend in ("pyav", "decord"):
             dt = r[backend][0]
@@ -187,20 +216,26 @@ def main(argv=None) -> None:
 
         return AudioReader(str(clip_path), ctx=cpu(0), sample_rate=16000, mono=True)[:].asnumpy()
 
-    r = _race({
-        "pyav": lambda: sample("pyav"),
-        "decord": lambda: sample("decord"),
-        "audio_pyav": lambda: backends.read_audio(clip_path, cinfo, 0.0, 160000, 16000),
-        "audio_decord": audio_decord,
-    }, cfg.repeats)
+    r = _race(
+        {
+            "pyav": lambda: sample("pyav"),
+            "decord": lambda: sample("decord"),
+            "audio_pyav": lambda: backends.read_audio(clip_path, cinfo, 0.0, 160000, 16000),
+            "audio_decord": audio_decord,
+        },
+        cfg.repeats,
+    )
     for backend in ("pyav", "decord"):
         dt, m = r[backend]
         assert m.frames.shape == (8, 240, 320, 3) and len(m.audio) == 160000
-        rows.append(("10 s clip 320x240@25 + audio, 8 frames", backend, dt, 1 / dt, "samples/s",
-                     r["pyav"][0] / dt))
+        rows.append(
+            ("10 s clip 320x240@25 + audio, 8 frames", backend, dt, 1 / dt, "samples/s", r["pyav"][0] / dt)
+        )
     dt_a, dt_ad = r["audio_pyav"][0], r["audio_decord"][0]
     rows.append(("10 s audio @44.1k -> 16k mono", "PyAV (used)", dt_a, 1 / dt_a, "clips/s", 1.0))
-    rows.append(("10 s audio @44.1k -> 16k mono", "decord AudioReader", dt_ad, 1 / dt_ad, "clips/s", dt_a / dt_ad))
+    rows.append(
+        ("10 s audio @44.1k -> 16k mono", "decord AudioReader", dt_ad, 1 / dt_ad, "clips/s", dt_a / dt_ad)
+    )
 
     head = ("case", "method", "ms/call", "items/s", "note", "speed-up")
     table = [head] + [(c, m, f"{dt * 1e3:.1f}", f"{r:.1f}", n, f"{s:.1f}x") for c, m, dt, r, n, s in rows]

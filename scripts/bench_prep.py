@@ -113,7 +113,9 @@ class BenchArguments:
 
 
 def main(argv=None) -> None:
-    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_prep.py")
+    (args,) = parse_args(
+        [BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_prep.py"
+    )
     tables, classes = synthetic_tables()
     records = synthetic_records(args.records, classes, args.seed)
     t0, c0 = time.perf_counter(), time.process_time()

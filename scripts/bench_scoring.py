@@ -34,8 +34,9 @@ class BenchConfig:
     items: int = field(default=64, metadata={"help": "media items scored per round"})
     rounds: int = field(default=3, metadata={"help": "timed rounds (median reported)"})
     batch_size: int = field(default=16, metadata={"help": "items per scorer batch"})
-    threads: int = field(default=1, metadata={
-        "help": "torch intra-op threads: 1 keeps figures comparable on a shared machine"})
+    threads: int = field(
+        default=1, metadata={"help": "torch intra-op threads: 1 keeps figures comparable on a shared machine"}
+    )
 
 
 def _media(n: int, seed: int = 0):
@@ -62,7 +63,9 @@ def _media(n: int, seed: int = 0):
 def main(argv=None) -> None:
     import torch
 
-    (cfg,) = parse_args([BenchConfig], sys.argv[1:] if argv is None else argv, prog="scripts/bench_scoring.py")
+    (cfg,) = parse_args(
+        [BenchConfig], sys.argv[1:] if argv is None else argv, prog="scripts/bench_scoring.py"
+    )
     torch.set_num_threads(cfg.threads)
     with tempfile.TemporaryDirectory(prefix="bench_scoring_") as tmp:
         run_bench(cfg, Path(tmp))

@@ -43,10 +43,16 @@ class BenchArguments:
     hidden: int = field(default=128, metadata={"help": "hidden size of the tiny thinker's language model"})
     layers: int = field(default=4, metadata={"help": "language-model layers"})
     frames: int = field(default=8, metadata={"help": "frames per clip"})
-    frame_size: int = field(default=448, metadata={"help": "frame height = width (448: 256 video tokens per 2 frames)"})
-    audio_seconds: float = field(default=10.0, metadata={"help": "audio per clip (25 audio tokens per second)"})
+    frame_size: int = field(
+        default=448, metadata={"help": "frame height = width (448: 256 video tokens per 2 frames)"}
+    )
+    audio_seconds: float = field(
+        default=10.0, metadata={"help": "audio per clip (25 audio tokens per second)"}
+    )
     eval_items: int = field(default=9, metadata={"help": "items scored in the option-likelihood part"})
-    device: Literal["auto", "cpu", "cuda"] = field(default="auto", metadata={"help": "auto: cuda when available"})
+    device: Literal["auto", "cpu", "cuda"] = field(
+        default="auto", metadata={"help": "auto: cuda when available"}
+    )
 
 
 class BigMedia:
@@ -61,9 +67,14 @@ class BigMedia:
             from cavpref.models.tiny import demo_media
 
             small = decode(spec, str(self.root), frames=FramePolicy(num_frames=2), sample_rate=16000)
-            self.cache[spec] = demo_media(zlib.crc32(spec.encode()) % 997, video=small.has_video,
-                                          audio=small.has_audio, num_frames=self.args.frames,
-                                          size=self.args.frame_size, seconds=self.args.audio_seconds)
+            self.cache[spec] = demo_media(
+                zlib.crc32(spec.encode()) % 997,
+                video=small.has_video,
+                audio=small.has_audio,
+                num_frames=self.args.frames,
+                size=self.args.frame_size,
+                seconds=self.args.audio_seconds,
+            )
         return self.cache[spec]
 
 
@@ -75,12 +86,20 @@ def build(root: Path, args: BenchArguments):
 
     F.write_clips(root / "media")
     examples = F.examples(max(1, args.batch))
-    for k, e in enumerate(examples):  # distinct prompts: no two samples share a prefix (no sharing across samples)
+    for k, e in enumerate(
+        examples
+    ):  # distinct prompts: no two samples share a prefix (no sharing across samples)
         e.prompt = f"{e.prompt} (question {k})"
-    build_tiny_qwen_omni(root / "model", hidden_size=args.hidden, num_hidden_layers=args.layers,
-                         num_attention_heads=4, num_key_value_heads=2, intermediate_size=4 * args.hidden,
-                         frame_pixels=args.frame_size ** 2,
-                         extra_corpus=[e.prompt + " " + e.chosen + " " + e.rejected for e in examples])
+    build_tiny_qwen_omni(
+        root / "model",
+        hidden_size=args.hidden,
+        num_hidden_layers=args.layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=4 * args.hidden,
+        frame_pixels=args.frame_size**2,
+        extra_corpus=[e.prompt + " " + e.chosen + " " + e.rejected for e in examples],
+    )
     return Dataset.from_list([e.to_row() for e in examples])
 
 
@@ -92,23 +111,42 @@ def make_case(name, method, tasks, shared, data, root, args, media, device):
 
     rows = data if tasks == "mix" else data.select([i for i, t in enumerate(data["task"]) if t in tasks])
     rows = rows.select(range(min(args.batch, len(rows))))
-    cfg = CAVPrefConfig(output_dir=str(root / "runs" / name.replace(" ", "_")), method=method,
-                        per_device_train_batch_size=args.batch, max_steps=1, bf16=False, use_cpu=device == "cpu",
-                        activation_checkpointing=False, report_to="none", learning_rate=1e-4,
-                        media_root=str(root / "media"), save_strategy="no", disable_tqdm=True)
-    model_io = load_model_io(AVModelArguments(model_name_or_path=str(root / "model"), dtype="float32",
-                                              shared_prefix=shared))
+    cfg = CAVPrefConfig(
+        output_dir=str(root / "runs" / name.replace(" ", "_")),
+        method=method,
+        per_device_train_batch_size=args.batch,
+        max_steps=1,
+        bf16=False,
+        use_cpu=device == "cpu",
+        activation_checkpointing=False,
+        report_to="none",
+        learning_rate=1e-4,
+        media_root=str(root / "media"),
+        save_strategy="no",
+        disable_tqdm=True,
+    )
+    model_io = load_model_io(
+        AVModelArguments(model_name_or_path=str(root / "model"), dtype="float32", shared_prefix=shared)
+    )
     tr = CAVPrefTrainer(model_io.model, model_io, args=cfg, train_dataset=rows)
     tr.data_collator.decode = media
     tr.create_optimizer()
     tr.current_gradient_accumulation_steps = 1
     inputs = tr.data_collator(list(tr.train_dataset))
     counts = token_counts(inputs["model_inputs"])
-    return {"name": name, "trainer": tr, "inputs": inputs, "rows": int(inputs["num_rows"]),
-            "tokens": counts["shared_prefix" if shared else "full_rows"],
-            "prefixes": int(inputs["model_inputs"]["packed"]["input_ids"].shape[0])
-            if shared and "packed" in inputs["model_inputs"] else int(inputs["num_rows"]),
-            "media_tokens": media_tokens(model_io, inputs["model_inputs"]), "times": [], "mem": []}
+    return {
+        "name": name,
+        "trainer": tr,
+        "inputs": inputs,
+        "rows": int(inputs["num_rows"]),
+        "tokens": counts["shared_prefix" if shared else "full_rows"],
+        "prefixes": int(inputs["model_inputs"]["packed"]["input_ids"].shape[0])
+        if shared and "packed" in inputs["model_inputs"]
+        else int(inputs["num_rows"]),
+        "media_tokens": media_tokens(model_io, inputs["model_inputs"]),
+        "times": [],
+        "mem": [],
+    }
 
 
 def media_tokens(model_io, batch) -> float:
@@ -138,10 +176,18 @@ def bench_eval(root: Path, args: BenchArguments, media: BigMedia, data, device: 
     """``--mode likelihood``: every option of an item scored against the item's (prompt, media) prefix."""
     from cavpref.models import AVModelArguments, Row, load_model_io
 
-    items = [Row(ex["prompt"], "", media(ex["media"]), ex["media"], ex["id"]) for ex in data][: args.eval_items]
-    options = [["(A) a violin", "(B) a cello", "(C) a flute", "(D) a drum", "(E) None of the above"]] * len(items)
-    ios = {s: load_model_io(AVModelArguments(model_name_or_path=str(root / "model"), dtype="float32", shared_prefix=s))
-           for s in (False, True)}
+    items = [Row(ex["prompt"], "", media(ex["media"]), ex["media"], ex["id"]) for ex in data][
+        : args.eval_items
+    ]
+    options = [["(A) a violin", "(B) a cello", "(C) a flute", "(D) a drum", "(E) None of the above"]] * len(
+        items
+    )
+    ios = {
+        s: load_model_io(
+            AVModelArguments(model_name_or_path=str(root / "model"), dtype="float32", shared_prefix=s)
+        )
+        for s in (False, True)
+    }
     for io in ios.values():
         io.model.to(device).eval()
     times = {False: [], True: []}
@@ -157,17 +203,23 @@ def bench_eval(root: Path, args: BenchArguments, media: BigMedia, data, device: 
     print("|---|---|---|---|---|---|")
     from cavpref.models.shared_prefix import token_counts
 
-    batch = ios[True].collate([Row(items[0].prompt, o, items[0].media, items[0].media_key) for o in options[0]])
+    batch = ios[True].collate(
+        [Row(items[0].prompt, o, items[0].media, items[0].media_key) for o in options[0]]
+    )
     tok = token_counts(batch)
     for shared in (False, True):
         n = tok["shared_prefix" if shared else "full_rows"]
-        print(f"| {'shared prefix' if shared else 'full rows'} | {len(items) / best[shared]:.2f} | "
-              f"{len(items) / statistics.median(times[shared][1:]):.2f} | {best[False] / best[shared]:.2f} | {n} | "
-              f"{tok['full_rows'] / n:.2f} |")
+        print(
+            f"| {'shared prefix' if shared else 'full rows'} | {len(items) / best[shared]:.2f} | "
+            f"{len(items) / statistics.median(times[shared][1:]):.2f} | {best[False] / best[shared]:.2f} | {n} | "
+            f"{tok['full_rows'] / n:.2f} |"
+        )
 
 
 def main(argv=None):
-    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_shared_prefix.py")
+    (args,) = parse_args(
+        [BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_shared_prefix.py"
+    )
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     root = Path(tempfile.mkdtemp(prefix="bench_shared_prefix_"))
     data = build(root, args)
@@ -185,12 +237,16 @@ def main(argv=None):
             dt, mem = step(case, device)
             case["times"].append(dt)
             case["mem"].append(mem)
-    print(f"device={device} hidden={args.hidden} layers={args.layers} batch={args.batch} rounds={args.rounds} "
-          f"frames={args.frames}x{args.frame_size}^2 audio={args.audio_seconds}s torch_threads={torch.get_num_threads()} "
-          f"media tokens per row (max)={max(c['media_tokens'] for c in cases):.0f}")
+    print(
+        f"device={device} hidden={args.hidden} layers={args.layers} batch={args.batch} rounds={args.rounds} "
+        f"frames={args.frames}x{args.frame_size}^2 audio={args.audio_seconds}s torch_threads={torch.get_num_threads()} "
+        f"media tokens per row (max)={max(c['media_tokens'] for c in cases):.0f}"
+    )
     mem_label = "peak MB" if device == "cuda" else "saved MB"
-    print(f"| config | rows | prefixes | LM tokens / forward | step s (best) | step s (median) | speed vs DPO full | "
-          f"token ideal | {mem_label} | memory vs same method full |")
+    print(
+        f"| config | rows | prefixes | LM tokens / forward | step s (best) | step s (median) | speed vs DPO full | "
+        f"token ideal | {mem_label} | memory vs same method full |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     by = {c["name"]: c for c in cases}
     best = {n: min(c["times"]) for n, c in by.items()}
@@ -198,13 +254,17 @@ def main(argv=None):
         label = c["name"].split("  ")[1]
         base = by[f"dpo full  {label}"]
         same_full = by[c["name"].replace("shared", "full")]
-        print(f"| {c['name']} | {c['rows']} | {c['prefixes']} | {c['tokens']} | {best[c['name']]:.3f} | "
-              f"{statistics.median(c['times']):.3f} | {best[base['name']] / best[c['name']]:.2f}x | "
-              f"{base['tokens'] / c['tokens']:.2f}x | {max(c['mem']) / 2**20:.1f} | "
-              f"{max(c['mem']) / max(same_full['mem']):.2f} |")
+        print(
+            f"| {c['name']} | {c['rows']} | {c['prefixes']} | {c['tokens']} | {best[c['name']]:.3f} | "
+            f"{statistics.median(c['times']):.3f} | {best[base['name']] / best[c['name']]:.2f}x | "
+            f"{base['tokens'] / c['tokens']:.2f}x | {max(c['mem']) / 2**20:.1f} | "
+            f"{max(c['mem']) / max(same_full['mem']):.2f} |"
+        )
     mix = {k: best[f"{k}  mix9"] for k in ("dpo full", "dpo shared", "cavpref shared")}
-    print(f"\n9-task mix: DPO shared = {mix['dpo full'] / mix['dpo shared']:.2f}x DPO full (target >= 1.8); "
-          f"CAVPref shared = {mix['dpo full'] / mix['cavpref shared']:.2f}x DPO full (target >= 1.2)")
+    print(
+        f"\n9-task mix: DPO shared = {mix['dpo full'] / mix['dpo shared']:.2f}x DPO full (target >= 1.8); "
+        f"CAVPref shared = {mix['dpo full'] / mix['cavpref shared']:.2f}x DPO full (target >= 1.2)"
+    )
     bench_eval(root, args, media, data, device)
 
 

@@ -40,8 +40,12 @@ from cavpref.parsing import parse_args
 class PerceptionArguments:
     """The script's own keys; every ``QuickstartConfig`` key is accepted too (``--help`` lists both)."""
 
-    drop_streams: list[str] = field(default_factory=lambda: ["video", "audio"], metadata={
-        "help": "streams removed, one at a time, for the CLEAN probe (video, audio; empty: both streams only)"})
+    drop_streams: list[str] = field(
+        default_factory=lambda: ["video", "audio"],
+        metadata={
+            "help": "streams removed, one at a time, for the CLEAN probe (video, audio; empty: both streams only)"
+        },
+    )
 
     def __post_init__(self):
         unknown = sorted(set(self.drop_streams) - {"video", "audio"})
@@ -51,8 +55,9 @@ class PerceptionArguments:
 
 def _science():
     """``scripts/quickstart_science.py`` as a module (its caption probe is the one the science report uses)."""
-    spec = importlib.util.spec_from_file_location("quickstart_science",
-                                                  Path(__file__).with_name("quickstart_science.py"))
+    spec = importlib.util.spec_from_file_location(
+        "quickstart_science", Path(__file__).with_name("quickstart_science.py")
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -65,9 +70,22 @@ def build_start(cfg: QuickstartConfig, stage: Stages) -> dict:
     data = stage("data", prep_stage, world).dir
     init = stage("model_init", model_stage, data).dir
     sft_data = stage("start_data", start_data, world, data).dir
-    start = stage("start", train_stage, recipe(cfg, method="sft", model=init, train=sft_data / "train",
-                                               world=world, out=root / "start", steps=cfg.sft_steps,
-                                               lr=cfg.sft_learning_rate, tasks=[CLEAN_TASK], encoders=True)).dir
+    start = stage(
+        "start",
+        train_stage,
+        recipe(
+            cfg,
+            method="sft",
+            model=init,
+            train=sft_data / "train",
+            world=world,
+            out=root / "start",
+            steps=cfg.sft_steps,
+            lr=cfg.sft_learning_rate,
+            tasks=[CLEAN_TASK],
+            encoders=True,
+        ),
+    ).dir
     return {"root": str(root), "world": str(world), "data": str(data), "start": str(start)}
 
 
@@ -76,9 +94,21 @@ def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str]) ->
     clean = {}
     for drop in (None, *drops):
         name = f"perception/clean_{drop or 'both'}"
-        res = json.loads((stage(name, eval_stage, Path(qs["start"]), Path(qs["data"]), Path(qs["world"]),
-                                f"start {drop or 'both'}", tasks=[CLEAN_TASK], drop_stream=drop).dir
-                          / "results.json").read_text())
+        res = json.loads(
+            (
+                stage(
+                    name,
+                    eval_stage,
+                    Path(qs["start"]),
+                    Path(qs["data"]),
+                    Path(qs["world"]),
+                    f"start {drop or 'both'}",
+                    tasks=[CLEAN_TASK],
+                    drop_stream=drop,
+                ).dir
+                / "results.json"
+            ).read_text()
+        )
         clean[drop or "both"] = {m: task_accuracy(res, CLEAN_TASK, m) for m in ("circular", "vanilla")}
     return {"captions": captions, "caption_clips": lines[-1], "clean": clean}
 
@@ -87,17 +117,25 @@ def row(cfg: QuickstartConfig, m: dict) -> str:
     caps = list(m["captions"].values())
     c = {k: v["circular"] for k, v in m["clean"].items()}
     drop = " | ".join(f"{c['both'] - c[s]:+.1f}" if s in c else "–" for s in ("video", "audio"))
-    return (f"| {cfg.frame_size} | {cfg.sft_steps} | {cfg.hidden_size} | {cfg.vision_hidden_size} | "
-            + " | ".join(f"{v:.1f}" for v in caps) + f" | {c['both']:.1f} | {drop} |")
+    return (
+        f"| {cfg.frame_size} | {cfg.sft_steps} | {cfg.hidden_size} | {cfg.vision_hidden_size} | "
+        + " | ".join(f"{v:.1f}" for v in caps)
+        + f" | {c['both']:.1f} | {drop} |"
+    )
 
 
-HEADER = ("| frame px | SFT steps | width | vision width | see % | hear % | where % | CLEAN circ. % | "
-          "drop w/o video | drop w/o audio |\n|---|---|---|---|---|---|---|---|---|---|")
+HEADER = (
+    "| frame px | SFT steps | width | vision width | see % | hear % | where % | CLEAN circ. % | "
+    "drop w/o video | drop w/o audio |\n|---|---|---|---|---|---|---|---|---|---|"
+)
 
 
 def main(argv=None) -> int:
-    args, cfg = parse_args([PerceptionArguments, QuickstartConfig], sys.argv[1:] if argv is None else argv,
-                           prog="scripts/bench_start_perception.py")
+    args, cfg = parse_args(
+        [PerceptionArguments, QuickstartConfig],
+        sys.argv[1:] if argv is None else argv,
+        prog="scripts/bench_start_perception.py",
+    )
     t0 = time.perf_counter()
     Path(cfg.out).mkdir(parents=True, exist_ok=True)
     stage = Stages(cfg, Path(cfg.out))

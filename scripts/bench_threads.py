@@ -23,7 +23,9 @@ from cavpref.parsing import parse_args
 
 @dataclass
 class BenchArguments:
-    recipe: str = field(default="", metadata={"help": "a `cavpref train` recipe (e.g. a quickstart's recipes/start.yaml)"})
+    recipe: str = field(
+        default="", metadata={"help": "a `cavpref train` recipe (e.g. a quickstart's recipes/start.yaml)"}
+    )
     steps: int = field(default=10, metadata={"help": "training steps per cell"})
     rounds: int = field(default=1, metadata={"help": "rounds over all cells (interleaved)"})
     threads: list[int] = field(default_factory=lambda: [1, 2], metadata={"help": "num_threads values"})
@@ -33,9 +35,28 @@ class BenchArguments:
 def step_time(recipe: str, threads: int, compete: int, steps: int, out: Path) -> float:
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(compete)]
     try:
-        subprocess.run([sys.executable, "-m", "cavpref.apps.cli", "train", recipe, "--output_dir", str(out),
-                        "--max_steps", str(steps), "--save_strategy", "no", "--num_threads", str(threads),
-                        "--logging_steps", str(steps)], check=True, capture_output=True, text=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "cavpref.apps.cli",
+                "train",
+                recipe,
+                "--output_dir",
+                str(out),
+                "--max_steps",
+                str(steps),
+                "--save_strategy",
+                "no",
+                "--num_threads",
+                str(threads),
+                "--logging_steps",
+                str(steps),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
     finally:
         for b in burners:
             b.kill()
@@ -45,7 +66,9 @@ def step_time(recipe: str, threads: int, compete: int, steps: int, out: Path) ->
 
 
 def main(argv: list[str] | None = None) -> None:
-    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_threads.py")
+    (args,) = parse_args(
+        [BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_threads.py"
+    )
     if not args.recipe:
         raise SystemExit("scripts/bench_threads.py: --recipe is required")
     cells = [(t, c) for c in args.compete for t in args.threads]
@@ -55,8 +78,10 @@ def main(argv: list[str] | None = None) -> None:
             for t, c in cells:
                 times[(t, c)].append(step_time(args.recipe, t, c, args.steps, Path(tmp) / f"r{r}_t{t}_c{c}"))
     base = times[cells[0]]
-    print(f"{args.recipe}: {args.steps} steps, {args.rounds} round(s); ratio = s/step over the "
-          f"{cells[0][0]}-thread, {cells[0][1]}-competing cell of the same round")
+    print(
+        f"{args.recipe}: {args.steps} steps, {args.rounds} round(s); ratio = s/step over the "
+        f"{cells[0][0]}-thread, {cells[0][1]}-competing cell of the same round"
+    )
     print("| num_threads | competing processes | s/step (mean) | ratio |")
     print("|---|---|---|---|")
     for cell in cells:

@@ -129,8 +129,9 @@ class SavedActivations:
         self.ctx.__exit__(*exc)
 
 
-def make_case(name, method, tasks, precompute, naive, data, model_io, model_dir, media, batch, out, device,
-              exact=False):
+def make_case(
+    name, method, tasks, precompute, naive, data, model_io, model_dir, media, batch, out, device, exact=False
+):
     from cavpref.config import CAVPrefConfig
     from cavpref.media.decode import FramePolicy
     from cavpref.models import AVModelArguments, load_model_io
@@ -207,8 +208,20 @@ def micro_batch_error(data, model_io, out, device, batch):
     for robust in ("paper", "worst_case"):
         grads = {}
         for mode in ("exact", "micro_batch"):
-            case = make_case(f"err-{robust}-{mode}", "cavpref", "mix", True, False, data, model_io, out / "model",
-                             out / "media", batch, out, device)
+            case = make_case(
+                f"err-{robust}-{mode}",
+                "cavpref",
+                "mix",
+                True,
+                False,
+                data,
+                model_io,
+                out / "model",
+                out / "media",
+                batch,
+                out,
+                device,
+            )
             tr = case["trainer"]
             tr.args.robust, tr.args.robust_normalizer = robust, mode
             gen = torch.Generator().manual_seed(0)  # policy != reference: unequal weights
@@ -234,11 +247,15 @@ class BenchArguments:
     batch: int = field(default=9, metadata={"help": "samples per step (one per task in the mix)"})
     rounds: int = field(default=5, metadata={"help": "timed rounds (median reported)"})
     hidden: int = field(default=64, metadata={"help": "hidden size of the tiny thinker"})
-    device: Literal["auto", "cpu", "cuda"] = field(default="auto", metadata={"help": "auto: cuda when available"})
+    device: Literal["auto", "cpu", "cuda"] = field(
+        default="auto", metadata={"help": "auto: cuda when available"}
+    )
 
 
 def main(argv=None):
-    (args,) = parse_args([BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_trainer.py")
+    (args,) = parse_args(
+        [BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_trainer.py"
+    )
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     from cavpref.models import AVModelArguments, load_model_io
 
@@ -264,8 +281,21 @@ def main(argv=None):
     for pre in (False, True):  # the exact normaliser's planned step, same data as "cavpref  mix9"
         suffix = "  ref-pre" if pre else ""
         cases.append(
-            make_case(f"cavpref  mix9{suffix}  exact", "cavpref", "mix", pre, False, data, model_io,
-                      out / "model", out / "media", args.batch, out, device, exact=True)
+            make_case(
+                f"cavpref  mix9{suffix}  exact",
+                "cavpref",
+                "mix",
+                pre,
+                False,
+                data,
+                model_io,
+                out / "model",
+                out / "media",
+                args.batch,
+                out,
+                device,
+                exact=True,
+            )
         )
     approx_error = micro_batch_error(data, model_io, out, device, args.batch)
     for case in cases:  # warm-up

@@ -88,8 +88,18 @@ def _sweep_plot():
     return module.plot
 
 
-def per_seed_runs(cfg, stage: Stages, qs: dict, seeds: list[int], *, prefix: str, tasks: list[str],
-                  tag: str = "", own: bool = False, only: set | None = None) -> dict:
+def per_seed_runs(
+    cfg,
+    stage: Stages,
+    qs: dict,
+    seeds: list[int],
+    *,
+    prefix: str,
+    tasks: list[str],
+    tag: str = "",
+    own: bool = False,
+    only: set | None = None,
+) -> dict:
     """{method: {seed: results}} for DPO and CAVPref trained on ``tasks`` with each preference seed, as stages
     ``<prefix>/<seed>/<method>``. ``own``: the quickstart's runs stand for its own seed. ``only``: the
     (seed, method) pairs to run, for splitting the work across processes."""
@@ -104,11 +114,30 @@ def per_seed_runs(cfg, stage: Stages, qs: dict, seeds: list[int], *, prefix: str
                 out[method][seed] = _load(root / "eval" / method)
                 continue
             name = f"{prefix}/{seed}/{method}"
-            model = stage(name, train_stage, recipe(cfg, method=method, model=start, train=prefs, world=world,
-                                                    out=root / name, steps=cfg.pref_steps, seed=seed,
-                                                    lr=cfg.pref_learning_rate, tasks=list(tasks))).dir
-            ev = stage(f"{prefix}/{seed}/eval/{method}", eval_stage, model, data, world,
-                       f"{LABELS[method]}{tag} s{seed}")
+            model = stage(
+                name,
+                train_stage,
+                recipe(
+                    cfg,
+                    method=method,
+                    model=start,
+                    train=prefs,
+                    world=world,
+                    out=root / name,
+                    steps=cfg.pref_steps,
+                    seed=seed,
+                    lr=cfg.pref_learning_rate,
+                    tasks=list(tasks),
+                ),
+            ).dir
+            ev = stage(
+                f"{prefix}/{seed}/eval/{method}",
+                eval_stage,
+                model,
+                data,
+                world,
+                f"{LABELS[method]}{tag} s{seed}",
+            )
             out[method][seed] = _load(ev.dir)
     return out
 
@@ -124,31 +153,43 @@ def clean_mix_block(cfg, stage: Stages, qs: dict, seeds: list[int], only: set | 
     In the paper's mix 7 of 9 tasks reward abstaining and nothing rewards answering, so "always abstain" is
     a cheap optimum that needs neither stream; with CLEAN rows (chosen = the right answer, no anchors) it
     costs accuracy, and abstaining pays only where the model can tell the perturbed inputs apart."""
-    return per_seed_runs(cfg, stage, qs, seeds, prefix="clean_mix", tasks=[*TASKS, CLEAN_TASK], tag=" +CLEAN",
-                         only=only)
+    return per_seed_runs(
+        cfg, stage, qs, seeds, prefix="clean_mix", tasks=[*TASKS, CLEAN_TASK], tag=" +CLEAN", only=only
+    )
 
 
-def seeds_table(per_seed: dict[str, dict[int, dict]], start: dict, metric: str = "circular"
-                ) -> tuple[list[str], dict]:
+def seeds_table(
+    per_seed: dict[str, dict[int, dict]], start: dict, metric: str = "circular"
+) -> tuple[list[str], dict]:
     cols = [*TASKS, CLEAN_TASK, "modality (MVIT MAIT MVT MAT)", "rest (5 tasks)"]
 
     def values(res: dict) -> list[float]:
-        return [*(_nan(task_accuracy(res, t, metric)) for t in (*TASKS, CLEAN_TASK)),
-                group_mean(res, MODALITY, metric), group_mean(res, REST, metric)]
+        return [
+            *(_nan(task_accuracy(res, t, metric)) for t in (*TASKS, CLEAN_TASK)),
+            group_mean(res, MODALITY, metric),
+            group_mean(res, REST, metric),
+        ]
 
     stats = {}
-    lines = ["| Method | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|",
-             "| ZS (start) | " + " | ".join(f"{v:.2f}" for v in values(start)) + " |"]
+    lines = [
+        "| Method | " + " | ".join(cols) + " |",
+        "|---" * (len(cols) + 1) + "|",
+        "| ZS (start) | " + " | ".join(f"{v:.2f}" for v in values(start)) + " |",
+    ]
     for method, runs in per_seed.items():
         rows = [values(r) for r in runs.values()]
         ms = [mean_std([row[i] for row in rows]) for i in range(len(cols))]
         stats[method] = dict(zip(cols, ms))
-        lines.append(f"| {LABELS[method]} (n={len(rows)}) | " + " | ".join(f"{m:.2f} ± {s:.2f}" for m, s in ms) + " |")
+        lines.append(
+            f"| {LABELS[method]} (n={len(rows)}) | " + " | ".join(f"{m:.2f} ± {s:.2f}" for m, s in ms) + " |"
+        )
     a, b = (list(per_seed[m].values()) for m in COMPARED)
     diffs = [[x - y for x, y in zip(values(rb), values(ra))] for ra, rb in zip(a, b)]
     ms = [mean_std([d[i] for d in diffs]) for i in range(len(cols))]
     stats["cavpref_minus_dpo"] = dict(zip(cols, ms))
-    lines.append("| CAVPref − DPO (paired by seed) | " + " | ".join(f"{m:+.2f} ± {s:.2f}" for m, s in ms) + " |")
+    lines.append(
+        "| CAVPref − DPO (paired by seed) | " + " | ".join(f"{m:+.2f} ± {s:.2f}" for m, s in ms) + " |"
+    )
     return lines, stats
 
 
@@ -160,15 +201,34 @@ def ablation(cfg, stage: Stages, qs: dict) -> tuple[list[str], dict]:
         full = _load(root / "eval" / name)
         res = {"both": full}
         for stream in ("video", "audio"):
-            ev = stage(f"ablation/{name}/no_{stream}", eval_stage, model, data, world,
-                       f"{LABELS[name]} without {stream}", drop_stream=stream)
+            ev = stage(
+                f"ablation/{name}/no_{stream}",
+                eval_stage,
+                model,
+                data,
+                world,
+                f"{LABELS[name]} without {stream}",
+                drop_stream=stream,
+            )
             res[f"no_{stream}"] = _load(ev.dir)
         for metric in ("vanilla", "circular"):
-            cells = {k: (task_accuracy(r, CLEAN_TASK, metric), group_mean(r, MODALITY, metric),
-                         group_mean(r, REST, metric)) for k, r in res.items()}
+            cells = {
+                k: (
+                    task_accuracy(r, CLEAN_TASK, metric),
+                    group_mean(r, MODALITY, metric),
+                    group_mean(r, REST, metric),
+                )
+                for k, r in res.items()
+            }
             stats.setdefault(name, {})[metric] = cells
-            rows.append(f"| {LABELS[name]} | {metric} | " + " | ".join(
-                " / ".join("–" if v is None else f"{v:.1f}" for v in cells[k]) for k in ("both", "no_video", "no_audio")) + " |")
+            rows.append(
+                f"| {LABELS[name]} | {metric} | "
+                + " | ".join(
+                    " / ".join("–" if v is None else f"{v:.1f}" for v in cells[k])
+                    for k in ("both", "no_video", "no_audio")
+                )
+                + " |"
+            )
     head = ["| Model | metric | both streams | video removed | audio removed |", "|---|---|---|---|---|"]
     return ["Cells: CLEAN / modality-task mean / rest mean (%)", "", *head, *rows], stats
 
@@ -184,14 +244,31 @@ def protocol_probe(cfg, stage: Stages, qs: dict) -> tuple[list[str], dict]:
         in_mode = Stages(replace(cfg, eval_mode=mode), stage.root)  # the same stages, evaluated in ``mode``
         for drop in (None, "video", "audio"):
             name = f"probe/start_{mode}_{'both' if drop is None else 'no_' + drop}"
-            res = _load(in_mode(name, eval_stage, start, data, world, f"ZS {mode} {drop or 'both'}",
-                                tasks=[CLEAN_TASK], drop_stream=drop).dir)
-            cells[f"{mode}/{drop or 'both'}"] = (task_accuracy(res, CLEAN_TASK, "vanilla"),
-                                                 task_accuracy(res, CLEAN_TASK))
+            res = _load(
+                in_mode(
+                    name,
+                    eval_stage,
+                    start,
+                    data,
+                    world,
+                    f"ZS {mode} {drop or 'both'}",
+                    tasks=[CLEAN_TASK],
+                    drop_stream=drop,
+                ).dir
+            )
+            cells[f"{mode}/{drop or 'both'}"] = (
+                task_accuracy(res, CLEAN_TASK, "vanilla"),
+                task_accuracy(res, CLEAN_TASK),
+            )
         stage.timings.update(in_mode.timings)
     lines = ["| CLEAN | both streams | video removed | audio removed |", "|---|---|---|---|"]
-    lines += [f"| {mode}, {metric} | " + " | ".join(f"{cells[f'{mode}/{k}'][i]:.2f}" for k in ("both", "video", "audio"))
-              + " |" for mode in ("likelihood", "generate") for i, metric in enumerate(("vanilla", "circular"))]
+    lines += [
+        f"| {mode}, {metric} | "
+        + " | ".join(f"{cells[f'{mode}/{k}'][i]:.2f}" for k in ("both", "video", "audio"))
+        + " |"
+        for mode in ("likelihood", "generate")
+        for i, metric in enumerate(("vanilla", "circular"))
+    ]
     return lines, cells
 
 
@@ -202,16 +279,22 @@ def caption_probe(cfg, qs: dict) -> tuple[list[str], dict]:
     _, test = split_clips(Path(qs["data"]))
     manifest = json.loads((world / "world.json").read_text())
     clips = [c for src in ("music_avqa", "avqa", "audioset") for c in manifest[src] if c["file"] in test]
-    model_io = load_model_io(qs["start"], dtype="float32", num_frames=cfg.num_frames, frame_height=cfg.frame_size,
-                           frame_width=cfg.frame_size)
+    model_io = load_model_io(
+        qs["start"],
+        dtype="float32",
+        num_frames=cfg.num_frames,
+        frame_height=cfg.frame_size,
+        frame_width=cfg.frame_size,
+    )
     policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.frame_size))
     hits, prompts = None, None
     for c in clips:
         media = decode(to_json(clip(c["file"])), str(world), frames=policy)
         caps = clip_captions(c)
         prompts = [p for p, _ in caps]
-        out = model_io.generate(model_io.model, [Row(p, "", media, c["file"], c["file"]) for p in prompts],
-                               max_new_tokens=24)
+        out = model_io.generate(
+            model_io.model, [Row(p, "", media, c["file"], c["file"]) for p in prompts], max_new_tokens=24
+        )
         ok = [int(o.strip() == t) for o, (_, t) in zip(out, caps)]
         hits = ok if hits is None else [a + b for a, b in zip(hits, ok)]
     acc = {p: 100.0 * h / len(clips) for p, h in zip(prompts or [], hits or [])}
@@ -232,12 +315,33 @@ def sweep(cfg, stage: Stages, qs: dict, grid: list[float]) -> tuple[dict, Path]:
                 res = _load(root / "eval" / "cavpref")
             else:
                 name = f"sweep/{axis}={value:g}"
-                model = stage(name, train_stage, recipe(cfg, method="cavpref", model=start, train=prefs, world=world,
-                                                        out=root / name, steps=cfg.pref_steps,
-                                                        lr=cfg.pref_learning_rate, tasks=list(TASKS),
-                                                        **{axis: value})).dir
-                res = _load(stage(f"sweep/eval/{axis}={value:g}", eval_stage, model, data, world,
-                                  f"CAVPref {axis}={value:g}", tasks=[t for _, t in FIG6.values()]).dir)
+                model = stage(
+                    name,
+                    train_stage,
+                    recipe(
+                        cfg,
+                        method="cavpref",
+                        model=start,
+                        train=prefs,
+                        world=world,
+                        out=root / name,
+                        steps=cfg.pref_steps,
+                        lr=cfg.pref_learning_rate,
+                        tasks=list(TASKS),
+                        **{axis: value},
+                    ),
+                ).dir
+                res = _load(
+                    stage(
+                        f"sweep/eval/{axis}={value:g}",
+                        eval_stage,
+                        model,
+                        data,
+                        world,
+                        f"CAVPref {axis}={value:g}",
+                        tasks=[t for _, t in FIG6.values()],
+                    ).dir
+                )
             acc = {t: _nan(task_accuracy(res, t)) for _, t in FIG6.values()}
             summary["axes"][axis].append({"value": value, "factor": factor, "accuracy": acc, "train": {}})
     path = root / "plots" / "lambda_sweep.png"
@@ -250,19 +354,28 @@ def sweep(cfg, stage: Stages, qs: dict, grid: list[float]) -> tuple[dict, Path]:
 class ScienceArguments:
     """The science script's own keys; every ``QuickstartConfig`` key is accepted too (``--help`` lists both)."""
 
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata={
-        "help": "preference-training seeds (the quickstart's own seed is always included, and reused)"})
-    grid: list[float] = field(default_factory=lambda: [0.5, 1.0, 2.0], metadata={
-        "help": "factors applied to one paper λ at a time"})
+    seeds: list[int] = field(
+        default_factory=lambda: [0, 1, 2],
+        metadata={
+            "help": "preference-training seeds (the quickstart's own seed is always included, and reused)"
+        },
+    )
+    grid: list[float] = field(
+        default_factory=lambda: [0.5, 1.0, 2.0], metadata={"help": "factors applied to one paper λ at a time"}
+    )
     no_ablation: bool = field(default=False, metadata={"help": "skip the stream ablation"})
     no_sweep: bool = field(default=False, metadata={"help": "skip the λ sweep"})
-    no_clean_mix: bool = field(default=False, metadata={
-        "help": "skip DPO / CAVPref with CLEAN in the preference mix"})
+    no_clean_mix: bool = field(
+        default=False, metadata={"help": "skip DPO / CAVPref with CLEAN in the preference mix"}
+    )
 
 
 def parse(argv=None) -> tuple[ScienceArguments, QuickstartConfig]:
-    return parse_args([ScienceArguments, QuickstartConfig], sys.argv[1:] if argv is None else argv,
-                      prog="scripts/quickstart_science.py")
+    return parse_args(
+        [ScienceArguments, QuickstartConfig],
+        sys.argv[1:] if argv is None else argv,
+        prog="scripts/quickstart_science.py",
+    )
 
 
 def main(argv=None) -> int:
@@ -279,19 +392,46 @@ def main(argv=None) -> int:
     per_seed = seeds_block(cfg, stage, qs, seeds)
     table, seed_stats = seeds_table(per_seed, start)
     vtable, vstats = seeds_table(per_seed, start, "vanilla")
-    report = ["# cavpref quickstart — science", "",
-              (f"Seeds {seeds} (preference training; one starting model). Circular accuracy (%), "
-               "instruction setting, mean ± sample std."), "", *table, "", "Vanilla (first pass only), same runs:", "", *vtable, ""]
-    science = {"seeds": seeds, "per_seed": {m: {s: {t: task_accuracy(r, t) for t in (*TASKS, CLEAN_TASK)}
-                                                for s, r in runs.items()} for m, runs in per_seed.items()},
-               "seed_stats": seed_stats, "seed_stats_vanilla": vstats}
+    report = [
+        "# cavpref quickstart — science",
+        "",
+        (
+            f"Seeds {seeds} (preference training; one starting model). Circular accuracy (%), "
+            "instruction setting, mean ± sample std."
+        ),
+        "",
+        *table,
+        "",
+        "Vanilla (first pass only), same runs:",
+        "",
+        *vtable,
+        "",
+    ]
+    science = {
+        "seeds": seeds,
+        "per_seed": {
+            m: {s: {t: task_accuracy(r, t) for t in (*TASKS, CLEAN_TASK)} for s, r in runs.items()}
+            for m, runs in per_seed.items()
+        },
+        "seed_stats": seed_stats,
+        "seed_stats_vanilla": vstats,
+    }
     if not args.no_clean_mix:
         mix = clean_mix_block(cfg, stage, qs, seeds)
         table, science["clean_mix"] = seeds_table(mix, start)
         vtable, science["clean_mix_vanilla"] = seeds_table(mix, start, "vanilla")
-        report += ["## The same comparison with CLEAN in the preference mix", "",
-                   "Circular accuracy (%), mean ± sample std over the seeds:", "", *table, "", "Vanilla:", "",
-                   *vtable, ""]
+        report += [
+            "## The same comparison with CLEAN in the preference mix",
+            "",
+            "Circular accuracy (%), mean ± sample std over the seeds:",
+            "",
+            *table,
+            "",
+            "Vanilla:",
+            "",
+            *vtable,
+            "",
+        ]
     if not args.no_ablation:
         lines, science["ablation"] = ablation(cfg, stage, qs)
         report += ["## Stream ablation (test split, instruction setting)", "", *lines, ""]
@@ -302,10 +442,19 @@ def main(argv=None) -> int:
     if not args.no_sweep:
         grid = list(args.grid)
         science["sweep"], png = sweep(cfg, stage, qs, grid)
-        report += ["## λ sweep (Fig. 6 style; circular accuracy)", "", "| axis | value | MCIT | MVIT | MAIT |",
-                   "|---|---|---|---|---|"]
-        report += [f"| {axis} | {r['value']:g} | " + " | ".join(f"{r['accuracy'][t]:.2f}" for t in ("MCIT", "MVIT", "MAIT"))
-                   + " |" for axis, runs in science["sweep"]["axes"].items() for r in runs]
+        report += [
+            "## λ sweep (Fig. 6 style; circular accuracy)",
+            "",
+            "| axis | value | MCIT | MVIT | MAIT |",
+            "|---|---|---|---|---|",
+        ]
+        report += [
+            f"| {axis} | {r['value']:g} | "
+            + " | ".join(f"{r['accuracy'][t]:.2f}" for t in ("MCIT", "MVIT", "MAIT"))
+            + " |"
+            for axis, runs in science["sweep"]["axes"].items()
+            for r in runs
+        ]
         report += ["", f"Plot: `{png.relative_to(root)}`", ""]
     science["timings"] = stage.timings
     science["wall_s"] = time.perf_counter() - t0

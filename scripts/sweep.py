@@ -48,24 +48,48 @@ class SweepArguments:
     beta_y: list[float] | None = field(default=None, metadata={"help": "values of β_y"})
     beta_v: list[float] | None = field(default=None, metadata={"help": "values of β_V"})
     beta_a: list[float] | None = field(default=None, metadata={"help": "values of β_A"})
-    beta_scale: list[float] | None = field(default=None, metadata={"help": "values of the β calibration scale"})
-    beta_offset: list[float] | None = field(default=None, metadata={"help": "values of the β calibration offset"})
-    task_for: list[str] = field(default_factory=list, metadata={
-        "help": "AXIS=TASK: the task an axis is read on (default: Fig. 6's MCIT / MVIT / MAIT, else all tasks)"})
-    eval_data: str | None = field(default=None, metadata={
-        "help": "benchmark items for the evaluation (prep output, datasets or JSONL); none: training metrics"})
+    beta_scale: list[float] | None = field(
+        default=None, metadata={"help": "values of the β calibration scale"}
+    )
+    beta_offset: list[float] | None = field(
+        default=None, metadata={"help": "values of the β calibration offset"}
+    )
+    task_for: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "AXIS=TASK: the task an axis is read on (default: Fig. 6's MCIT / MVIT / MAIT, else all tasks)"
+        },
+    )
+    eval_data: str | None = field(
+        default=None,
+        metadata={
+            "help": "benchmark items for the evaluation (prep output, datasets or JSONL); none: training metrics"
+        },
+    )
     eval_split: str = field(default="test", metadata={"help": "split of --eval_data"})
     eval_limit: int | None = field(default=None, metadata={"help": "items per task and setting"})
-    eval_mode: Literal["generate", "likelihood"] = field(default="likelihood", metadata={"help": "answer mode"})
+    eval_mode: Literal["generate", "likelihood"] = field(
+        default="likelihood", metadata={"help": "answer mode"}
+    )
     eval_setting: str | None = field(default=None, metadata={"help": "base | instruction (default: both)"})
-    eval_media_root: str | None = field(default=None, metadata={"help": "root the items' media paths are under"})
+    eval_media_root: str | None = field(
+        default=None, metadata={"help": "root the items' media paths are under"}
+    )
     no_eval: bool = field(default=False, metadata={"help": "train only; plot the final training metrics"})
-    launch: str | None = field(default=None, metadata={
-        "help": 'run each training under a launcher, e.g. "accelerate launch --config_file '
-                'recipes/accelerate/multi_gpu.yaml"'})
-    train_overrides: list[str] = field(default_factory=list, metadata={
-        "help": "`cavpref train` overrides for every run (in YAML: a list, e.g. [--max_steps, 200]; on the "
-                "command line: after `--`)"})
+    launch: str | None = field(
+        default=None,
+        metadata={
+            "help": 'run each training under a launcher, e.g. "accelerate launch --config_file '
+            'recipes/accelerate/multi_gpu.yaml"'
+        },
+    )
+    train_overrides: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "`cavpref train` overrides for every run (in YAML: a list, e.g. [--max_steps, 200]; on the "
+            "command line: after `--`)"
+        },
+    )
 
     def __post_init__(self):
         if self.eval_setting not in (None, "base", "instruction"):
@@ -75,7 +99,7 @@ class SweepArguments:
 def parse(argv=None):
     """``(args, grid, tasks)``; what follows a ``--`` goes to every ``cavpref train`` run unchanged."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
     (args,) = parse_args([SweepArguments], argv, prog="scripts/sweep.py")
     args.extra = [*args.train_overrides, *extra]

@@ -37,8 +37,11 @@ if __name__ == "__main__":
         out = _prepare(self, *args, **kwargs)
         state = self.accelerator.state
         root = type(self.model_wrapped).__name__.removeprefix("FSDP")
-        print(f"distributed_type={state.distributed_type.value} fsdp_version={state.fsdp_plugin.fsdp_version} "
-              f"root={root}", flush=True)
+        print(
+            f"distributed_type={state.distributed_type.value} fsdp_version={state.fsdp_plugin.fsdp_version} "
+            f"root={root}",
+            flush=True,
+        )
         return out
 
     trainer_module.CAVPrefTrainer._prepare_for_training = _prepare_and_report

@@ -47,7 +47,11 @@ class _Grab(TrainerCallback):
     def on_pre_optimizer_step(self, args, state, control, model=None, **kw):
         if self.grad is None:
             self.grad = torch.cat(
-                [p.grad.detach().reshape(-1).clone() for _, p in model.named_parameters() if p.grad is not None]
+                [
+                    p.grad.detach().reshape(-1).clone()
+                    for _, p in model.named_parameters()
+                    if p.grad is not None
+                ]
             )
 
 
@@ -85,10 +89,16 @@ def step_gradients(cases: list[dict], fixtures: dict[str, Path], out_dir: Path) 
             ref_cache_dir=str(out_dir / "ref_logps"),
             **kw,
         )
-        model = load_model_io(AVModelArguments(model_name_or_path=str(fixtures["model"]), dtype="float32")).model
+        model = load_model_io(
+            AVModelArguments(model_name_or_path=str(fixtures["model"]), dtype="float32")
+        ).model
         grab = _Grab()
         tr = CAVPrefTrainer(
-            model, model_io, args=args, train_dataset=data[args.sampler], callbacks=[grab],
+            model,
+            model_io,
+            args=args,
+            train_dataset=data[args.sampler],
+            callbacks=[grab],
             frames=FramePolicy(num_frames=2),
         )
         # Move the policy away from its (already copied) reference: non-zero margins, so the soft-min / soft-max

@@ -7,16 +7,16 @@ import json
 from pathlib import Path
 
 import pytest
-from datasets import Dataset, load_from_disk
-
-from cavpref.data import TASKS, BenchmarkItem, PreferenceExample
-from cavpref.media.spec import from_json, sources
 from cavpref.data_prep.build import PrepConfig, PrepError, build, format_stats, merge, validate
 from cavpref.data_prep.cli import main
 from cavpref.data_prep.readers import ReaderError
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.context import TableView
 from cavpref.data_prep.tasks.schema import load_outputs
+from datasets import Dataset, load_from_disk
+
+from cavpref.data import TASKS, BenchmarkItem, PreferenceExample
+from cavpref.media.spec import from_json, sources
 
 ONTOLOGY = [
     ("/m/music", "Music", ["/m/inst"]),
@@ -387,12 +387,18 @@ def test_cli_merge_keys_and_the_deprecated_positional_form(built, tmp_path, caps
     assert main(["merge", "--config", str(merge_yaml)]) == 0
     assert main(["merge", str(tmp_path / "c"), *shards]) == 0
     assert "deprecated" in capsys.readouterr().err
-    files = ["stats.json", "manifest.json", *(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.jsonl"))]
+    files = [
+        "stats.json",
+        "manifest.json",
+        *(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.jsonl")),
+    ]
     assert len(files) > 3
     for f in files:
-        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() == (
-            tmp_path / "c" / f
-        ).read_bytes(), f
+        assert (
+            (tmp_path / "a" / f).read_bytes()
+            == (tmp_path / "b" / f).read_bytes()
+            == (tmp_path / "c" / f).read_bytes()
+        ), f
     assert main(["merge", "--output_dir", str(tmp_path / "d"), "--shards", shards[0]]) == 1
     assert "cover" in capsys.readouterr().err
     assert main(["merge", "--output_dir", str(tmp_path / "d")]) == 2
@@ -400,8 +406,9 @@ def test_cli_merge_keys_and_the_deprecated_positional_form(built, tmp_path, caps
 
 
 def test_items_straddling_the_split_are_dropped_and_counted():
-    from cavpref.media.spec import Source, combine, to_json
     from cavpref.data_prep.build import assign_splits, split_of_path
+
+    from cavpref.media.spec import Source, combine, to_json
 
     cfg = PrepConfig(output_dir="x", test_fraction=0.5)
     paths = [f"v/{k}.mp4" for k in range(20)]

@@ -14,11 +14,11 @@ import math
 
 import numpy as np
 import pytest
-
-from cavpref.media.write import write_mp4
 from cavpref.data_prep.build import PrepConfig, build, format_stats, merge
 from cavpref.data_prep.scoring import register_backend
 from cavpref.data_prep.tasks.schema import load_outputs
+
+from cavpref.media.write import write_mp4
 
 RGB = {"red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255)}
 TONES = {"red": 500, "green": 1000, "blue": 1500}
@@ -52,8 +52,13 @@ register_backend("clip", "align_colours", lambda c: Colours())
 register_backend("clap", "align_tones", lambda c: Tones())
 
 # (ytid, video colour, audio tone = label). The last two are crossed: their streams disagree.
-SEGMENTS = [("redredred01", "red", "red"), ("grngrngrn01", "green", "green"), ("bluebluebl1", "blue", "blue"),
-            ("redblueXX01", "red", "blue"), ("grnredXXX01", "green", "red")]
+SEGMENTS = [
+    ("redredred01", "red", "red"),
+    ("grngrngrn01", "green", "green"),
+    ("bluebluebl1", "blue", "blue"),
+    ("redblueXX01", "red", "blue"),
+    ("grnredXXX01", "green", "red"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -66,25 +71,60 @@ def world(tmp_path_factory):
         audio = (0.5 * np.sin(2 * np.pi * TONES[tone] * t)).astype(np.float32)
         write_mp4(aset / "clips" / f"{ytid}_0.mp4", frames, 8, audio, SR)
     names = {c: c.capitalize() for c in RGB}  # three top-level classes: mutually unrelated (T1)
-    (aset / "ontology.json").write_text(json.dumps([
-        {"id": f"/m/{c}", "name": n, "description": "", "citation_uri": "", "positive_examples": [],
-         "child_ids": [], "restrictions": []} for c, n in names.items()]))
+    (aset / "ontology.json").write_text(
+        json.dumps(
+            [
+                {
+                    "id": f"/m/{c}",
+                    "name": n,
+                    "description": "",
+                    "citation_uri": "",
+                    "positive_examples": [],
+                    "child_ids": [],
+                    "restrictions": [],
+                }
+                for c, n in names.items()
+            ]
+        )
+    )
     (aset / "class_labels_indices.csv").write_text(
-        "index,mid,display_name\n" + "".join(f'{i},/m/{c},"{n}"\n' for i, (c, n) in enumerate(names.items())))
+        "index,mid,display_name\n" + "".join(f'{i},/m/{c},"{n}"\n' for i, (c, n) in enumerate(names.items()))
+    )
     rows = [f'{ytid}, 0.000, 1.000, "/m/{tone}"' for ytid, _, tone in SEGMENTS]
     (aset / "eval_segments.csv").write_text(
-        "# Segments csv\n# num_ytids=5\n# YTID, start_seconds, end_seconds, positive_labels\n" + "\n".join(rows) + "\n")
+        "# Segments csv\n# num_ytids=5\n# YTID, start_seconds, end_seconds, positive_labels\n"
+        + "\n".join(rows)
+        + "\n"
+    )
     scoring = root / "scoring.yaml"
-    scoring.write_text(json.dumps({"clip_backend": "align_colours", "clap_backend": "align_tones",
-                                   "clip_scale": math.log(18), "clap_scale": math.log(18), "num_frames": 4,
-                                   "progress": False}))
+    scoring.write_text(
+        json.dumps(
+            {
+                "clip_backend": "align_colours",
+                "clap_backend": "align_tones",
+                "clip_scale": math.log(18),
+                "clap_scale": math.log(18),
+                "num_frames": 4,
+                "progress": False,
+            }
+        )
+    )
     return root, scoring
 
 
 def config(world, out, **kw):
     root, scoring = world
-    return PrepConfig(world=str(root), output_dir=str(out), tasks=["COT-Stitch"], formats=["jsonl"], num_options=3,
-                      test_fraction=0.0, scoring_config=str(scoring), progress=False, **kw)
+    return PrepConfig(
+        world=str(root),
+        output_dir=str(out),
+        tasks=["COT-Stitch"],
+        formats=["jsonl"],
+        num_options=3,
+        test_fraction=0.0,
+        scoring_config=str(scoring),
+        progress=False,
+        **kw,
+    )
 
 
 def clips(out) -> set[str]:
@@ -108,8 +148,10 @@ def test_crossed_clips_are_dropped_and_counted(world, tmp_path):
 
 def test_shards_count_their_own_drops_and_merge_reconciles(world, tmp_path):
     shards = [tmp_path / f"s{i}" for i in range(2)]
-    per_shard = [build(config(world, d, align_audioset=True, num_shards=2, shard_index=i))
-                 for i, d in enumerate(shards)]
+    per_shard = [
+        build(config(world, d, align_audioset=True, num_shards=2, shard_index=i))
+        for i, d in enumerate(shards)
+    ]
     assert all(s["records_reconcile"] for s in per_shard)
     assert sum(sum(s["alignment_dropped"].values()) for s in per_shard) == 2
     merged = merge(tmp_path / "m", [str(d) for d in shards])

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from cavpref.data_prep.build import PrepConfig, build
+from cavpref.data_prep.tasks.schema import load_outputs
 
 from cavpref.data import TASKS
 from cavpref.media.decode import FramePolicy, decode
 from cavpref.media.spec import from_json, resolve_path, sources
-from cavpref.data_prep.build import PrepConfig, build
-from cavpref.data_prep.tasks.schema import load_outputs
 
 synthetic = pytest.importorskip("cavpref.data_prep.synthetic.world")
 WorldConfig = pytest.importorskip("cavpref.data_prep.synthetic.config").WorldConfig
@@ -115,7 +115,15 @@ def test_tables_group_level_reaches_the_saved_tables(world, tmp_path):
     groups = {}
     for level in (0, 1):
         out = tmp_path / f"lvl{level}"
-        build(PrepConfig(world=str(world), output_dir=str(out), formats=["jsonl"], progress=False,
-                         tasks=["MCIT"], tables_group_level=level))
+        build(
+            PrepConfig(
+                world=str(world),
+                output_dir=str(out),
+                formats=["jsonl"],
+                progress=False,
+                tasks=["MCIT"],
+                tables_group_level=level,
+            )
+        )
         groups[level] = set(json.loads((out / "lookup_tables.json").read_text())["t2"])
     assert groups[0] != groups[1] and len(groups[1]) > len(groups[0])

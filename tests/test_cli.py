@@ -15,8 +15,10 @@ from cavpref.parsing import parse_args
 
 ROOT = Path(__file__).resolve().parents[1]
 # Keys each command's --help must list (commands whose parsers other work owns: exit 0 and some output).
-KEYS = {"quickstart": [f"--{f.name}" for f in dataclasses.fields(QuickstartConfig)],
-        "world": ["--out", "--seed", "--num_clips"]}
+KEYS = {
+    "quickstart": [f"--{f.name}" for f in dataclasses.fields(QuickstartConfig)],
+    "world": ["--out", "--seed", "--num_clips"],
+}
 
 
 def help_of(argv: list[str], capsys) -> tuple[int, str]:
@@ -71,7 +73,9 @@ def script(name: str):
     return module
 
 
-SCRIPTS = sorted(p.stem for p in (ROOT / "scripts").glob("*.py") if p.stem != "train")  # train.py: `cavpref train`
+SCRIPTS = sorted(
+    p.stem for p in (ROOT / "scripts").glob("*.py") if p.stem != "train"
+)  # train.py: `cavpref train`
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -92,8 +96,9 @@ def test_sweep_reads_a_config_file_and_passes_what_follows_dashes_to_train(tmp_p
     sweep = script("sweep")
     path = tmp_path / "sweep.yaml"
     path.write_text("recipe: r.yaml\nout: o\nlambda_a: [0.4, 0.8]\ntrain_overrides: [--max_steps, '5']\n")
-    args, grid, tasks = sweep.parse(["--config", str(path), "--out", "o2", "--lambda_y", "1", "2", "--",
-                                     "--seed", "3"])
+    args, grid, tasks = sweep.parse(
+        ["--config", str(path), "--out", "o2", "--lambda_y", "1", "2", "--", "--seed", "3"]
+    )
     assert grid == {"lambda_y": [1.0, 2.0], "lambda_a": [0.4, 0.8]} and args.out == "o2"
     assert args.extra == ["--max_steps", "5", "--seed", "3"] and tasks["lambda_a"] == "MAIT"
     with pytest.raises(SystemExit, match="at least one axis"):

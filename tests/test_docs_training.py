@@ -25,8 +25,12 @@ def doc_example() -> str:
 def test_training_doc_example_runs(tmp_path_factory, tmp_path, capsys):
     fx = F.shared(tmp_path_factory)
     code = doc_example()
-    for old, new in (("runs/tiny/model", fx["model"]), ("runs/tiny/prefs", fx["prefs"]),
-                     ("runs/tiny/world", fx["media"]), ("runs/tiny/python", tmp_path / "out")):
+    for old, new in (
+        ("runs/tiny/model", fx["model"]),
+        ("runs/tiny/prefs", fx["prefs"]),
+        ("runs/tiny/world", fx["media"]),
+        ("runs/tiny/python", tmp_path / "out"),
+    ):
         assert old in code, old
         code = code.replace(old, str(new))
     scope: dict = {}
@@ -49,8 +53,10 @@ def test_public_api_from_the_top_level():
 
 
 def test_import_cavpref_is_cheap_and_eval_does_not_load_trl():
-    probe = ("import sys, cavpref; assert 'torch' not in sys.modules and 'trl' not in sys.modules, 1;"
-             "import cavpref.eval; assert 'trl' not in sys.modules, 2")
+    probe = (
+        "import sys, cavpref; assert 'torch' not in sys.modules and 'trl' not in sys.modules, 1;"
+        "import cavpref.eval; assert 'trl' not in sys.modules, 2"
+    )
     subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT)
 
 
@@ -58,9 +64,15 @@ def test_deprecated_names_warn_and_are_the_same_objects():
     from cavpref import deprecation, models
     from cavpref.models import config as model_config
 
-    pairs = [("AVAdapter", "AVModelIO"), ("load_adapter", "load_model_io"), ("register_adapter", "register_model_io"),
-             ("ChatAdapter", "ChatModelIO"), ("QwenOmniAdapter", "QwenOmniModelIO"),
-             ("ComposedAVAdapter", "ComposedAVModelIO"), ("ModelConfig", "AVModelArguments")]
+    pairs = [
+        ("AVAdapter", "AVModelIO"),
+        ("load_adapter", "load_model_io"),
+        ("register_adapter", "register_model_io"),
+        ("ChatAdapter", "ChatModelIO"),
+        ("QwenOmniAdapter", "QwenOmniModelIO"),
+        ("ComposedAVAdapter", "ComposedAVModelIO"),
+        ("ModelConfig", "AVModelArguments"),
+    ]
     for old, new in pairs:
         deprecation._warned.discard(old)
         with warnings.catch_warnings(record=True) as caught:
@@ -79,10 +91,13 @@ def test_every_module_alias_warns_once_and_resolves(recwarn):
     from cavpref import deprecation
     from cavpref.models import base, chat, composed_io, qwen_omni, registry
 
-    for module, old, new in ((base, "AVAdapter", "AVModelIO"), (chat, "ChatAdapter", "ChatModelIO"),
-                             (qwen_omni, "QwenOmniAdapter", "QwenOmniModelIO"),
-                             (composed_io, "ComposedAVAdapter", "ComposedAVModelIO"),
-                             (registry, "load_adapter", "load_model_io")):
+    for module, old, new in (
+        (base, "AVAdapter", "AVModelIO"),
+        (chat, "ChatAdapter", "ChatModelIO"),
+        (qwen_omni, "QwenOmniAdapter", "QwenOmniModelIO"),
+        (composed_io, "ComposedAVAdapter", "ComposedAVModelIO"),
+        (registry, "load_adapter", "load_model_io"),
+    ):
         deprecation._warned.discard(f"{module.__name__}.{old}")
         assert getattr(module, old) is getattr(module, new)
         assert any(new in str(w.message) for w in recwarn.list)

@@ -3,33 +3,49 @@
 import json
 
 import pytest
+from cavpref.eval.pipeline import EvalArgs, load
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import Source, combine, has_audio, has_video, to_json
-from cavpref.eval.pipeline import EvalArgs, load
 
 
 def _write(path):
     media = [to_json(Source("a.mp4")), to_json(combine(Source("b.mp4"), Source("a.mp4")))]
     with open(path, "w") as f:
         for i, m in enumerate(media):
-            item = BenchmarkItem(id=f"CLEAN:instruction:{i}", task="CLEAN", source="music_avqa", category="Count",
-                                 question="How many?", options={"A": "one", "B": "two"}, answer="A",
-                                 setting="instruction", template_id=0, media=m)
+            item = BenchmarkItem(
+                id=f"CLEAN:instruction:{i}",
+                task="CLEAN",
+                source="music_avqa",
+                category="Count",
+                question="How many?",
+                options={"A": "one", "B": "two"},
+                answer="A",
+                setting="instruction",
+                template_id=0,
+                media=m,
+            )
             f.write(json.dumps(item.to_row()) + "\n")
 
 
 @pytest.mark.parametrize("stream", ["video", "audio"])
 def test_drop_stream_removes_that_stream_only(tmp_path, stream):
     _write(tmp_path / "test.jsonl")
-    args = EvalArgs(model="unused", data=str(tmp_path / "test.jsonl"), output=str(tmp_path / "out"),
-                    tasks=["CLEAN"], drop_stream=stream)
+    args = EvalArgs(
+        model="unused",
+        data=str(tmp_path / "test.jsonl"),
+        output=str(tmp_path / "out"),
+        tasks=["CLEAN"],
+        drop_stream=stream,
+    )
     items = load(args).items
     assert len(items) == 2
     for item in items:
         assert has_video(item.spec) == (stream != "video")
         assert has_audio(item.spec) == (stream != "audio")
-    plain = load(EvalArgs(model="unused", data=str(tmp_path / "test.jsonl"), output="o", tasks=["CLEAN"])).items
+    plain = load(
+        EvalArgs(model="unused", data=str(tmp_path / "test.jsonl"), output="o", tasks=["CLEAN"])
+    ).items
     assert all(has_video(i.spec) and has_audio(i.spec) for i in plain)
 
 

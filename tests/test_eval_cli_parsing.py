@@ -12,7 +12,13 @@ def test_avtrustbench_yaml_plus_overrides(tmp_path):
     cfg.write_text("model: ckpt\ndata: bench\noutput: run\nlimit: 10\nnum_frames: 4\njudge_model: jm\n")
     for argv in ([str(cfg), "--limit", "3"], ["--config", str(cfg), "--limit", "3"]):
         (args,) = parse("avtrustbench", argv)
-        assert (args.model, args.data, args.output, args.limit, args.num_frames) == ("ckpt", "bench", "run", 3, 4)
+        assert (args.model, args.data, args.output, args.limit, args.num_frames) == (
+            "ckpt",
+            "bench",
+            "run",
+            3,
+            4,
+        )
         assert args.judge_model == "jm" and args.frame_policy().num_frames == 4
 
 
@@ -27,11 +33,17 @@ def test_unknown_keys_raise(tmp_path):
         parse("mmar", ["--data", "b", "--nope", "1"])
 
 
-@pytest.mark.parametrize("command, keys", [
-    ("avtrustbench", ["--num_frames", "--frame_height", "--judge_model", "--endpoint_model", "--circular"]),
-    ("compare", ["--runs", "--labels", "--metric"]),
-    ("report", ["--run"]),
-])
+@pytest.mark.parametrize(
+    "command, keys",
+    [
+        (
+            "avtrustbench",
+            ["--num_frames", "--frame_height", "--judge_model", "--endpoint_model", "--circular"],
+        ),
+        ("compare", ["--runs", "--labels", "--metric"]),
+        ("report", ["--run"]),
+    ],
+)
 def test_help_lists_every_key(command, keys, capsys):
     with pytest.raises(SystemExit):
         parse(command, ["--help"])
@@ -43,7 +55,14 @@ def test_benchmark_help_lists_shared_groups(capsys):
     with pytest.raises(SystemExit):
         parse("score", ["--benchmark", "traceav", "--help"])
     out = capsys.readouterr().out
-    for k in ("--protocol", "--num_frames", "--judge_model", "--endpoint_model", "--predictions", "--long_num_frames"):
+    for k in (
+        "--protocol",
+        "--num_frames",
+        "--judge_model",
+        "--endpoint_model",
+        "--predictions",
+        "--long_num_frames",
+    ):
         assert k in out, k
 
 

@@ -1,7 +1,6 @@
 """Step-1 choice extraction (paper B.2) and CircularEval (B.3): pure functions, hand-checked cases."""
 
 import pytest
-
 from cavpref.eval.circular import circular_outcome, n_passes, next_pass, rotate
 from cavpref.eval.extract import ABSTAIN, ABSTENTIONS, is_correct, match_choice
 
@@ -9,21 +8,42 @@ YN = {"A": "Yes", "B": "No"}
 FOUR = {"A": "acoustic_guitar", "B": "Piano", "C": "Three", "D": "Thirty-three", "E": "None of the above"}
 
 
-@pytest.mark.parametrize("response,expected", [
-    ("A", "A"), ("B)", "B"), ("B.", "B"), ("B, because the drum is louder", "B"), ("(B)", "B"),
-    ("(B) No", "B"), ("The answer is A", "A"), ("Answer: B", "B"), ("**B**", "B"), ("I think B is correct", "B"),
-    ("A) Yes", "A"), ("No, there is no guitar.", "B"), ("yes", "A"),
-])
+@pytest.mark.parametrize(
+    "response,expected",
+    [
+        ("A", "A"),
+        ("B)", "B"),
+        ("B.", "B"),
+        ("B, because the drum is louder", "B"),
+        ("(B)", "B"),
+        ("(B) No", "B"),
+        ("The answer is A", "A"),
+        ("Answer: B", "B"),
+        ("**B**", "B"),
+        ("I think B is correct", "B"),
+        ("A) Yes", "A"),
+        ("No, there is no guitar.", "B"),
+        ("yes", "A"),
+    ],
+)
 def test_single_option_is_matched(response, expected):
     got = match_choice(response, YN, task="CAT")
     assert (got.choice, got.method) == (expected, "heuristic")
 
 
-@pytest.mark.parametrize("response,rule", [
-    ("A or B", "several options"), ("Yes and no", "several options"), ("A) No", "quotes ['B']"),
-    ("Apologies, can you please clarify the question?", "names no option"), ("A man is playing.", "names no option"),
-    ("", "empty"), ("   ", "empty"), ("E", "names no option"),  # E is not an option of a yes/no item
-])
+@pytest.mark.parametrize(
+    "response,rule",
+    [
+        ("A or B", "several options"),
+        ("Yes and no", "several options"),
+        ("A) No", "quotes ['B']"),
+        ("Apologies, can you please clarify the question?", "names no option"),
+        ("A man is playing.", "names no option"),
+        ("", "empty"),
+        ("   ", "empty"),
+        ("E", "names no option"),  # E is not an option of a yes/no item
+    ],
+)
 def test_ambiguous_or_missing_is_left_for_step_two(response, rule):
     got = match_choice(response, YN, task="CAT")
     assert got.choice is None and got.method == "unparsed" and rule in got.rule
@@ -38,7 +58,10 @@ def test_abstention_maps_to_the_none_letter_or_the_abstain_sentinel():
     # instruction setting: the item has a "None of the above" option E
     assert match_choice("None of the above.", FOUR, task="MCIT", abstain_letter="E").choice == "E"
     assert match_choice("E. None of the above", FOUR, task="MCIT", abstain_letter="E").choice == "E"
-    assert match_choice("The provided options are incorrect.", FOUR, task="MCIT", abstain_letter="E").choice == "E"
+    assert (
+        match_choice("The provided options are incorrect.", FOUR, task="MCIT", abstain_letter="E").choice
+        == "E"
+    )
     # base setting: no such option
     assert match_choice("The audio is missing.", YN, task="MAT").choice == ABSTAIN
     assert match_choice("The video is missing, so I cannot tell.", YN, task="MVT").choice == ABSTAIN
@@ -46,14 +69,21 @@ def test_abstention_maps_to_the_none_letter_or_the_abstain_sentinel():
     assert match_choice("The visual is incompatible with the question", YN, task="MVIT").choice == ABSTAIN
     assert match_choice("The audio is incompatible with the video.", YN, task="MAIT").choice == ABSTAIN
     # B.2's own wordings of the extra options
-    assert match_choice("The visual/audio is incompatible with the question.", YN, task="MVIT").choice == ABSTAIN
+    assert (
+        match_choice("The visual/audio is incompatible with the question.", YN, task="MVIT").choice == ABSTAIN
+    )
     assert match_choice("The visual and the audio are incompatible.", YN, task="COT-Swap").choice == ABSTAIN
     assert match_choice("No option is correct.", YN, task="ICIT").choice == ABSTAIN
     assert match_choice("I cannot answer.", YN, task="CAT").choice == ABSTAIN  # common to every task
     # an abstention phrase is task-specific: "the audio is missing" is no abstention on MVT
     assert match_choice("The audio is missing.", YN, task="MVT").choice is None
     # several letters named inside an abstention still abstain
-    assert match_choice("None of the options A, B, C or D is right", FOUR, task="MCIT", abstain_letter="E").choice == "E"
+    assert (
+        match_choice(
+            "None of the options A, B, C or D is right", FOUR, task="MCIT", abstain_letter="E"
+        ).choice
+        == "E"
+    )
 
 
 def test_letter_plus_abstention_is_a_conflict():
@@ -74,6 +104,7 @@ def test_is_correct_handles_abstention_answers():
 
 
 # ---------------------------------------------------------------------------------------------- circular
+
 
 def test_rotate_shifts_texts_and_maps_letters():
     opts = {"A": "w", "B": "x", "C": "y", "D": "z"}

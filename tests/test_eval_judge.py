@@ -4,11 +4,10 @@ import json
 import sqlite3
 
 import pytest
-from judge_server import LoopbackServer, completion
-
 from cavpref.eval.choice_judge import ChoiceJudge, build_query, parse_reply
 from cavpref.eval.extract import ABSTAIN
 from cavpref.eval.judge import ChatClient, ChatConfig, public_url
+from judge_server import LoopbackServer, completion
 
 SECRET = "sk-test-secret-do-not-write"
 
@@ -62,8 +61,12 @@ def test_base_url_and_model_come_from_the_environment(serve, monkeypatch):
 
 
 def test_429_with_retry_after_and_5xx_are_retried(serve):
-    server = serve(lambda body, n: {1: (429, {"Retry-After": "0"}, {"error": "slow down"}, 0),
-                                    2: (503, {}, {"error": "busy"}, 0)}.get(n, (200, {}, completion("C"), 0)))
+    server = serve(
+        lambda body, n: {
+            1: (429, {"Retry-After": "0"}, {"error": "slow down"}, 0),
+            2: (503, {}, {"error": "busy"}, 0),
+        }.get(n, (200, {}, completion("C"), 0))
+    )
     with client_for(server.url) as client:
         res = client.chat([{"role": "user", "content": "x"}])
         assert res.ok and res.text == "C" and res.attempts == 3 and client.stats["retries"] == 2
@@ -84,8 +87,14 @@ def test_timeouts_are_retried(serve):
     assert res.ok and res.text == "D" and res.attempts == 2
 
 
-@pytest.mark.parametrize("payload,needle", [(b"<html>oops</html>", "not JSON"), ({"choices": []}, "no choices"),
-                                            ({"choices": [{"message": {"content": 3}}]}, "content is int")])
+@pytest.mark.parametrize(
+    "payload,needle",
+    [
+        (b"<html>oops</html>", "not JSON"),
+        ({"choices": []}, "no choices"),
+        ({"choices": [{"message": {"content": 3}}]}, "content is int"),
+    ],
+)
 def test_malformed_reply_is_recorded_not_retried_not_cached(serve, tmp_path, payload, needle):
     server = serve(lambda body, n: (200, {}, payload, 0))
     with client_for(server.url, tmp_path) as client:
@@ -137,13 +146,19 @@ def test_concurrency_is_bounded(serve):
 
 # ---------------------------------------------------------------------------------------------- choice judge
 
+
 def test_judge_query_adds_the_task_specific_options():
     q = build_query("Is the violin louder?", {"A": "Yes", "B": "No"}, "hmm", task="MAT")
     text = q.messages[0]["content"]
     assert q.extra_letters == ("C",) and "C. The audio is missing / I cannot answer" in text
     assert "Answer: hmm" in text and "A. Yes\nB. No\nC." in text
-    q2 = build_query("Q?", {"A": "x", "B": "y", "C": "z", "D": "None of the above"}, "r", task="MCIT",
-                     masked_answer="guitar")
+    q2 = build_query(
+        "Q?",
+        {"A": "x", "B": "y", "C": "z", "D": "None of the above"},
+        "r",
+        task="MCIT",
+        masked_answer="guitar",
+    )
     assert q2.extra_letters == ("E", "F") and "E. guitar" in q2.messages[0]["content"]
     assert build_query("Q?", {"A": "x"}, "r", task="CAT").extra_letters == ()
 
@@ -163,12 +178,17 @@ def test_parse_reply():
 def test_choice_judge_end_to_end_with_failures(serve, tmp_path):
     def reply(body, n):
         answer = body["messages"][0]["content"].rsplit("Answer: ", 1)[1].split("\n")[0]
-        return {"engine": (200, {}, completion("B"), 0), "clarify": (200, {}, completion("No match found"), 0),
-                "down": (503, {}, {"error": "x"}, 0)}[answer]
+        return {
+            "engine": (200, {}, completion("B"), 0),
+            "clarify": (200, {}, completion("No match found"), 0),
+            "down": (503, {}, {"error": "x"}, 0),
+        }[answer]
 
     server = serve(reply)
     judge = ChoiceJudge(client_for(server.url, tmp_path, max_retries=1))
-    queries = [build_query("Q?", {"A": "Rain", "B": "Car"}, r, task="CAT") for r in ("engine", "clarify", "down")]
+    queries = [
+        build_query("Q?", {"A": "Rain", "B": "Car"}, r, task="CAT") for r in ("engine", "clarify", "down")
+    ]
     out = judge.judge(queries, [None] * 3)
     assert [o.choice for o in out] == ["B", None, None]
     assert out[1].rule == "judge: no match" and out[2].rule.startswith("judge error") and "503" in out[2].rule

@@ -5,34 +5,73 @@ import json
 import re
 
 import pytest
-from judge_server import LoopbackServer, completion
-
 from cavpref.eval.benchmarks import mmar
 from cavpref.eval.benchmarks.common import BenchmarkInputError, trim_min_max
 from cavpref.eval.benchmarks.mmar import MMARRecord, is_correct, parse_rubric_reply, string_match, summary
 from cavpref.eval.benchmarks.mmar_judge import MMARJudge, ratings_of, score
 from cavpref.eval.judge import ChatClient, ChatConfig
+from judge_server import LoopbackServer, completion
 
 
 def rubric(n=5):
-    return [{"name": f"Criterion {i}", "scoring_point": f"Award 1 point if step {i} is stated.", "note": "",
-             "choices": [0, 1]} for i in range(1, n + 1)]
+    return [
+        {
+            "name": f"Criterion {i}",
+            "scoring_point": f"Award 1 point if step {i} is stated.",
+            "note": "",
+            "choices": [0, 1],
+        }
+        for i in range(1, n + 1)
+    ]
 
 
 RECORDS = [
-    {"id": "q1", "audio_path": "./audio/q1.wav", "question": "Where might this music come from?",
-     "choices": ["Mountain Canyon", "Dense Forest", "Open Grassland", "City Streets"], "answer": "Open Grassland",
-     "modality": "music", "category": "Cultural Layer", "sub-category": "Professional Knowledge and Reasoning",
-     "language": None, "thinking": "Throat singing carries over open land.", "cue": ["Throat Singing"],
-     "rubric": rubric()},
-    {"id": "q2", "audio_path": "./audio/q2.wav", "question": "Does the man think there is too much food?",
-     "choices": ["Too little", "Just right, no opinion", "Too much, need to give some to others",
-                 "Too much, can't finish"],
-     "answer": "Too little", "modality": "speech", "category": "Semantic Layer", "sub-category": "Content Analysis",
-     "language": "en", "thinking": "He asks for more.", "cue": [], "rubric": rubric()},
-    {"id": "q3", "audio_path": "audio/q3.wav", "question": "How many dogs bark?", "choices": json.dumps(["One", "Two"]),
-     "answer": "Two", "modality": "sound", "category": "Perception Layer", "sub-category": "Counting and Statistics",
-     "thinking": "Two distinct barks.", "cue": [], "rubric": json.dumps(rubric())},  # nested fields as JSON strings
+    {
+        "id": "q1",
+        "audio_path": "./audio/q1.wav",
+        "question": "Where might this music come from?",
+        "choices": ["Mountain Canyon", "Dense Forest", "Open Grassland", "City Streets"],
+        "answer": "Open Grassland",
+        "modality": "music",
+        "category": "Cultural Layer",
+        "sub-category": "Professional Knowledge and Reasoning",
+        "language": None,
+        "thinking": "Throat singing carries over open land.",
+        "cue": ["Throat Singing"],
+        "rubric": rubric(),
+    },
+    {
+        "id": "q2",
+        "audio_path": "./audio/q2.wav",
+        "question": "Does the man think there is too much food?",
+        "choices": [
+            "Too little",
+            "Just right, no opinion",
+            "Too much, need to give some to others",
+            "Too much, can't finish",
+        ],
+        "answer": "Too little",
+        "modality": "speech",
+        "category": "Semantic Layer",
+        "sub-category": "Content Analysis",
+        "language": "en",
+        "thinking": "He asks for more.",
+        "cue": [],
+        "rubric": rubric(),
+    },
+    {
+        "id": "q3",
+        "audio_path": "audio/q3.wav",
+        "question": "How many dogs bark?",
+        "choices": json.dumps(["One", "Two"]),
+        "answer": "Two",
+        "modality": "sound",
+        "category": "Perception Layer",
+        "sub-category": "Counting and Statistics",
+        "thinking": "Two distinct barks.",
+        "cue": [],
+        "rubric": json.dumps(rubric()),
+    },  # nested fields as JSON strings
 ]
 
 
@@ -45,17 +84,35 @@ def items(tmp_path):
 
 def test_reader_is_audio_only_and_decodes_json_strings(items):
     q1, _, q3 = items
-    assert q1.answer == "C" and q1.options["C"] == "Open Grassland" and q1.task == "music" and q1.benchmark == "mmar"
-    assert json.loads(q1.media) == {"op": "combine", "video": None,
-                                    "audio": {"op": "source", "path": "audio/q1.wav", "start": 0.0, "end": None}}
+    assert (
+        q1.answer == "C"
+        and q1.options["C"] == "Open Grassland"
+        and q1.task == "music"
+        and q1.benchmark == "mmar"
+    )
+    assert json.loads(q1.media) == {
+        "op": "combine",
+        "video": None,
+        "audio": {"op": "source", "path": "audio/q1.wav", "start": 0.0, "end": None},
+    }
     assert q1.meta["sub_category"] == "Professional Knowledge and Reasoning" and len(q1.meta["rubric"]) == 5
-    assert q3.options == {"A": "One", "B": "Two"} and q3.answer == "B" and q3.meta["rubric"][0]["choices"] == [0, 1]
+    assert (
+        q3.options == {"A": "One", "B": "Two"}
+        and q3.answer == "B"
+        and q3.meta["rubric"][0]["choices"] == [0, 1]
+    )
     assert "C. Open Grassland" in mmar.prompt(q1)
 
 
-@pytest.mark.parametrize("change,field", [({"answer": "Lake"}, "answer"), ({"audio_path": "../x.wav"}, "audio_path"),
-                                          ({"rubric": [{"name": "x"}]}, "rubric[0]"),
-                                          ({"choices": "[oops"}, "choices")])
+@pytest.mark.parametrize(
+    "change,field",
+    [
+        ({"answer": "Lake"}, "answer"),
+        ({"audio_path": "../x.wav"}, "audio_path"),
+        ({"rubric": [{"name": "x"}]}, "rubric[0]"),
+        ({"choices": "[oops"}, "choices"),
+    ],
+)
 def test_reader_names_the_bad_field(tmp_path, change, field):
     path = tmp_path / "m.jsonl"
     path.write_text(json.dumps({**RECORDS[0], **change}) + "\n")
@@ -66,7 +123,9 @@ def test_reader_names_the_bad_field(tmp_path, change, field):
 def test_string_match_rule():
     choices = RECORDS[0]["choices"]
     assert string_match("Open Grassland", "The music suggests an open grassland.", choices)
-    assert not string_match("Open Grassland", "open grassland or dense forest", choices)  # a distractor-only token
+    assert not string_match(
+        "Open Grassland", "open grassland or dense forest", choices
+    )  # a distractor-only token
     assert not string_match("Open Grassland", "grassland", choices)  # an answer token missing
     assert not string_match("Open Grassland", "", choices)
     food = RECORDS[1]["choices"]
@@ -76,7 +135,10 @@ def test_string_match_rule():
 
 def test_correctness_by_letter_or_text(items):
     q1 = items[0]
-    assert is_correct("C", q1) == (True, "option letter") and is_correct("(B)", q1) == (False, "option letter")
+    assert is_correct("C", q1) == (True, "option letter") and is_correct("(B)", q1) == (
+        False,
+        "option letter",
+    )
     assert is_correct("Open Grassland", q1) == (True, "string match") and is_correct(None, q1)[0] is False
 
 
@@ -93,26 +155,40 @@ def test_rubric_reply_is_validated():
 
 
 def recs_for_protocols():
-    return [MMARRecord("i1", True, (1.0, 0.8, 0.6, 0.8, 0.4), "music", "Cultural Layer", "a"),
-            MMARRecord("i2", True, (0.2, 0.2, 0.4, 1.0, 0.6), "speech", "Semantic Layer", "b"),
-            MMARRecord("i3", False, (), "music", "Cultural Layer", "a"),
-            MMARRecord("i4", False, (), "sound", "Signal Layer", "c")]
+    return [
+        MMARRecord("i1", True, (1.0, 0.8, 0.6, 0.8, 0.4), "music", "Cultural Layer", "a"),
+        MMARRecord("i2", True, (0.2, 0.2, 0.4, 1.0, 0.6), "speech", "Semantic Layer", "b"),
+        MMARRecord("i3", False, (), "music", "Cultural Layer", "a"),
+        MMARRecord("i4", False, (), "sound", "Signal Layer", "c"),
+    ]
 
 
 def test_two_variance_protocols_by_hand():
     recs = recs_for_protocols()
     # raters: r1 = mean(0.8, 0.6, 0.8), r2 = mean(0.2, 0.4, 0.6); Rubrics = (r1 + r2) / 4, CRS = (r1 + r2) / 2
     r1, r2 = 2.2 / 3, 0.4
-    assert summary(recs, "raters") == pytest.approx({"n": 4, "n_correct": 2, "Avg": 50.0,
-                                                     "Rubrics": 100 * (r1 + r2) / 4, "CRS": 100 * (r1 + r2) / 2})
+    assert summary(recs, "raters") == pytest.approx(
+        {"n": 4, "n_correct": 2, "Avg": 50.0, "Rubrics": 100 * (r1 + r2) / 4, "CRS": 100 * (r1 + r2) / 2}
+    )
     # runs: run sums 1.2, 1.0, 1.0, 1.8, 1.0 -> Rubrics_k = sum/4, CRS_k = sum/2; middle three of each
-    assert summary(recs, "runs") == pytest.approx({"n": 4, "n_correct": 2, "Avg": 50.0,
-                                                   "Rubrics": 100 * (0.25 + 0.25 + 0.30) / 3,
-                                                   "CRS": 100 * (0.5 + 0.5 + 0.6) / 3})
+    assert summary(recs, "runs") == pytest.approx(
+        {
+            "n": 4,
+            "n_correct": 2,
+            "Avg": 50.0,
+            "Rubrics": 100 * (0.25 + 0.25 + 0.30) / 3,
+            "CRS": 100 * (0.5 + 0.5 + 0.6) / 3,
+        }
+    )
     m = mmar.mmar_metrics(recs)
-    assert m["raters"]["modality"]["music"] == pytest.approx({"n": 2, "n_correct": 1, "Avg": 50.0,
-                                                              "Rubrics": 100 * r1 / 2, "CRS": 100 * r1})
-    assert m["runs"]["category"]["Signal Layer"]["CRS"] == 0.0 and set(m["raters"]["sub_category"]) == {"a", "b", "c"}
+    assert m["raters"]["modality"]["music"] == pytest.approx(
+        {"n": 2, "n_correct": 1, "Avg": 50.0, "Rubrics": 100 * r1 / 2, "CRS": 100 * r1}
+    )
+    assert m["runs"]["category"]["Signal Layer"]["CRS"] == 0.0 and set(m["raters"]["sub_category"]) == {
+        "a",
+        "b",
+        "c",
+    }
     assert trim_min_max([3.0]) == 3.0 and trim_min_max([1.0, 3.0]) == 2.0
 
 
@@ -130,11 +206,19 @@ def test_rubric_judge_with_distinct_seeds_retries_and_cache(items, tmp_path):
         if ("too little" in user and seed in (44, 1044)) or ("Grassland" in user and seed % 1000 == 46):
             return 200, {}, completion("I cannot score this."), 0  # unusable replies
         satisfied = {42: 5, 43: 4, 44: 3, 45: 4, 46: 2}[seed % 1000]
-        return 200, {}, completion(json.dumps([{"name": f"Criterion {i}", "score": int(i <= satisfied)}
-                                               for i in range(1, 6)])), 0
+        return (
+            200,
+            {},
+            completion(
+                json.dumps([{"name": f"Criterion {i}", "score": int(i <= satisfied)} for i in range(1, 6)])
+            ),
+            0,
+        )
 
     server = LoopbackServer(reply)
-    cfg = ChatConfig(base_url=server.url, model="gpt-judge", cache_path=str(tmp_path / "c.sqlite"), backoff_s=0.01)
+    cfg = ChatConfig(
+        base_url=server.url, model="gpt-judge", cache_path=str(tmp_path / "c.sqlite"), backoff_s=0.01
+    )
     answers = ["Open Grassland", "too little", "One"]
     reasonings = ["Throat singing...", "He asks for more.", "One bark."]
     try:
@@ -150,7 +234,11 @@ def test_rubric_judge_with_distinct_seeds_retries_and_cache(items, tmp_path):
     q1, q2, q3 = recs
     assert q2["correct"] and ratings_of(q2) == (1.0, 0.8, 0.6, 0.8, 0.4) and q2["ratings"][2]["attempts"] == 3
     assert q2["ratings"][0]["scores"] == [1.0] * 5 and q2["error"] is None
-    assert ratings_of(q1) is None and q1["ratings"][4]["attempts"] == 3 and q1["error"].startswith("rater 4: malformed")
+    assert (
+        ratings_of(q1) is None
+        and q1["ratings"][4]["attempts"] == 3
+        and q1["error"].startswith("rater 4: malformed")
+    )
     assert q3["correct"] is False and q3["ratings"] == [] and again == recs
 
 
@@ -163,10 +251,15 @@ def test_cli_audio_only_run_and_released_predictions(tmp_path, capsys):
     root = tmp_path / "MMAR"
     (root / "audio").mkdir(parents=True)
     for r in RECORDS:
-        sf.write(root / "audio" / f"{r['id']}.wav", np.sin(np.arange(8000) / 5).astype(np.float32) * 0.3, 16000)
+        sf.write(
+            root / "audio" / f"{r['id']}.wav", np.sin(np.arange(8000) / 5).astype(np.float32) * 0.3, 16000
+        )
     (root / "MMAR-meta.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
-    answers = {"Where might": "Reasoning: throat singing.\nAnswer: Open Grassland",
-               "Does the man": "Reasoning: he wants more.\nAnswer: Too much, can't finish", "How many": "B"}
+    answers = {
+        "Where might": "Reasoning: throat singing.\nAnswer: Open Grassland",
+        "Does the man": "Reasoning: he wants more.\nAnswer: Too much, can't finish",
+        "How many": "B",
+    }
 
     def reply(body, n):
         if body["model"] == "omni":
@@ -175,39 +268,115 @@ def test_cli_audio_only_run_and_released_predictions(tmp_path, capsys):
             text = next(p["text"] for p in parts if p["type"] == "text")
             return 200, {}, completion(next(v for k, v in answers.items() if text.startswith(k))), 0
         satisfied = {42: 5, 43: 4, 44: 3}[body["seed"]]
-        return 200, {}, completion(json.dumps([{"name": "c", "score": int(i < satisfied)} for i in range(5)])), 0
+        return (
+            200,
+            {},
+            completion(json.dumps([{"name": "c", "score": int(i < satisfied)} for i in range(5)])),
+            0,
+        )
 
     server = LoopbackServer(reply)
     run = tmp_path / "run"
-    argv = ["eval", "mmar", "--model", server.url, "--endpoint_model", "omni", "--data", str(root / "MMAR-meta.jsonl"),
-            "--output", str(run), "--judge_model", "judge", "--judge_base_url", server.url, "--raters", "3"]
+    argv = [
+        "eval",
+        "mmar",
+        "--model",
+        server.url,
+        "--endpoint_model",
+        "omni",
+        "--data",
+        str(root / "MMAR-meta.jsonl"),
+        "--output",
+        str(run),
+        "--judge_model",
+        "judge",
+        "--judge_base_url",
+        server.url,
+        "--raters",
+        "3",
+    ]
     try:
         assert cavpref_main(argv) == 0
     finally:
         server.close()
     m = json.loads((run / "results.json").read_text())["metrics"]
     # q1 right with ratings (1.0, 0.8, 0.6): trimmed 0.8; q2 wrong; q3 right ("B" is the answer's letter), 0.8
-    assert m["raters"]["overall"] == pytest.approx({"n": 3, "n_correct": 2, "Avg": 200 / 3, "Rubrics": 160 / 3,
-                                                    "CRS": 80.0})
+    assert m["raters"]["overall"] == pytest.approx(
+        {"n": 3, "n_correct": 2, "Avg": 200 / 3, "Rubrics": 160 / 3, "CRS": 80.0}
+    )
     assert m["runs"]["overall"]["CRS"] == pytest.approx(80.0)
     assert set(m["raters"]["modality"]) == {"music", "speech", "sound"}
     assert "K runs, mean of the middle three" in (run / "report.md").read_text()
     preds = tmp_path / "preds.jsonl"
-    preds.write_text("".join(json.dumps({**r, "answer_prediction": a, "thinking_prediction": "..."}) + "\n"
-                             for r, a in zip(RECORDS, ["Dense Forest", "Too little", "Two"])))
-    assert cavpref_main(["eval", "score", "--benchmark", "mmar", "--predictions", str(preds), "--data",
-                         str(root / "MMAR-meta.jsonl"), "--output", str(tmp_path / "scored"), "--no_judge"]) == 0
+    preds.write_text(
+        "".join(
+            json.dumps({**r, "answer_prediction": a, "thinking_prediction": "..."}) + "\n"
+            for r, a in zip(RECORDS, ["Dense Forest", "Too little", "Two"])
+        )
+    )
+    assert (
+        cavpref_main(
+            [
+                "eval",
+                "score",
+                "--benchmark",
+                "mmar",
+                "--predictions",
+                str(preds),
+                "--data",
+                str(root / "MMAR-meta.jsonl"),
+                "--output",
+                str(tmp_path / "scored"),
+                "--no_judge",
+            ]
+        )
+        == 0
+    )
     scored = json.loads((tmp_path / "scored" / "results.json").read_text())["metrics"]
     assert list(scored) == ["accuracy"] and scored["accuracy"]["overall"]["Avg"] == pytest.approx(200 / 3)
     assert scored["accuracy"]["overall"]["Rubrics"] is None
     # MMAR's first evaluator read `model_prediction`: the same predictions under that key score the same
     old = tmp_path / "old_preds.json"
-    old.write_text(json.dumps([{**r, "model_prediction": a} for r, a in zip(RECORDS, ["Dense Forest", "Too little", "Two"])]))
-    assert cavpref_main(["eval", "score", "--benchmark", "mmar", "--predictions", str(old), "--data",
-                         str(root / "MMAR-meta.jsonl"), "--output", str(tmp_path / "old"), "--no_judge"]) == 0
+    old.write_text(
+        json.dumps(
+            [{**r, "model_prediction": a} for r, a in zip(RECORDS, ["Dense Forest", "Too little", "Two"])]
+        )
+    )
+    assert (
+        cavpref_main(
+            [
+                "eval",
+                "score",
+                "--benchmark",
+                "mmar",
+                "--predictions",
+                str(old),
+                "--data",
+                str(root / "MMAR-meta.jsonl"),
+                "--output",
+                str(tmp_path / "old"),
+                "--no_judge",
+            ]
+        )
+        == 0
+    )
     again = json.loads((tmp_path / "old" / "results.json").read_text())["metrics"]
     assert again["accuracy"]["overall"] == scored["accuracy"]["overall"]
     (tmp_path / "empty.jsonl").write_text("")
-    assert cavpref_main(["eval", "score", "--benchmark", "mmar", "--predictions", str(old), "--data",
-                         str(tmp_path / "empty.jsonl"), "--no_judge"]) == 2
+    assert (
+        cavpref_main(
+            [
+                "eval",
+                "score",
+                "--benchmark",
+                "mmar",
+                "--predictions",
+                str(old),
+                "--data",
+                str(tmp_path / "empty.jsonl"),
+                "--no_judge",
+            ]
+        )
+        == 2
+    )
     assert "no mmar items selected (the file holds none)" in capsys.readouterr().err

@@ -52,7 +52,9 @@ def test_shared_argument_groups_are_declared_once():
 
 
 _NAME = r"[\"'](?:avtrustbench|aura|mmar|traceav)[\"']"
-_COMPARISON = re.compile(rf"(?:==|!=)\s*{_NAME}|{_NAME}\s*(?:==|!=)|\bin\s*[(\[{{][^)\]}}]*{_NAME}|{_NAME}\s*:")
+_COMPARISON = re.compile(
+    rf"(?:==|!=)\s*{_NAME}|{_NAME}\s*(?:==|!=)|\bin\s*[(\[{{][^)\]}}]*{_NAME}|{_NAME}\s*:"
+)
 
 
 def test_no_benchmark_name_is_compared_outside_the_registry():

@@ -5,14 +5,14 @@ import json
 
 import numpy as np
 import pytest
+from cavpref.eval.backends import ModelIOBackend, model_fingerprint
+from cavpref.eval.pipeline import EvalArgs, evaluate
+from cavpref.eval.runner import load_records
 from judge_server import LoopbackServer, completion
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, concat, drop_video, mute, to_json
 from cavpref.media.write import write_mp4
-from cavpref.eval.backends import ModelIOBackend, model_fingerprint
-from cavpref.eval.pipeline import EvalArgs, evaluate
-from cavpref.eval.runner import load_records
 
 QUESTION = "Which instrument is playing?"
 SECRET = "sk-runner-secret-never-written"
@@ -32,23 +32,81 @@ def bench(tmp_path_factory):
     rng = np.random.default_rng(0)
     t = np.arange(16000) / 16000
     for name, hz in (("a.mp4", 330), ("b.mp4", 550)):
-        write_mp4(root / name, rng.integers(0, 255, (4, 56, 56, 3), dtype=np.uint8), 4.0,
-                  (0.3 * np.sin(2 * np.pi * hz * t)).astype(np.float32))
+        write_mp4(
+            root / name,
+            rng.integers(0, 255, (4, 56, 56, 3), dtype=np.uint8),
+            4.0,
+            (0.3 * np.sin(2 * np.pi * hz * t)).astype(np.float32),
+        )
     a, b = clip("a.mp4"), clip("b.mp4")
     four = {"A": "qxa", "B": "qxb", "C": "qxc", "D": "None of the above"}
     items = [
-        BenchmarkItem("m1", "MCIT", "avqa", "Existential", QUESTION, four, "D", "instruction", 0, to_json(a), "D"),
-        BenchmarkItem("m2", "MAT", "music_avqa", "Count", QUESTION, {"A": "qya", "B": "qyb"}, None, "base", 1, mute(a)),
-        BenchmarkItem("m3", "MVT", "music_avqa", "Temporal", QUESTION, {"A": "qza", "B": "qzb", "C": "qzc"}, "A",
-                      "instruction", 0, drop_video(b)),
-        BenchmarkItem("m4", "CAT", "audioset", "Temporal", QUESTION, {"A": "qwa", "B": "qwb", "C": "qwc"}, "B",
-                      "instruction", 2, concat(a, b)),
-        BenchmarkItem("m5", "COT-Stitch", "audioset", "Temporal", QUESTION, {"A": "qva", "B": "qvb"}, "A",
-                      "instruction", 0, concat(b, a)),
-        BenchmarkItem("m6", "MVIT", "avqa", "Existential", QUESTION, {"A": "qua", "B": "qub"}, "A", "instruction", 0,
-                      to_json(clip("missing.mp4"))),
-        BenchmarkItem("m7", "ICIT", "avqa", "Existential", "Is <|AUDIO|> loud?", {"A": "qta", "B": "qtb"}, "A",
-                      "instruction", 0, to_json(a)),
+        BenchmarkItem(
+            "m1", "MCIT", "avqa", "Existential", QUESTION, four, "D", "instruction", 0, to_json(a), "D"
+        ),
+        BenchmarkItem(
+            "m2", "MAT", "music_avqa", "Count", QUESTION, {"A": "qya", "B": "qyb"}, None, "base", 1, mute(a)
+        ),
+        BenchmarkItem(
+            "m3",
+            "MVT",
+            "music_avqa",
+            "Temporal",
+            QUESTION,
+            {"A": "qza", "B": "qzb", "C": "qzc"},
+            "A",
+            "instruction",
+            0,
+            drop_video(b),
+        ),
+        BenchmarkItem(
+            "m4",
+            "CAT",
+            "audioset",
+            "Temporal",
+            QUESTION,
+            {"A": "qwa", "B": "qwb", "C": "qwc"},
+            "B",
+            "instruction",
+            2,
+            concat(a, b),
+        ),
+        BenchmarkItem(
+            "m5",
+            "COT-Stitch",
+            "audioset",
+            "Temporal",
+            QUESTION,
+            {"A": "qva", "B": "qvb"},
+            "A",
+            "instruction",
+            0,
+            concat(b, a),
+        ),
+        BenchmarkItem(
+            "m6",
+            "MVIT",
+            "avqa",
+            "Existential",
+            QUESTION,
+            {"A": "qua", "B": "qub"},
+            "A",
+            "instruction",
+            0,
+            to_json(clip("missing.mp4")),
+        ),
+        BenchmarkItem(
+            "m7",
+            "ICIT",
+            "avqa",
+            "Existential",
+            "Is <|AUDIO|> loud?",
+            {"A": "qta", "B": "qtb"},
+            "A",
+            "instruction",
+            0,
+            to_json(a),
+        ),
     ]
     (root / "items.jsonl").write_text("".join(json.dumps(i.to_row()) + "\n" for i in items))
     return root
@@ -97,18 +155,34 @@ def test_generate_run_records_resume_and_skips(backend, bench, judge_server, tmp
     assert (c["items"], c["evaluated"], c["skipped"], c["incomplete"]) == (7, 5, 2, 0)
     assert set(c["skip_reasons"]) == {"media: MediaError", "model input: ModelIOError"}
     recs = records_of(tmp_path / "a")
-    assert {"key", "item_id", "rotation", "prompt_id", "response", "choice", "method", "rule", "correct"} <= set(recs[0])
-    assert all(isinstance(r["response"], str) and r["method"] in ("heuristic", "judge", "unparsed") for r in recs)
+    assert {
+        "key",
+        "item_id",
+        "rotation",
+        "prompt_id",
+        "response",
+        "choice",
+        "method",
+        "rule",
+        "correct",
+    } <= set(recs[0])
+    assert all(
+        isinstance(r["response"], str) and r["method"] in ("heuristic", "judge", "unparsed") for r in recs
+    )
     for r in recs:
         if r["method"] == "judge":
-            assert r["judge"]["model"] == "judge-a" and r["judge"]["prompt_version"] == "avtrustbench-choice/v1"
+            assert (
+                r["judge"]["model"] == "judge-a" and r["judge"]["prompt_version"] == "avtrustbench-choice/v1"
+            )
     by_item = {}
     for r in sorted(recs, key=lambda r: r["rotation"]):
         by_item.setdefault(r["item_id"], []).append(r["correct"])
     for item_id, passes in by_item.items():  # early stopping: only the last pass may be wrong
         assert all(passes[:-1]), (item_id, passes)
     assert sum(map(len, by_item.values())) == c["passes_run"]
-    assert (tmp_path / "a" / "report.md").is_file() and (tmp_path / "a" / "plots" / "dimensions_radar.png").is_file()
+    assert (tmp_path / "a" / "report.md").is_file() and (
+        tmp_path / "a" / "plots" / "dimensions_radar.png"
+    ).is_file()
     assert "judge_cache.sqlite" in {p.name for p in (tmp_path / "a").iterdir()}
     # the judge key was used (as the Authorization header) but is in no file of the run folder
     assert any(r["method"] == "judge" for r in recs)
@@ -128,19 +202,31 @@ def test_generate_run_records_resume_and_skips(backend, bench, judge_server, tmp
     assert log["passes_reused"] == 1 and log["passes_computed"] == c["passes_run"] - 1
     again = evaluate(args_b, backend=backend, rank=0, world=1)
     log = json.loads((tmp_path / "b" / "run_log.rank0.json").read_text())
-    assert again["metrics"] == res["metrics"] and log["passes_computed"] == 0 and log["judge_calls"]["http_calls"] == 0
+    assert (
+        again["metrics"] == res["metrics"]
+        and log["passes_computed"] == 0
+        and log["judge_calls"]["http_calls"] == 0
+    )
     # skipped items are retried (and fail again) rather than served from the records
     assert log["skipped"] == 2
 
 
 def test_likelihood_mode_and_data_parallel_shards(backend, bench, tmp_path):
-    single = evaluate(args_for(bench, tmp_path / "one", mode="likelihood", batch_size=4), backend=backend, rank=0, world=1)
+    single = evaluate(
+        args_for(bench, tmp_path / "one", mode="likelihood", batch_size=4), backend=backend, rank=0, world=1
+    )
     for rank in (1, 0):  # any order; the main process (rank 0) gathers every rank's records
-        sharded = evaluate(args_for(bench, tmp_path / "two", mode="likelihood", batch_size=3), backend=backend,
-                           rank=rank, world=2)
+        sharded = evaluate(
+            args_for(bench, tmp_path / "two", mode="likelihood", batch_size=3),
+            backend=backend,
+            rank=rank,
+            world=2,
+        )
     assert sharded["metrics"] == single["metrics"] and single["mode"] == "likelihood"
-    assert sorted(p.name for p in (tmp_path / "two").glob("records.rank*.jsonl")) == ["records.rank0.jsonl",
-                                                                                     "records.rank1.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "two").glob("records.rank*.jsonl")) == [
+        "records.rank0.jsonl",
+        "records.rank1.jsonl",
+    ]
     recs = records_of(tmp_path / "one")
     assert all(r["method"] == "likelihood" and r["choice"] is not None for r in recs)
     mat = [r for r in recs if r["item_id"] == "m2"]
@@ -186,7 +272,6 @@ def test_endpoint_model_receives_the_decoded_media(bench, tmp_path):
 
     import av
     import soundfile as sf
-
     from cavpref.eval.backends import EndpointBackend
     from cavpref.eval.judge import ChatClient, ChatConfig
 
@@ -201,9 +286,15 @@ def test_endpoint_model_receives_the_decoded_media(bench, tmp_path):
 
     server = LoopbackServer(reply)
     try:
-        client = ChatClient(ChatConfig(base_url=server.url, model="served-omni", max_retries=0, env_prefix="X"))
-        res = evaluate(args_for(bench, tmp_path, vanilla=True, tasks=["MCIT", "MAT", "MVT", "CAT"]),
-                       backend=EndpointBackend(client), rank=0, world=1)
+        client = ChatClient(
+            ChatConfig(base_url=server.url, model="served-omni", max_retries=0, env_prefix="X")
+        )
+        res = evaluate(
+            args_for(bench, tmp_path, vanilla=True, tasks=["MCIT", "MAT", "MVT", "CAT"]),
+            backend=EndpointBackend(client),
+            rank=0,
+            world=1,
+        )
     finally:
         server.close()
     assert res["model"]["model"] == "served-omni" and res["model"]["media_format"] == "mp4"
@@ -216,7 +307,9 @@ def test_endpoint_model_receives_the_decoded_media(bench, tmp_path):
         frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
     assert len(frames) == 2 and frames[0].shape == (56, 56, 3)  # num_frames=2, as decoded for local adapters
     wav, sr = sf.read(io.BytesIO(base64.b64decode(full["input_audio"]["input_audio"]["data"])))
-    assert full["input_audio"]["input_audio"]["format"] == "wav" and sr == 16000 and abs(len(wav) - 16000) < 1200
+    assert (
+        full["input_audio"]["input_audio"]["format"] == "wav" and sr == 16000 and abs(len(wav) - 16000) < 1200
+    )
     kinds = [set(s) for s in seen]
     assert {"video_url", "text"} in kinds and {"input_audio", "text"} in kinds  # MAT (muted), MVT (no video)
 
@@ -224,14 +317,20 @@ def test_endpoint_model_receives_the_decoded_media(bench, tmp_path):
 def test_judge_outage_is_recorded_then_rejudged_without_regenerating(backend, bench, judge_url, tmp_path):
     down = LoopbackServer(lambda body, n: (503, {}, {"error": "down"}, 0))
     try:
-        args = args_for(bench, tmp_path, down.url, vanilla=True, tasks=["MCIT", "MAT", "MVT"], judge_max_retries=0)
+        args = args_for(
+            bench, tmp_path, down.url, vanilla=True, tasks=["MCIT", "MAT", "MVT"], judge_max_retries=0
+        )
         first = evaluate(args, backend=backend, rank=0, world=1)
     finally:
         down.close()
     errors = first["metrics"]["counts"]["unparsed_reasons"].get("judge error", 0)
     assert errors >= 1  # the tiny model's free text names none of the nonsense options
-    again = evaluate(args_for(bench, tmp_path, judge_url, vanilla=True, tasks=["MCIT", "MAT", "MVT"]),
-                     backend=backend, rank=0, world=1)
+    again = evaluate(
+        args_for(bench, tmp_path, judge_url, vanilla=True, tasks=["MCIT", "MAT", "MVT"]),
+        backend=backend,
+        rank=0,
+        world=1,
+    )
     log = json.loads((tmp_path / "run_log.rank0.json").read_text())
     assert log["passes_computed"] == 0 and log["passes_rescored"] == errors
     assert "judge error" not in again["metrics"]["counts"]["unparsed_reasons"]

@@ -3,9 +3,6 @@
 import json
 
 import pytest
-
-from cavpref.data import BenchmarkItem
-from cavpref.media.spec import clip, mute, to_json
 from cavpref.eval.cli import main as eval_main
 from cavpref.eval.loader import DataError, load_items
 from cavpref.eval.metrics import ItemOutcome, accuracy_block, dimension_means, summarize
@@ -13,20 +10,37 @@ from cavpref.eval.pipeline import EvalArgs, score_predictions
 from cavpref.eval.registry import write_reports
 from cavpref.eval.report import compare
 
+from cavpref.data import BenchmarkItem
+from cavpref.media.spec import clip, mute, to_json
+
 MEDIA = to_json(clip("a.mp4"))
 
 
-def item(id_, task, options, answer, setting="instruction", abstain=None, category="Existential", source="avqa"):
-    return BenchmarkItem(id=id_, task=task, source=source, category=category, question=f"Question {id_}?",
-                         options=options, answer=answer, setting=setting, template_id=0,
-                         media=MEDIA if task != "MAT" else to_json(mute(clip("a.mp4"))), abstain_letter=abstain)
+def item(
+    id_, task, options, answer, setting="instruction", abstain=None, category="Existential", source="avqa"
+):
+    return BenchmarkItem(
+        id=id_,
+        task=task,
+        source=source,
+        category=category,
+        question=f"Question {id_}?",
+        options=options,
+        answer=answer,
+        setting=setting,
+        template_id=0,
+        media=MEDIA if task != "MAT" else to_json(mute(clip("a.mp4"))),
+        abstain_letter=abstain,
+    )
 
 
 ITEMS = [
     item("i1", "CAT", {"A": "cat then dog", "B": "dog then cat", "C": "both", "D": "bell then horn"}, "A"),
     item("i2", "CAT", {"A": "rain", "B": "wind", "C": "thunder"}, "C", category="Temporal"),
     item("i3", "MAT", {"A": "Yes", "B": "No"}, None, setting="base", source="music_avqa"),
-    item("i4", "MCIT", {"A": "piano", "B": "violin", "C": "flute", "D": "None of the above"}, "D", abstain="D"),
+    item(
+        "i4", "MCIT", {"A": "piano", "B": "violin", "C": "flute", "D": "None of the above"}, "D", abstain="D"
+    ),
 ]
 
 
@@ -53,6 +67,7 @@ def always_a(drop=()):
 
 # ---------------------------------------------------------------------------------------------- loading
 
+
 def test_load_jsonl_and_datasets_folders(tmp_path, bench):
     from datasets import Dataset, DatasetDict
 
@@ -62,7 +77,8 @@ def test_load_jsonl_and_datasets_folders(tmp_path, bench):
     for task in ("CAT", "MAT"):
         rows = [i.to_row() for i in ITEMS if i.task == task]
         DatasetDict({"test": Dataset.from_list(rows), "train": Dataset.from_list(rows[:1])}).save_to_disk(
-            str(prep / "benchmark" / task))
+            str(prep / "benchmark" / task)
+        )
     (prep / "manifest.json").write_text(json.dumps({"config": {"data_root": "/media/root"}}))
     res = load_items(prep, split="test")
     assert [i.id for i in res.items] == ["i1", "i2", "i3"] and res.media_root == "/media/root"
@@ -87,21 +103,30 @@ def test_bad_rows_name_file_row_and_problem_or_are_counted(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- scoring
 
+
 def test_score_external_predictions_circular(tmp_path, bench):
     preds = write_jsonl(tmp_path / "preds.jsonl", always_a())
     res = score_predictions(EvalArgs(data=str(bench), output=str(tmp_path / "run"), label="ZS"), preds)
     m = res["metrics"]
     # hand-computed: i1 right at rotation 0 then wrong (answer A moves to D), i2 wrong, i3 not an abstention,
     # i4 abstains in all four rotations
-    assert m["overall"] == {"n": 4, "vanilla": 50.0, "circular": 25.0, "unparsed_rate": 0.0, "judged_rate": 0.0}
+    assert m["overall"] == {
+        "n": 4,
+        "vanilla": 50.0,
+        "circular": 25.0,
+        "unparsed_rate": 0.0,
+        "judged_rate": 0.0,
+    }
     assert m["counts"]["passes_run"] == 2 + 1 + 1 + 4 and m["counts"]["passes_full"] == 4 + 3 + 2 + 4
     assert m["counts"]["passes_saved"] == 5
     inst = m["settings"]["instruction"]["tasks"]
     assert (inst["CAT"]["vanilla"], inst["CAT"]["circular"], inst["MCIT"]["circular"]) == (50.0, 0.0, 100.0)
     assert inst["CAT"]["categories"]["Temporal"]["vanilla"] == 0.0
     assert m["settings"]["base"]["tasks"]["MAT"]["sources"]["music_avqa"]["vanilla"] == 0.0
-    assert res["predictions"] == {"rows": 14, "unused": {"not among the selected items": 1,
-                                                         "not needed (decided earlier)": 5}}
+    assert res["predictions"] == {
+        "rows": 14,
+        "unused": {"not among the selected items": 1, "not needed (decided earlier)": 5},
+    }
     assert (tmp_path / "run" / "results.json").is_file() and (tmp_path / "run" / "report.md").is_file()
 
 
@@ -112,11 +137,17 @@ def test_vanilla_and_missing_predictions_reconcile(tmp_path, bench):
     assert (c["items"], c["evaluated"], c["skipped"], c["incomplete"]) == (4, 3, 1, 0)
     assert c["skip_reasons"] == {"no prediction": 1}
     van = score_predictions(EvalArgs(data=str(bench), vanilla=True), preds)["metrics"]
-    assert van["overall"]["circular"] is None and van["overall"]["vanilla"] == 50.0 and van["counts"]["passes_saved"] == 0
+    assert (
+        van["overall"]["circular"] is None
+        and van["overall"]["vanilla"] == 50.0
+        and van["counts"]["passes_saved"] == 0
+    )
 
 
 def test_choice_predictions_and_their_validation(tmp_path, bench):
-    rows = [{"id": it.id, "rotation": 0, "choice": "ABSTAIN" if it.answer is None else it.answer} for it in ITEMS]
+    rows = [
+        {"id": it.id, "rotation": 0, "choice": "ABSTAIN" if it.answer is None else it.answer} for it in ITEMS
+    ]
     res = score_predictions(EvalArgs(data=str(bench), vanilla=True), write_jsonl(tmp_path / "p.jsonl", rows))
     assert res["metrics"]["overall"]["vanilla"] == 100.0
     rows[0]["choice"] = "Q"
@@ -136,10 +167,19 @@ def test_judge_handles_what_heuristics_cannot(tmp_path, bench):
 
     server = LoopbackServer(reply)
     try:
-        rows = [{"id": "i2", "response": "Could you clarify the question?"}, {"id": "i1", "response": "It sounds like a dog"},
-                {"id": "i3", "response": ""}, {"id": "i4", "response": "D"}]
-        args = EvalArgs(data=str(bench), vanilla=True, judge_model="jm", judge_base_url=server.url,
-                        judge_cache=str(tmp_path / "c.sqlite"))
+        rows = [
+            {"id": "i2", "response": "Could you clarify the question?"},
+            {"id": "i1", "response": "It sounds like a dog"},
+            {"id": "i3", "response": ""},
+            {"id": "i4", "response": "D"},
+        ]
+        args = EvalArgs(
+            data=str(bench),
+            vanilla=True,
+            judge_model="jm",
+            judge_base_url=server.url,
+            judge_cache=str(tmp_path / "c.sqlite"),
+        )
         res = score_predictions(args, write_jsonl(tmp_path / "p.jsonl", rows))
     finally:
         server.close()
@@ -147,34 +187,66 @@ def test_judge_handles_what_heuristics_cannot(tmp_path, bench):
     assert res["judge"]["model"] == "jm" and res["judge"]["prompt_version"] == "avtrustbench-choice/v1"
     # i1 judged C (wrong), i2 no match (wrong), i3 empty (never sent to the judge), i4 heuristic D (right)
     assert len(server.requests) == 2
-    assert m["overall"]["vanilla"] == 25.0 and m["overall"]["judged_rate"] == 25.0 and m["overall"]["unparsed_rate"] == 50.0
+    assert (
+        m["overall"]["vanilla"] == 25.0
+        and m["overall"]["judged_rate"] == 25.0
+        and m["overall"]["unparsed_rate"] == 50.0
+    )
     assert m["counts"]["unparsed_reasons"] == {"empty response": 1, "judge: no match": 1}
 
 
 # ---------------------------------------------------------------------------------------------- metrics, reports
 
+
 def test_metric_blocks_by_hand():
-    outs = [ItemOutcome("a", "MVT", "base", "s", "Count", vanilla=True, circular=True, passes_run=2, passes_total=2),
-            ItemOutcome("b", "MVT", "base", "s", "Count", vanilla=True, circular=False, passes_run=2, passes_total=4,
-                        unparsed_passes=1),
-            ItemOutcome("c", "MVT", "base", "s", "Count", status="skipped", reason="media: X")]
-    assert accuracy_block(outs, True) == {"n": 2, "vanilla": 100.0, "circular": 50.0, "unparsed_rate": 25.0,
-                                          "judged_rate": 0.0}
-    assert dimension_means({"MVT": {"circular": 50.0}, "MAT": {"circular": 70.0}, "MCIT": {"circular": 10.0}}) == {
-        "Adversarial attack": 10.0, "Compositional reasoning": None, "Modality-specific dependency": 60.0}
+    outs = [
+        ItemOutcome(
+            "a", "MVT", "base", "s", "Count", vanilla=True, circular=True, passes_run=2, passes_total=2
+        ),
+        ItemOutcome(
+            "b",
+            "MVT",
+            "base",
+            "s",
+            "Count",
+            vanilla=True,
+            circular=False,
+            passes_run=2,
+            passes_total=4,
+            unparsed_passes=1,
+        ),
+        ItemOutcome("c", "MVT", "base", "s", "Count", status="skipped", reason="media: X"),
+    ]
+    assert accuracy_block(outs, True) == {
+        "n": 2,
+        "vanilla": 100.0,
+        "circular": 50.0,
+        "unparsed_rate": 25.0,
+        "judged_rate": 0.0,
+    }
+    assert dimension_means(
+        {"MVT": {"circular": 50.0}, "MAT": {"circular": 70.0}, "MCIT": {"circular": 10.0}}
+    ) == {"Adversarial attack": 10.0, "Compositional reasoning": None, "Modality-specific dependency": 60.0}
     s = summarize(outs, circular=True)
     assert s["counts"]["skip_reasons"] == {"media: X": 1} and s["counts"]["items"] == 3
 
 
 def test_report_plots_and_compare(tmp_path, bench):
-    zs = score_predictions(EvalArgs(data=str(bench), label="ZS"), write_jsonl(tmp_path / "a.jsonl", always_a()))
+    zs = score_predictions(
+        EvalArgs(data=str(bench), label="ZS"), write_jsonl(tmp_path / "a.jsonl", always_a())
+    )
     perfect = []
     for it in ITEMS:
         from cavpref.eval.circular import rotate
+
         for k in range(len(it.options)):
             _, new_of = rotate(it.options, k)
-            perfect.append({"id": it.id, "rotation": k, "choice": "ABSTAIN" if it.answer is None else new_of[it.answer]})
-    ft = score_predictions(EvalArgs(data=str(bench), label="CAVPref"), write_jsonl(tmp_path / "b.jsonl", perfect))
+            perfect.append(
+                {"id": it.id, "rotation": k, "choice": "ABSTAIN" if it.answer is None else new_of[it.answer]}
+            )
+    ft = score_predictions(
+        EvalArgs(data=str(bench), label="CAVPref"), write_jsonl(tmp_path / "b.jsonl", perfect)
+    )
     assert ft["metrics"]["overall"]["circular"] == 100.0
     write_reports(zs, tmp_path / "zs")
     md = (tmp_path / "zs" / "report.md").read_text()
@@ -191,28 +263,70 @@ def test_report_plots_and_compare(tmp_path, bench):
     assert "ZS: external predictions / circular; CAVPref: external predictions / circular" in table
     assert "Warning" not in table
     vanilla = score_predictions(EvalArgs(data=str(bench), label="V", vanilla=True), tmp_path / "a.jsonl")
-    assert "mix protocols" in compare([zs, vanilla]) and "mix protocols" not in compare([zs, vanilla], metric="vanilla")
-    assert "| CAVPref | 100.00 (+0.00) | 100.00 (+100.00) |" in table and "| ZS (zero-shot) | 100.00 | 0.00 |" in table
+    assert "mix protocols" in compare([zs, vanilla]) and "mix protocols" not in compare(
+        [zs, vanilla], metric="vanilla"
+    )
+    assert (
+        "| CAVPref | 100.00 (+0.00) | 100.00 (+100.00) |" in table
+        and "| ZS (zero-shot) | 100.00 | 0.00 |" in table
+    )
     write_reports(ft, tmp_path / "ft")
-    assert eval_main(["compare", str(tmp_path / "zs"), str(tmp_path / "ft"), "--labels", "ZS", "SFT",
-                      "--output", str(tmp_path / "t5.md")]) == 0
+    assert (
+        eval_main(
+            [
+                "compare",
+                str(tmp_path / "zs"),
+                str(tmp_path / "ft"),
+                "--labels",
+                "ZS",
+                "SFT",
+                "--output",
+                str(tmp_path / "t5.md"),
+            ]
+        )
+        == 0
+    )
     assert "| SFT | 100.00 (+0.00) | 100.00 (+100.00) |" in (tmp_path / "t5.md").read_text()
 
 
 def test_cli_score_prompts_and_errors(tmp_path, bench, capsys):
     assert eval_main(["prompts", "--data", str(bench), "--prompts_out", str(tmp_path / "pr.jsonl")]) == 0
     prompts = [json.loads(x) for x in (tmp_path / "pr.jsonl").read_text().splitlines()]
-    assert len(prompts) == 13 and prompts[1]["rotation"] == 1 and prompts[1]["prompt"].startswith("Question i1?\nA. dog then cat")
+    assert (
+        len(prompts) == 13
+        and prompts[1]["rotation"] == 1
+        and prompts[1]["prompt"].startswith("Question i1?\nA. dog then cat")
+    )
     write_jsonl(tmp_path / "p.jsonl", always_a())
-    assert eval_main(["score", "--predictions", str(tmp_path / "p.jsonl"), "--data", str(bench),
-                      "--output", str(tmp_path / "out")]) == 0
+    assert (
+        eval_main(
+            [
+                "score",
+                "--predictions",
+                str(tmp_path / "p.jsonl"),
+                "--data",
+                str(bench),
+                "--output",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["circular"] == 25.0
-    assert eval_main(["score", "--predictions", str(tmp_path / "p.jsonl"), "--data", str(tmp_path / "nope")]) == 2
+    assert (
+        eval_main(["score", "--predictions", str(tmp_path / "p.jsonl"), "--data", str(tmp_path / "nope")])
+        == 2
+    )
     assert "benchmark data not found" in capsys.readouterr().err
     assert eval_main(["avtrustbench", "--data", str(bench), "--output", "x", "--tasks", "FOO"]) == 2
     assert "unknown task(s) ['FOO']" in capsys.readouterr().err
     assert eval_main(["compare", str(tmp_path / "out")]) == 2
     assert "compare needs a zero-shot run and at least one fine-tuned run" in capsys.readouterr().err
     # a selection with no items is an error, not an empty report
-    assert eval_main(["score", "--predictions", str(tmp_path / "p.jsonl"), "--data", str(bench), "--tasks", "MVIT"]) == 2
+    assert (
+        eval_main(
+            ["score", "--predictions", str(tmp_path / "p.jsonl"), "--data", str(bench), "--tasks", "MVIT"]
+        )
+        == 2
+    )
     assert "no items selected (--tasks MVIT" in capsys.readouterr().err

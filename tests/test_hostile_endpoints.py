@@ -3,16 +3,20 @@ retries are options (CLI and YAML: EvalArgs / BenchArgs fields); a reply's store
 
 import json
 
+from cavpref.eval.pipeline import EvalArgs, evaluate
 from judge_server import LoopbackServer, completion
 
 from cavpref.data import BenchmarkItem
-from cavpref.eval.pipeline import EvalArgs, evaluate
 
 
 def _items(tmp_path, n=1):
     four = {"A": "cat", "B": "dog", "C": "cow", "D": "None of the above"}
-    items = [BenchmarkItem(f"i{k}", "MCIT", "avqa", "Existential", "Which?", four, "A", "instruction", 0, None, "A")
-             for k in range(n)]
+    items = [
+        BenchmarkItem(
+            f"i{k}", "MCIT", "avqa", "Existential", "Which?", four, "A", "instruction", 0, None, "A"
+        )
+        for k in range(n)
+    ]
     path = tmp_path / "items.jsonl"
     path.write_text("".join(json.dumps(i.to_row()) + "\n" for i in items))
     return path
@@ -21,8 +25,16 @@ def _items(tmp_path, n=1):
 def test_endpoint_timeout_and_retries_are_options(tmp_path):
     server = LoopbackServer(lambda body, n: (200, {}, completion("A"), 3.0))  # answers far too late
     try:
-        args = EvalArgs(data=str(_items(tmp_path)), output=str(tmp_path / "run"), vanilla=True, model=server.url,
-                        endpoint_model="m", no_judge=True, endpoint_timeout_s=0.3, endpoint_max_retries=1)
+        args = EvalArgs(
+            data=str(_items(tmp_path)),
+            output=str(tmp_path / "run"),
+            vanilla=True,
+            model=server.url,
+            endpoint_model="m",
+            no_judge=True,
+            endpoint_timeout_s=0.3,
+            endpoint_max_retries=1,
+        )
         res = evaluate(args, rank=0, world=1)
     finally:
         server.close()
@@ -35,8 +47,15 @@ def test_a_huge_reply_is_not_stored_whole(tmp_path):
     huge = completion("A" + " and so on" * 600_000)  # ~6 MB
     server = LoopbackServer(lambda body, n: (200, {}, huge, 0))
     try:
-        args = EvalArgs(data=str(_items(tmp_path)), output=str(tmp_path / "run"), vanilla=True, model=server.url,
-                        endpoint_model="m", no_judge=True, max_reply_bytes=100_000)
+        args = EvalArgs(
+            data=str(_items(tmp_path)),
+            output=str(tmp_path / "run"),
+            vanilla=True,
+            model=server.url,
+            endpoint_model="m",
+            no_judge=True,
+            max_reply_bytes=100_000,
+        )
         res = evaluate(args, rank=0, world=1)
     finally:
         server.close()

@@ -4,14 +4,25 @@ named in words, never silently truncated nor a raw KeyError."""
 import json
 
 import pytest
+from cavpref.eval.loader import DataError, load_items
 
 from cavpref.data import BenchmarkItem
-from cavpref.eval.loader import DataError, load_items
 
 
 def _row(**change):
-    item = BenchmarkItem("r1", "MCIT", "avqa", "Existential", "Which?", {"A": "cat", "B": "dog", "C": "cow",
-                         "D": "None of the above"}, "A", "instruction", 0, None, "D")
+    item = BenchmarkItem(
+        "r1",
+        "MCIT",
+        "avqa",
+        "Existential",
+        "Which?",
+        {"A": "cat", "B": "dog", "C": "cow", "D": "None of the above"},
+        "A",
+        "instruction",
+        0,
+        None,
+        "D",
+    )
     row = item.to_row()
     row.update(change)
     return {k: v for k, v in row.items() if v is not KeyError}

@@ -4,10 +4,10 @@ its row named before any token reaches the model; max_length defaults to the mod
 import json
 
 import pytest
-
-from cavpref.data import BenchmarkItem
 from cavpref.eval.backends import ModelIOBackend
 from cavpref.eval.pipeline import EvalArgs, evaluate
+
+from cavpref.data import BenchmarkItem
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +33,12 @@ def test_an_over_long_question_is_skipped_with_its_item_named_before_the_model(t
 
     four = {"A": "cat", "B": "dog", "C": "cow", "D": "None of the above"}
     long_q = "Which animal " + "is it really " * 1200 + "?"  # ~3600 tokens > 2048
-    items = [BenchmarkItem("short", "MCIT", "avqa", "Existential", "Which?", four, "A", "instruction", 0, None, "A"),
-             BenchmarkItem("huge", "MCIT", "avqa", "Existential", long_q, four, "A", "instruction", 0, None, "A")]
+    items = [
+        BenchmarkItem(
+            "short", "MCIT", "avqa", "Existential", "Which?", four, "A", "instruction", 0, None, "A"
+        ),
+        BenchmarkItem("huge", "MCIT", "avqa", "Existential", long_q, four, "A", "instruction", 0, None, "A"),
+    ]
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i.to_row()) + "\n" for i in items))
     adapter = load_model_io(str(tiny), model_max_length=2048)  # a small context, so the test stays cheap
@@ -46,8 +50,12 @@ def test_an_over_long_question_is_skipped_with_its_item_named_before_the_model(t
         return real(model, batch, **kw)
 
     adapter.generate_ids = spy
-    res = evaluate(EvalArgs(data=str(data), output=str(tmp_path / "run"), vanilla=True, no_judge=True),
-                   backend=ModelIOBackend(adapter, generation={"max_new_tokens": 2}), rank=0, world=1)
+    res = evaluate(
+        EvalArgs(data=str(data), output=str(tmp_path / "run"), vanilla=True, no_judge=True),
+        backend=ModelIOBackend(adapter, generation={"max_new_tokens": 2}),
+        rank=0,
+        world=1,
+    )
     assert max(seen) <= 2048
     reasons = res["metrics"]["counts"]["skip_reasons"]
     assert sum(reasons.values()) == 1 and "ModelIOError" in "".join(reasons), reasons
@@ -63,4 +71,6 @@ def test_training_rows_over_max_length_are_refused_with_the_row_named(tiny):
     adapter = load_model_io(str(tiny))  # the default max_length: the model's context
     n = context(tiny)
     with pytest.raises(ModelIOError, match=rf"r-7.*exceed max_length={n}"):
-        adapter.collate([Row(prompt="say " * (n + 10), response="A", media=None, media_key=None, row_id="r-7")])
+        adapter.collate(
+            [Row(prompt="say " * (n + 10), response="A", media=None, media_key=None, row_id="r-7")]
+        )

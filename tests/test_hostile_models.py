@@ -22,7 +22,9 @@ def test_trust_remote_code_warns_naming_the_folder(tiny, caplog):
         load_model_io(str(tiny))
     assert "trust_remote_code" not in caplog.text
     args = AVModelArguments(model_name_or_path=str(tiny))
-    args.trust_remote_code = True  # not a recipe key: `cavpref train` copies CAVPrefConfig.trust_remote_code here
+    args.trust_remote_code = (
+        True  # not a recipe key: `cavpref train` copies CAVPrefConfig.trust_remote_code here
+    )
     for how in ({"name_or_path": str(tiny), "trust_remote_code": True}, {"name_or_path": args}):
         caplog.clear()
         with caplog.at_level(logging.WARNING):

@@ -8,14 +8,15 @@ import json
 import shutil
 
 import pytest
-
-from cavpref.data_prep.build import pipeline as build_module
 from cavpref.data_prep.build import PrepConfig, build, merge
+from cavpref.data_prep.build import pipeline as build_module
 from cavpref.data_prep.synthetic.config import WorldConfig
 from cavpref.data_prep.synthetic.world import generate_world
 from cavpref.eval.loader import DataError, load_items
 
-merge_module = importlib.import_module("cavpref.data_prep.build.merge")  # the package's `merge` is the function
+merge_module = importlib.import_module(
+    "cavpref.data_prep.build.merge"
+)  # the package's `merge` is the function
 
 TASKS = ["CLEAN", "MCIT", "MAT"]
 
@@ -23,13 +24,16 @@ TASKS = ["CLEAN", "MCIT", "MAT"]
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     out = tmp_path_factory.mktemp("world") / "w"
-    generate_world(WorldConfig(out=str(out), seed=3, num_clips=6, workers=1, width=64, height=64, fps=4, duration=1.0))
+    generate_world(
+        WorldConfig(out=str(out), seed=3, num_clips=6, workers=1, width=64, height=64, fps=4, duration=1.0)
+    )
     return out
 
 
 def cfg(world, out, **kw):
-    return PrepConfig(world=str(world), output_dir=str(out), progress=False, tasks=TASKS, formats=["arrow", "jsonl"],
-                      **kw)
+    return PrepConfig(
+        world=str(world), output_dir=str(out), progress=False, tasks=TASKS, formats=["arrow", "jsonl"], **kw
+    )
 
 
 class Killed(BaseException):
@@ -40,6 +44,7 @@ def dying_write(real):
     def write(out, items, prefs, tasks, splits, formats=("arrow",)):
         real(out, items, prefs, list(tasks)[:1], splits, formats)  # the first task written, then the kill
         raise Killed
+
     return write
 
 
@@ -93,24 +98,42 @@ def test_eval_refuses_the_folder_of_a_killed_or_damaged_prep(world, tmp_path, mo
 
 
 def test_llm_negatives_against_a_failing_endpoint_are_counted_or_an_error(world, tmp_path):
-    from judge_server import LoopbackServer
-
     from cavpref.data_prep.build import format_stats
     from cavpref.data_prep.tasks.common import TaskError
+    from judge_server import LoopbackServer
 
     server = LoopbackServer(lambda body, n: (401, {}, {"error": "invalid api key"}, 0))
     try:
         llm = {"negatives": "llm", "llm_base_url": server.url, "llm_model": "writer"}
-        stats = build(PrepConfig(world=str(world), output_dir=str(tmp_path / "out"), progress=False,
-                                 tasks=["COT-Stitch"], formats=["jsonl"], **llm))
+        stats = build(
+            PrepConfig(
+                world=str(world),
+                output_dir=str(tmp_path / "out"),
+                progress=False,
+                tasks=["COT-Stitch"],
+                formats=["jsonl"],
+                **llm,
+            )
+        )
         made = stats["tasks"]["COT-Stitch"]["generated"]
         assert made > 0 and server.requests
         saved = json.loads((tmp_path / "out" / "stats.json").read_text())
         assert saved["tasks"]["COT-Stitch"]["llm_fallback"] == {"llm endpoint error (HTTP 401)": made}
-        assert f"llm fallback {made:>5}  llm endpoint error (HTTP 401)" in format_stats(stats, ["train", "test"])
+        assert f"llm fallback {made:>5}  llm endpoint error (HTTP 401)" in format_stats(
+            stats, ["train", "test"]
+        )
         with pytest.raises(TaskError, match="HTTP 401.*llm_on_failure"):
-            build(PrepConfig(world=str(world), output_dir=str(tmp_path / "strict"), progress=False,
-                             tasks=["COT-Stitch"], formats=["jsonl"], llm_on_failure="error", **llm))
+            build(
+                PrepConfig(
+                    world=str(world),
+                    output_dir=str(tmp_path / "strict"),
+                    progress=False,
+                    tasks=["COT-Stitch"],
+                    formats=["jsonl"],
+                    llm_on_failure="error",
+                    **llm,
+                )
+            )
     finally:
         server.close()
 
@@ -147,8 +170,22 @@ def test_kill_9_of_prep_with_workers_takes_the_workers_down(world, tmp_path):
     import sys
     import time
 
-    cmd = [sys.executable, "-m", "cavpref.apps.cli", "prep", "--world", str(world), "--output_dir",
-           str(tmp_path / "out"), "--num_proc", "2", "--progress", "false", "--formats", "jsonl"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cavpref.apps.cli",
+        "prep",
+        "--world",
+        str(world),
+        "--output_dir",
+        str(tmp_path / "out"),
+        "--num_proc",
+        "2",
+        "--progress",
+        "false",
+        "--formats",
+        "jsonl",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     workers = []
     for _attempt in range(3):  # the pool lives for a second or two: catch it alive

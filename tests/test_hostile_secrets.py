@@ -5,27 +5,33 @@ import json
 import logging
 from pathlib import Path
 
-from judge_server import LoopbackServer, completion
-
-from cavpref.data import BenchmarkItem
 from cavpref.eval.backends import EndpointBackend
 from cavpref.eval.judge import ChatClient, ChatConfig
 from cavpref.eval.pipeline import EvalArgs, evaluate
+from judge_server import LoopbackServer, completion
+
+from cavpref.data import BenchmarkItem
 
 SECRET = "sk-hostile-echoed-secret-1234567890"
 
 
 def _items(tmp_path):
     four = {"A": "cat", "B": "dog", "C": "cow", "D": "None of the above"}
-    items = [BenchmarkItem(f"i{n}", "MCIT", "avqa", "Existential", "Which?", four, "A", "instruction", 0, None, "A")
-             for n in range(2)]
+    items = [
+        BenchmarkItem(
+            f"i{n}", "MCIT", "avqa", "Existential", "Which?", four, "A", "instruction", 0, None, "A"
+        )
+        for n in range(2)
+    ]
     path = tmp_path / "items.jsonl"
     path.write_text("".join(json.dumps(i.to_row()) + "\n" for i in items))
     return path
 
 
 def _everything_written(out: Path) -> str:
-    return "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file() and p.suffix != ".sqlite")
+    return "".join(
+        p.read_text(errors="replace") for p in out.rglob("*") if p.is_file() and p.suffix != ".sqlite"
+    )
 
 
 def test_a_key_echoed_by_endpoint_and_judge_is_redacted_everywhere(tmp_path, monkeypatch, caplog):
@@ -33,18 +39,39 @@ def test_a_key_echoed_by_endpoint_and_judge_is_redacted_everywhere(tmp_path, mon
     monkeypatch.setenv("CAVPREF_JUDGE_API_KEY", SECRET[::-1])
 
     def endpoint_reply(body, n):  # every other item: 401 echoing the Authorization header
-        return (401, {}, {"error": f"invalid key {endpoint.requests[-1]['headers'].get('Authorization')}"}, 0) \
-            if n % 2 else (200, {}, completion("I think so"), 0)
+        return (
+            (401, {}, {"error": f"invalid key {endpoint.requests[-1]['headers'].get('Authorization')}"}, 0)
+            if n % 2
+            else (200, {}, completion("I think so"), 0)
+        )
 
     def judge_reply(body, n):
-        return 500, {}, {"error": f"upstream rejected {judge.requests[-1]['headers'].get('Authorization')}"}, 0
+        return (
+            500,
+            {},
+            {"error": f"upstream rejected {judge.requests[-1]['headers'].get('Authorization')}"},
+            0,
+        )
 
     endpoint, judge = LoopbackServer(endpoint_reply), LoopbackServer(judge_reply)
     try:
-        client = ChatClient(ChatConfig(base_url=endpoint.url, model="served", env_prefix="CAVPREF_ENDPOINT",
-                                       api_key_env="CAVPREF_ENDPOINT_API_KEY", max_retries=0))
-        args = EvalArgs(data=str(_items(tmp_path)), output=str(tmp_path / "run"), vanilla=True, judge_model="j",
-                        judge_base_url=judge.url, judge_max_retries=0)
+        client = ChatClient(
+            ChatConfig(
+                base_url=endpoint.url,
+                model="served",
+                env_prefix="CAVPREF_ENDPOINT",
+                api_key_env="CAVPREF_ENDPOINT_API_KEY",
+                max_retries=0,
+            )
+        )
+        args = EvalArgs(
+            data=str(_items(tmp_path)),
+            output=str(tmp_path / "run"),
+            vanilla=True,
+            judge_model="j",
+            judge_base_url=judge.url,
+            judge_max_retries=0,
+        )
         with caplog.at_level(logging.DEBUG):
             res = evaluate(args, backend=EndpointBackend(client), rank=0, world=1)
     finally:
@@ -66,8 +93,16 @@ def test_credentials_in_model_and_judge_urls_never_reach_results_json(tmp_path, 
     model_url = f"http://alice:sk-url-password-77@{host}?api_key=sk-query-key-88&region=eu"
     judge_url = judge.url + "?token=sk-judge-token-99"
     try:
-        args = EvalArgs(data=str(_items(tmp_path)), output=str(tmp_path / "run"), vanilla=True, model=model_url,
-                        endpoint_model="served", judge_model="j", judge_base_url=judge_url, judge_max_retries=0)
+        args = EvalArgs(
+            data=str(_items(tmp_path)),
+            output=str(tmp_path / "run"),
+            vanilla=True,
+            model=model_url,
+            endpoint_model="served",
+            judge_model="j",
+            judge_base_url=judge_url,
+            judge_max_retries=0,
+        )
         res = evaluate(args, rank=0, world=1)
     finally:
         endpoint.close()

@@ -36,29 +36,86 @@ def media(tmp_path_factory):
 def test_eval_counts_items_evaluated_with_a_missing_stream_or_refuses_them(media, tmp_path):
     from cavpref.eval.backends import ModelIOBackend
     from cavpref.eval.pipeline import EvalArgs, evaluate
+
     from cavpref.models import build_tiny_qwen_omni, load_model_io
 
     four = {"A": "cat", "B": "dog", "C": "cow", "D": "None of the above"}
-    items = [BenchmarkItem("c1", "CLEAN", "avqa", "Existential", "Which one?", four, "A", "instruction", 0,
-                           to_json(clip("a.mp4")), "D"),  # expects audio: the file has none
-             BenchmarkItem("c2", "MCIT", "avqa", "Existential", "Which?", four, "D", "instruction", 0,
-                           to_json(clip("a.mp4")), "D"),  # the same
-             BenchmarkItem("c3", "MCIT", "avqa", "Existential", "Which?", four, "D", "instruction", 0,
-                           to_json(clip("b.mp4")), "D"),  # has its audio
-             BenchmarkItem("c4", "MAT", "music_avqa", "Count", "Which?", {"A": "x", "B": "y"}, None, "base", 0,
-                           mute(clip("a.mp4")))]  # muted on purpose: nothing missing
+    items = [
+        BenchmarkItem(
+            "c1",
+            "CLEAN",
+            "avqa",
+            "Existential",
+            "Which one?",
+            four,
+            "A",
+            "instruction",
+            0,
+            to_json(clip("a.mp4")),
+            "D",
+        ),  # expects audio: the file has none
+        BenchmarkItem(
+            "c2",
+            "MCIT",
+            "avqa",
+            "Existential",
+            "Which?",
+            four,
+            "D",
+            "instruction",
+            0,
+            to_json(clip("a.mp4")),
+            "D",
+        ),  # the same
+        BenchmarkItem(
+            "c3",
+            "MCIT",
+            "avqa",
+            "Existential",
+            "Which?",
+            four,
+            "D",
+            "instruction",
+            0,
+            to_json(clip("b.mp4")),
+            "D",
+        ),  # has its audio
+        BenchmarkItem(
+            "c4",
+            "MAT",
+            "music_avqa",
+            "Count",
+            "Which?",
+            {"A": "x", "B": "y"},
+            None,
+            "base",
+            0,
+            mute(clip("a.mp4")),
+        ),
+    ]  # muted on purpose: nothing missing
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps(i.to_row()) + "\n" for i in items))
-    backend = ModelIOBackend(load_model_io(str(build_tiny_qwen_omni(tmp_path / "tiny"))),
-                             generation={"max_new_tokens": 2})
-    args = dict(data=str(data), vanilla=True, no_judge=True, num_frames=2, media_root=str(media),
-                tasks=["CLEAN", "MCIT", "MAT"])
+    backend = ModelIOBackend(
+        load_model_io(str(build_tiny_qwen_omni(tmp_path / "tiny"))), generation={"max_new_tokens": 2}
+    )
+    args = dict(
+        data=str(data),
+        vanilla=True,
+        no_judge=True,
+        num_frames=2,
+        media_root=str(media),
+        tasks=["CLEAN", "MCIT", "MAT"],
+    )
     res = evaluate(EvalArgs(output=str(tmp_path / "run"), **args), backend=backend, rank=0, world=1)
     assert res["missing_streams"] == {"CLEAN": {"audio": 1}, "MCIT": {"audio": 1}}
     assert (tmp_path / "run" / "results.json").read_text().count("missing_streams") >= 1
     with pytest.raises(MediaError, match=r"c1.*no audio stream in a\.mp4"):
-        evaluate(EvalArgs(output=str(tmp_path / "strict"), missing_stream="error", **args), backend=backend,
-                 rank=0, world=1)
+        evaluate(
+            EvalArgs(output=str(tmp_path / "strict"), missing_stream="error", **args),
+            backend=backend,
+            rank=0,
+            world=1,
+        )
 
 
 @pytest.fixture(scope="session")
@@ -71,12 +128,27 @@ def test_training_counts_rows_trained_with_a_missing_stream_or_refuses_them(fx, 
     from cavpref.train import main
 
     silent = silent_copy(fx["media"], tmp_path / "silent")
-    cfg = {"method": "cavpref", "learning_rate": 0.05, "optim": "sgd", "train_dataset": str(fx["prefs"]),
-           "media_root": str(silent), "per_device_train_batch_size": 16, "max_steps": 1, "save_strategy": "no",
-           "seed": 0, "bf16": False, "use_cpu": True, "activation_checkpointing": False, "report_to": "none",
-           "disable_tqdm": True, "dataloader_num_workers": 0, "save_merged": False, "logging_steps": 1,
-           "skip_bad_rows": True,  # the swapped-audio rows of a.mp4 cannot decode at all: skipped, counted
-           "model": {"model_name_or_path": str(fx["model"]), "dtype": "float32", "lora_r": 0, "num_frames": 2}}
+    cfg = {
+        "method": "cavpref",
+        "learning_rate": 0.05,
+        "optim": "sgd",
+        "train_dataset": str(fx["prefs"]),
+        "media_root": str(silent),
+        "per_device_train_batch_size": 16,
+        "max_steps": 1,
+        "save_strategy": "no",
+        "seed": 0,
+        "bf16": False,
+        "use_cpu": True,
+        "activation_checkpointing": False,
+        "report_to": "none",
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+        "save_merged": False,
+        "logging_steps": 1,
+        "skip_bad_rows": True,  # the swapped-audio rows of a.mp4 cannot decode at all: skipped, counted
+        "model": {"model_name_or_path": str(fx["model"]), "dtype": "float32", "lora_r": 0, "num_frames": 2},
+    }
     rec = tmp_path / "r.yaml"
     rec.write_text(yaml.safe_dump(cfg))
     assert main([str(rec), "--output_dir", str(tmp_path / "run")]) == 0

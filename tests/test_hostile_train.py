@@ -18,12 +18,28 @@ def fx(tmp_path_factory):
 
 
 def recipe(fx, path: Path, **overrides) -> Path:
-    cfg = {"method": "cavpref", "learning_rate": 0.05, "optim": "sgd", "lr_scheduler_type": "constant",
-           "train_dataset": str(fx["prefs"]), "media_root": str(fx["media"]), "per_device_train_batch_size": 4,
-           "max_steps": 1, "logging_steps": 1, "save_strategy": "steps", "save_steps": 1, "seed": 0, "bf16": False,
-           "use_cpu": True, "activation_checkpointing": False, "report_to": "none", "disable_tqdm": True,
-           "dataloader_num_workers": 0, "save_merged": False,
-           "model": {"model_name_or_path": str(fx["model"]), "dtype": "float32", "lora_r": 0, "num_frames": 2}}
+    cfg = {
+        "method": "cavpref",
+        "learning_rate": 0.05,
+        "optim": "sgd",
+        "lr_scheduler_type": "constant",
+        "train_dataset": str(fx["prefs"]),
+        "media_root": str(fx["media"]),
+        "per_device_train_batch_size": 4,
+        "max_steps": 1,
+        "logging_steps": 1,
+        "save_strategy": "steps",
+        "save_steps": 1,
+        "seed": 0,
+        "bf16": False,
+        "use_cpu": True,
+        "activation_checkpointing": False,
+        "report_to": "none",
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+        "save_merged": False,
+        "model": {"model_name_or_path": str(fx["model"]), "dtype": "float32", "lora_r": 0, "num_frames": 2},
+    }
     cfg.update(overrides)
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -33,8 +49,21 @@ def test_a_resume_with_a_changed_recipe_is_refused_unless_allowed(fx, tmp_path):
     rec, out = recipe(fx, tmp_path / "r.yaml"), tmp_path / "run"
     assert main([str(rec), "--output_dir", str(out)]) == 0
     before = (out / "run_config.yaml").read_text()
-    changed = [str(rec), "--output_dir", str(out), "--resume_from_checkpoint", "last", "--max_steps", "2",
-               "--method", "dpo", "--learning_rate", "0.01", "--max_train_samples", "4"]
+    changed = [
+        str(rec),
+        "--output_dir",
+        str(out),
+        "--resume_from_checkpoint",
+        "last",
+        "--max_steps",
+        "2",
+        "--method",
+        "dpo",
+        "--learning_rate",
+        "0.01",
+        "--max_train_samples",
+        "4",
+    ]
     with pytest.raises(ValueError) as err:
         main(changed)
     msg = str(err.value)
@@ -44,7 +73,10 @@ def test_a_resume_with_a_changed_recipe_is_refused_unless_allowed(fx, tmp_path):
     assert (out / "run_config.yaml").read_text() == before  # the record still says what the run was
     assert not (out / "checkpoint-2").exists()
     # the same recipe (a longer run is not a different recipe) resumes
-    assert main([str(rec), "--output_dir", str(out), "--resume_from_checkpoint", "last", "--max_steps", "2"]) == 0
+    assert (
+        main([str(rec), "--output_dir", str(out), "--resume_from_checkpoint", "last", "--max_steps", "2"])
+        == 0
+    )
     # an explicit override resumes and records both configs
     assert main([*changed, "--max_steps", "3", "--allow_recipe_change", "true"]) == 0
     now = yaml.safe_load((out / "run_config.yaml").read_text())
@@ -59,16 +91,25 @@ def test_skip_bad_rows_skips_a_batch_whose_rows_are_all_bad_and_writes_the_file(
     empty = tmp_path / "no_media"  # every row's media fails to decode: every batch is all bad
     empty.mkdir()
     rec, out = recipe(fx, tmp_path / "r.yaml", save_strategy="no"), tmp_path / "run"
-    assert main([str(rec), "--output_dir", str(out), "--media_root", str(empty), "--skip_bad_rows", "true"]) == 0
+    assert (
+        main([str(rec), "--output_dir", str(out), "--media_root", str(empty), "--skip_bad_rows", "true"]) == 0
+    )
     report = json.loads((out / "skipped_rows.json").read_text())
     assert report["count"] >= 1 and all("failed to decode" in r["reason"] for r in report["rows"])
     logs = [json.loads(x) for x in (out / "logs.jsonl").read_text().splitlines()]
     assert any(r.get("count/skipped_batches", 0) >= 1 for r in logs), logs
 
 
-@pytest.mark.parametrize("key,value,kind", [("lambda_a", [1, 2], "float"), ("learning_rate", "fast", "float"),
-                                            ("max_steps", 1.5, "int"), ("skip_bad_rows", "maybe", "bool"),
-                                            ("model.lora_r", [8], "int")])
+@pytest.mark.parametrize(
+    "key,value,kind",
+    [
+        ("lambda_a", [1, 2], "float"),
+        ("learning_rate", "fast", "float"),
+        ("max_steps", 1.5, "int"),
+        ("skip_bad_rows", "maybe", "bool"),
+        ("model.lora_r", [8], "int"),
+    ],
+)
 def test_recipe_values_of_the_wrong_type_name_the_key(fx, tmp_path, key, value, kind):
     from cavpref.train import parse
 

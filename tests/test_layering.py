@@ -18,7 +18,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"cavpref": ROOT / "cavpref", "cavpref.data_prep": ROOT / "data_prep", "cavpref.eval": ROOT / "eval"}
+FOLDERS = {
+    "cavpref": ROOT / "cavpref",
+    "cavpref.data_prep": ROOT / "data_prep",
+    "cavpref.eval": ROOT / "eval",
+}
 
 
 def modules() -> dict[str, Path]:

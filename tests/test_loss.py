@@ -37,7 +37,9 @@ def test_calibrate_beta_global_min_max_with_gather():
     other = {torch.float32: t(-1.0, 3.0), "mask": t(1.0, 1.0)}  # what the other rank holds
 
     def gather(x):  # concatenates this rank's tensor with the other rank's
-        return torch.cat([x, other[torch.float32] if x.dtype == torch.float32 and x.max() > 1 else other["mask"]])
+        return torch.cat(
+            [x, other[torch.float32] if x.dtype == torch.float32 and x.max() > 1 else other["mask"]]
+        )
 
     # global min -1, max 3: (1 - (-1)) / 4 = 0.5 -> 0.55 (locally it would be the degenerate midpoint too,
     # so use a value that differs): 2 -> 0.75 * 0.9 + 0.1
@@ -111,17 +113,33 @@ def test_weight_direction_and_large_lambda_limit(robust):
     else:
         assert torch.allclose(w, torch.full((3,), 1 / 3))
     # lambda -> infinity: plain mean
-    mean = cavpref_loss({"y_w": torch.zeros(3), "y_l": t(-3.0, 2.0, 0.0)}, {"y_w": torch.zeros(3), "y_l": torch.zeros(3)},
-                        beta={"y": 1.0}, robust="none").loss
+    mean = cavpref_loss(
+        {"y_w": torch.zeros(3), "y_l": t(-3.0, 2.0, 0.0)},
+        {"y_w": torch.zeros(3), "y_l": torch.zeros(3)},
+        beta={"y": 1.0},
+        robust="none",
+    ).loss
     big = _grad_weights(robust, 1e6)[1]
     assert torch.allclose(big.loss, mean, atol=1e-4)
 
 
 def test_switches_mask_components_and_ignore_nan():
-    pol = logps(y_w=[-1.0, -1.0], y_l=[-2.0, -2.0], v_w=[-0.5, float("nan")], v_l=[-1.5, float("nan")],
-                a_w=[float("nan"), -0.2], a_l=[float("nan"), -0.9])
-    ref = logps(y_w=[-1.0, -1.0], y_l=[-1.0, -1.0], v_w=[-1.0, float("nan")], v_l=[-1.0, 7.0],
-                a_w=[0.0, -0.5], a_l=[float("inf"), -0.5])
+    pol = logps(
+        y_w=[-1.0, -1.0],
+        y_l=[-2.0, -2.0],
+        v_w=[-0.5, float("nan")],
+        v_l=[-1.5, float("nan")],
+        a_w=[float("nan"), -0.2],
+        a_l=[float("nan"), -0.9],
+    )
+    ref = logps(
+        y_w=[-1.0, -1.0],
+        y_l=[-1.0, -1.0],
+        v_w=[-1.0, float("nan")],
+        v_l=[-1.0, 7.0],
+        a_w=[0.0, -0.5],
+        a_l=[float("inf"), -0.5],
+    )
     for k in pol:
         pol[k].requires_grad_(True)
     eta, gamma = t(1, 0), t(0, 1)
@@ -137,8 +155,13 @@ def test_switches_mask_components_and_ignore_nan():
         assert bool(torch.isfinite(p.grad).all()), k
     assert float(pol["v_w"].grad[1]) == 0.0 and float(pol["a_w"].grad[0]) == 0.0
     # a term switched off for every sample is absent: its keys may be missing altogether
-    out = cavpref_loss({"y_w": pol["y_w"], "y_l": pol["y_l"]}, {"y_w": ref["y_w"], "y_l": ref["y_l"]},
-                       beta=beta, eta=t(0, 0), gamma=t(0, 0))
+    out = cavpref_loss(
+        {"y_w": pol["y_w"], "y_l": pol["y_l"]},
+        {"y_w": ref["y_w"], "y_l": ref["y_l"]},
+        beta=beta,
+        eta=t(0, 0),
+        gamma=t(0, 0),
+    )
     assert set(out.components) == {"y"}
 
 
@@ -148,7 +171,9 @@ def test_bad_inputs_are_named():
     with pytest.raises(FloatingPointError, match=r"y_w.*\[1\]"):
         cavpref_loss(pol, ref, beta={"y": 1.0})
     with pytest.raises(KeyError, match="v_w"):
-        cavpref_loss(logps(y_w=[0.0], y_l=[0.0]), logps(y_w=[0.0], y_l=[0.0]), beta={"y": 1.0, "v": 1.0}, eta=t(1))
+        cavpref_loss(
+            logps(y_w=[0.0], y_l=[0.0]), logps(y_w=[0.0], y_l=[0.0]), beta={"y": 1.0, "v": 1.0}, eta=t(1)
+        )
     with pytest.raises(ValueError, match="robust"):
         cavpref_loss(logps(y_w=[0.0], y_l=[0.0]), logps(y_w=[0.0], y_l=[0.0]), beta={"y": 1.0}, robust="max")
 
@@ -184,8 +209,16 @@ def _loss_and_grad(sl, gather=None, world_size=1):
     pol = {k: v[sl] * theta[i] for i, (k, v) in enumerate(pol.items())}
     ref = {k: v[sl] for k, v in ref.items()}
     beta = {"y": calibrate_beta(dS[sl], gather=gather), "v": 0.3, "a": 0.7}
-    out = cavpref_loss(pol, ref, beta=beta, eta=eta[sl], gamma=gamma[sl], robust="paper",
-                       gather=gather, world_size=world_size)
+    out = cavpref_loss(
+        pol,
+        ref,
+        beta=beta,
+        eta=eta[sl],
+        gamma=gamma[sl],
+        robust="paper",
+        gather=gather,
+        world_size=world_size,
+    )
     out.loss.backward()
     return out.loss.detach(), theta.grad
 

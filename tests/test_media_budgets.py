@@ -34,7 +34,9 @@ def test_video_pixel_cap_defaults_to_qwen_budget(processor_7b_like):
     assert QwenOmniModelIO(processor_7b_like).video_max_pixels == 602112
     assert QwenOmniModelIO(processor_7b_like, video_max_pixels=200704).video_max_pixels == 200704
     frames = np.zeros((2, 1080, 1920, 3), dtype=np.uint8)
-    enc = QwenOmniModelIO(processor_7b_like).encode_media(DecodedMedia(frames=frames, frame_times=None, audio=None, sample_rate=16000, duration=1.0))
+    enc = QwenOmniModelIO(processor_7b_like).encode_media(
+        DecodedMedia(frames=frames, frame_times=None, audio=None, sample_rate=16000, duration=1.0)
+    )
     t, h, w = enc.video["video_grid_thw"][0].tolist()
     assert h * w * 14 * 14 <= 602112 < 1080 * 1920  # patch 14 px: the frame was resized to the budget
 
@@ -48,16 +50,26 @@ def test_audio_is_padded_to_audio_max_seconds_not_chunk_length(processor_7b_like
     assert capped.audio["input_features"].shape[-1] == 30 * 16000 // hop
     assert full.audio["input_features"].shape[-1] == 300 * 16000 // hop
     # the clip's own frames and tokens are the same either way
-    assert int(capped.audio["feature_attention_mask"].sum()) == int(full.audio["feature_attention_mask"].sum())
+    assert int(capped.audio["feature_attention_mask"].sum()) == int(
+        full.audio["feature_attention_mask"].sum()
+    )
     assert capped.expansions == full.expansions
     with pytest.warns(UserWarning, match="cut to 30 s"):
         long = QwenOmniModelIO(processor_7b_like).encode_media(
-            DecodedMedia(frames=None, frame_times=None, audio=np.zeros(16000 * 40, dtype=np.float32),
-                         sample_rate=16000, duration=40.0))
+            DecodedMedia(
+                frames=None,
+                frame_times=None,
+                audio=np.zeros(16000 * 40, dtype=np.float32),
+                sample_rate=16000,
+                duration=40.0,
+            )
+        )
     assert long.audio["input_features"].shape[-1] == 30 * 16000 // hop
 
 
-@pytest.mark.parametrize("name", ["full_cavpref", "lora_cavpref", "lora_cavpref_norobust", "lora_dpo", "lora_sft"])
+@pytest.mark.parametrize(
+    "name", ["full_cavpref", "lora_cavpref", "lora_cavpref_norobust", "lora_dpo", "lora_sft"]
+)
 def test_every_7b_recipe_sets_its_media_budget(name):
     text = (ROOT / "recipes/qwen2.5-omni-7b" / f"{name}.yaml").read_text()
     rec = yaml.safe_load(text)

@@ -17,7 +17,14 @@ from cavpref.media.write import write_mp4
 
 SR = 16000
 RED, GREEN, BLUE, YELLOW, MAGENTA, WHITE, BLACK = (
-    (255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (255, 0, 255), (255, 255, 255), (0, 0, 0))
+    (255, 0, 0),
+    (0, 255, 0),
+    (0, 0, 255),
+    (255, 255, 0),
+    (255, 0, 255),
+    (255, 255, 255),
+    (0, 0, 0),
+)
 
 
 def _video(colours, fps, hw):
@@ -96,7 +103,9 @@ def test_audio_subrange_is_aligned_after_seek(root):
 
 
 def test_mvit_takes_video_of_b_and_audio_of_a(root):
-    m = decode(S.combine(video=S.clip("B.mp4"), audio=S.clip("A.mp4")), root, frames=FramePolicy(num_frames=4))
+    m = decode(
+        S.combine(video=S.clip("B.mp4"), audio=S.clip("A.mp4")), root, frames=FramePolicy(num_frames=4)
+    )
     assert m.duration == pytest.approx(2.0, abs=0.01)  # the video part's duration
     assert m.frames.shape[1:3] == (32, 40) and colours(m.frames) == [YELLOW, YELLOW, MAGENTA, MAGENTA]
     assert len(m.audio) == 2 * SR and peak_hz(m.audio) == pytest.approx(440, abs=2)
@@ -192,15 +201,21 @@ def test_probe_is_cached_per_file_version(root, tmp_path):
     assert not probe(f).has_audio and probe(f).duration == pytest.approx(1.0, abs=0.01)
 
 
-@pytest.mark.parametrize("spec, match", [
-    (S.clip("nope.mp4"), "nope.mp4: media file not found"),
-    (S.clip("bad.mp4"), "bad.mp4: corrupt or unsupported"),
-    (S.clip("empty.mp4"), "empty.mp4: zero-length clip"),
-    (S.combine(video=S.clip("A.mp4"), audio=S.clip("sub/V.mp4")), "sub/V.mp4: Combine audio part has no audio"),
-    (S.combine(video=S.clip("S.mp4"), audio=S.clip("A.mp4")), "S.mp4: Combine video part has no video"),
-    (S.clip("A.mp4", 1.0, 9.0), "A.mp4: time range .* outside the clip"),
-    (S.clip("A.mp4", 4.0), "A.mp4: time range .* outside the clip"),
-])
+@pytest.mark.parametrize(
+    "spec, match",
+    [
+        (S.clip("nope.mp4"), "nope.mp4: media file not found"),
+        (S.clip("bad.mp4"), "bad.mp4: corrupt or unsupported"),
+        (S.clip("empty.mp4"), "empty.mp4: zero-length clip"),
+        (
+            S.combine(video=S.clip("A.mp4"), audio=S.clip("sub/V.mp4")),
+            "sub/V.mp4: Combine audio part has no audio",
+        ),
+        (S.combine(video=S.clip("S.mp4"), audio=S.clip("A.mp4")), "S.mp4: Combine video part has no video"),
+        (S.clip("A.mp4", 1.0, 9.0), "A.mp4: time range .* outside the clip"),
+        (S.clip("A.mp4", 4.0), "A.mp4: time range .* outside the clip"),
+    ],
+)
 def test_bad_input_names_the_file(root, spec, match):
     with pytest.raises(MediaError, match=match):
         decode(spec, root)

@@ -51,7 +51,12 @@ def test_structure_queries():
     assert not S.has_video(S.drop_video(A)) and S.has_audio(S.drop_video(A))
     assert S.has_video(S.mute(A)) and not S.has_audio(S.mute(A))
     assert not S.has_video(S.overlay(A, B, video=None))
-    assert [s.path for s in S.sources(PERTURBATIONS["COT-Swap"])] == ["a/A.mp4", "b/B.mp4", "b/B.mp4", "a/A.mp4"]
+    assert [s.path for s in S.sources(PERTURBATIONS["COT-Swap"])] == [
+        "a/A.mp4",
+        "b/B.mp4",
+        "b/B.mp4",
+        "a/A.mp4",
+    ]
 
 
 @pytest.mark.parametrize("bad", ["../x.mp4", "a/../../x.mp4", "/etc/passwd", "C:/x.mp4", ""])
@@ -71,20 +76,29 @@ def test_resolve_path_refuses_symlink_out_of_root(tmp_path):
     assert S.resolve_path(root, "ok/y.mp4") == (root / "ok/y.mp4").resolve()
 
 
-@pytest.mark.parametrize("make, match", [
-    (lambda: S.clip("x.mp4", 2.0, 2.0), "zero-length"),
-    (lambda: S.clip("x.mp4", -1.0), "negative"),
-    (lambda: S.Combine(None, None), "both are None"),
-    (lambda: S.concat(), "at least one part"),
-    (lambda: S.overlay(A, B, gains=(1.0,)), "gains"),
-    (lambda: S.overlay(A, video=3), "out of range"),
-    (lambda: S.from_dict({"op": "blur"}), "not a MediaSpec"),
-    (lambda: S.from_dict({"op": "source", "start": 1.0}), "'source' node is missing field 'path'"),
-    (lambda: S.from_dict({"op": "concat"}), "'concat' node is missing field 'parts'"),
-    (lambda: S.from_dict({"op": "source", "path": "x.mp4", "start": "soon"}), "'source' node has a field of the wrong type"),
-    (lambda: S.from_dict({"op": "overlay", "parts": 3}), "'overlay' node has a field of the wrong type"),
-    (lambda: S.from_json('{"op":"combine","video":{"op":"source"}}'), "'source' node is missing field 'path'"),
-])
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: S.clip("x.mp4", 2.0, 2.0), "zero-length"),
+        (lambda: S.clip("x.mp4", -1.0), "negative"),
+        (lambda: S.Combine(None, None), "both are None"),
+        (lambda: S.concat(), "at least one part"),
+        (lambda: S.overlay(A, B, gains=(1.0,)), "gains"),
+        (lambda: S.overlay(A, video=3), "out of range"),
+        (lambda: S.from_dict({"op": "blur"}), "not a MediaSpec"),
+        (lambda: S.from_dict({"op": "source", "start": 1.0}), "'source' node is missing field 'path'"),
+        (lambda: S.from_dict({"op": "concat"}), "'concat' node is missing field 'parts'"),
+        (
+            lambda: S.from_dict({"op": "source", "path": "x.mp4", "start": "soon"}),
+            "'source' node has a field of the wrong type",
+        ),
+        (lambda: S.from_dict({"op": "overlay", "parts": 3}), "'overlay' node has a field of the wrong type"),
+        (
+            lambda: S.from_json('{"op":"combine","video":{"op":"source"}}'),
+            "'source' node is missing field 'path'",
+        ),
+    ],
+)
 def test_bad_specs_are_refused(make, match):
     with pytest.raises(MediaError, match=match):
         make()
@@ -94,12 +108,24 @@ def test_bad_specs_are_refused(make, match):
 
 
 def _info(duration, video=True, audio=True):
-    return MediaInfo(path="x", duration=duration, origin=0.0, has_video=video, has_audio=audio, fps=8.0,
-                     width=64, height=48)
+    return MediaInfo(
+        path="x",
+        duration=duration,
+        origin=0.0,
+        has_video=video,
+        has_audio=audio,
+        fps=8.0,
+        width=64,
+        height=48,
+    )
 
 
-FILES = {"a/A.mp4": _info(3.0), "b/B.mp4": _info(4.0), "v.mp4": _info(2.0, audio=False),
-         "s.mp4": _info(1.5, video=False)}
+FILES = {
+    "a/A.mp4": _info(3.0),
+    "b/B.mp4": _info(4.0),
+    "v.mp4": _info(2.0, audio=False),
+    "s.mp4": _info(1.5, video=False),
+}
 
 
 def lookup(path):
@@ -175,7 +201,10 @@ def test_frame_times_are_slot_centres():
 
 
 def test_locate_maps_timeline_to_file_time():
-    pieces = (Piece(Path("a"), FILES["a/A.mp4"], 1.0, 0.0, 2.0), Piece(Path("b"), FILES["b/B.mp4"], 0.5, 2.0, 1.0))
+    pieces = (
+        Piece(Path("a"), FILES["a/A.mp4"], 1.0, 0.0, 2.0),
+        Piece(Path("b"), FILES["b/B.mp4"], 0.5, 2.0, 1.0),
+    )
     assert locate(pieces, 0.5) == (pieces[0], 1.5)
     assert locate(pieces, 2.0) == (pieces[1], 0.5)  # a cut belongs to the later part
     assert locate(pieces, 3.0) is None

@@ -76,7 +76,9 @@ def test_response_index_gathers_exactly_the_labelled_positions():
     logits there and summing gives response_logps over the full logits, bit for bit."""
     from cavpref.models.common import gathered_logps, response_index, response_logps
 
-    labels = torch.tensor([[-100, -100, 5, 6, 7, -100], [-100, 3, -100, -100, -100, -100], [-100] * 4 + [1, 2]])
+    labels = torch.tensor(
+        [[-100, -100, 5, 6, 7, -100], [-100, 3, -100, -100, -100, -100], [-100] * 4 + [1, 2]]
+    )
     positions, targets, valid = response_index(labels)
     assert positions.tolist() == [[1, 2, 3], [0, 0, 0], [3, 4, 0]]
     assert valid.tolist() == [[True] * 3, [True, False, False], [True, True, False]]
@@ -94,16 +96,22 @@ def test_output_head_runs_only_at_response_positions(ad):
     ad = _same_model_io(ad, shared_prefix=False)  # full rows here; the packed layout is checked below
     batch = ad.collate(rows)
     seen = []
-    handle = ad.model.get_output_embeddings().register_forward_hook(lambda m, i, o: seen.append(tuple(o.shape)))
+    handle = ad.model.get_output_embeddings().register_forward_hook(
+        lambda m, i, o: seen.append(tuple(o.shape))
+    )
     with torch.no_grad():
         lp = ad.logps(ad.model, batch)
         full = ad.forward_logits(ad.model, batch)
         ad.shared_prefix = True
         ad.logps(ad.model, shared)
     handle.remove()
-    assert seen[2][:2] == tuple(shared["packed"]["target_pos"].shape)  # packed: (prefixes, targets per prefix)
+    assert seen[2][:2] == tuple(
+        shared["packed"]["target_pos"].shape
+    )  # packed: (prefixes, targets per prefix)
     k = int((batch["labels"][:, 1:] != -100).sum(-1).max())
-    assert seen[0] == (len(rows), k, full.shape[-1]) and seen[1] == tuple(full.shape) and k < full.shape[1] // 4
+    assert (
+        seen[0] == (len(rows), k, full.shape[-1]) and seen[1] == tuple(full.shape) and k < full.shape[1] // 4
+    )
     from cavpref.models.common import response_logps
 
     torch.testing.assert_close(lp, response_logps(full, batch["labels"]), atol=1e-5, rtol=0)
@@ -112,10 +120,18 @@ def test_output_head_runs_only_at_response_positions(ad):
 def _manual_inputs(ad, kind, prompt, response, media):
     """Model inputs from the processor alone, over the full chat text (prompt + response + end of turn)."""
     proc = ad.processor
-    content = ([{"type": "video"}] if media.has_video else []) + ([{"type": "audio"}] if media.has_audio else [])
-    msgs = ([{"role": "system", "content": [{"type": "text", "text": ad.system_prompt}]}] if ad.system_prompt else [])
+    content = ([{"type": "video"}] if media.has_video else []) + (
+        [{"type": "audio"}] if media.has_audio else []
+    )
+    msgs = (
+        [{"role": "system", "content": [{"type": "text", "text": ad.system_prompt}]}]
+        if ad.system_prompt
+        else []
+    )
     msgs.append({"role": "user", "content": content + [{"type": "text", "text": prompt}]})
-    text = proc.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True) + response + "<|im_end|>"
+    text = (
+        proc.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True) + response + "<|im_end|>"
+    )
     kw = {}
     if media.has_video:
         kw["videos"] = [media.frames]
@@ -147,13 +163,18 @@ def test_labels_cover_response_and_end_of_turn_only(ad):
     labelled = batch["labels"][0][batch["labels"][0] != -100].tolist()
     assert labelled == ad.tokenizer("yes<|im_end|>", add_special_tokens=False)["input_ids"]
     ids = batch["input_ids"][0].tolist()
-    assert ids[-len(labelled):] == labelled  # labels sit on the last tokens: the prompt and media are masked
+    assert ids[-len(labelled) :] == labelled  # labels sit on the last tokens: the prompt and media are masked
 
 
 def test_padding_invariance(ad):
     target = Row("How many instruments are sounding?", "two", demo_media(1), None, "t")
-    longer = Row("What is the sequence of events in the video? " * 6, "Speech followed by Meow.",
-                 demo_media(2, num_frames=6), None, "long")
+    longer = Row(
+        "What is the sequence of events in the video? " * 6,
+        "Speech followed by Meow.",
+        demo_media(2, num_frames=6),
+        None,
+        "long",
+    )
     shorter = Row("Yes?", "no", None, None, "short")
     with torch.no_grad():
         alone = ad.logps(ad.model, ad.collate([target]))
@@ -164,18 +185,25 @@ def test_padding_invariance(ad):
 
 
 def test_mixed_modality_batch(ad):
-    rows = [Row("Q video", "piano", demo_media(0, audio=False, num_frames=3), None, "v"),  # odd frame count
-            Row("Q audio", "The video is missing.", demo_media(1, video=False), None, "a"),
-            Row("Q both", "violin", demo_media(2), None, "av"),
-            Row("Q none", "None of the above", None, None, "none"),
-            Row("Q empty media", "no", DecodedMedia(None, None, None, 16000, 0.0), None, "empty")]
+    rows = [
+        Row("Q video", "piano", demo_media(0, audio=False, num_frames=3), None, "v"),  # odd frame count
+        Row("Q audio", "The video is missing.", demo_media(1, video=False), None, "a"),
+        Row("Q both", "violin", demo_media(2), None, "av"),
+        Row("Q none", "None of the above", None, None, "none"),
+        Row("Q empty media", "no", DecodedMedia(None, None, None, 16000, 0.0), None, "empty"),
+    ]
     batch = ad.collate(rows)
     assert batch["row_video"].tolist() == [0, -1, 1, -1, -1]
     assert batch["row_audio"].tolist() == [-1, 0, 1, -1, -1]
     vid, aud = ad.processor.video_token_id, ad.processor.audio_token_id
     ids = batch["input_ids"]
-    assert [(int((r == vid).sum()) > 0, int((r == aud).sum()) > 0) for r in ids] == \
-        [(True, False), (False, True), (True, True), (False, False), (False, False)]
+    assert [(int((r == vid).sum()) > 0, int((r == aud).sum()) > 0) for r in ids] == [
+        (True, False),
+        (False, True),
+        (True, True),
+        (False, False),
+        (False, False),
+    ]
     with torch.no_grad():
         together = ad.logps(ad.model, batch)
         alone = torch.cat([ad.logps(ad.model, ad.collate([r])) for r in rows])
@@ -186,8 +214,12 @@ def _cavpref_rows():
     """One CAVPref sample: y_w / y_l under the presented media, and the visual anchor pair (V_w vs V_l)."""
     presented, clean, perturbed = demo_media(5), demo_media(6), demo_media(7, audio=False)
     q = "Which instrument sounds first?"
-    return [Row(q, "None of the above", presented, "p", "yw"), Row(q, "violin", presented, "p", "yl"),
-            Row(q, "piano", clean, "c", "vw"), Row(q, "piano", perturbed, "x", "vl")]
+    return [
+        Row(q, "None of the above", presented, "p", "yw"),
+        Row(q, "violin", presented, "p", "yl"),
+        Row(q, "piano", clean, "c", "vw"),
+        Row(q, "piano", perturbed, "x", "vl"),
+    ]
 
 
 def test_encoder_reuse_equals_recompute(ad):
@@ -215,9 +247,13 @@ def test_encoder_reuse_equals_recompute(ad):
 
 def test_option_logps_match_rows(ad):
     media = demo_media(4)
-    scores = ad.option_logps(ad.model, [Row("Where?", media=media, row_id="q")], [["left", "middle", "right"]])
+    scores = ad.option_logps(
+        ad.model, [Row("Where?", media=media, row_id="q")], [["left", "middle", "right"]]
+    )
     with torch.no_grad():
-        singles = torch.cat([ad.logps(ad.model, ad.collate([Row("Where?", o, media)])) for o in ("left", "middle", "right")])
+        singles = torch.cat(
+            [ad.logps(ad.model, ad.collate([Row("Where?", o, media)])) for o in ("left", "middle", "right")]
+        )
     torch.testing.assert_close(scores[0], singles, atol=1e-5, rtol=0)
 
 
@@ -235,19 +271,37 @@ def test_save_reload_identical_logits(ad, tmp_path):
 
 
 def test_generate_returns_text(ad):
-    rows = [Row("What is playing?", media=demo_media(0)), Row("Is the audio missing?", media=demo_media(1, audio=False)),
-            Row("yes or no?")]
+    rows = [
+        Row("What is playing?", media=demo_media(0)),
+        Row("Is the audio missing?", media=demo_media(1, audio=False)),
+        Row("yes or no?"),
+    ]
     out = ad.generate(ad.model, rows, max_new_tokens=4)
     assert len(out) == 3 and all(isinstance(t, str) for t in out)
     assert ad.generate(ad.model, rows, max_new_tokens=4) == out  # greedy is deterministic
-    assert ad.generate(ad.model, rows[2:], max_new_tokens=4) == out[2:]  # left padding does not change the answer
+    assert (
+        ad.generate(ad.model, rows[2:], max_new_tokens=4) == out[2:]
+    )  # left padding does not change the answer
     new = ad.generate_ids(ad.model, ad.collate_prompts(rows[2:]), max_new_tokens=4, do_sample=False)
     assert 1 <= len(new[0]) <= 4
 
 
 # ----- errors ----------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("case", ["empty_response", "float_frames", "frames_ndim", "audio_float64", "audio_nan",
-                                  "not_media", "placeholder_in_prompt", "too_long", "key_mismatch", "processor_fails"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "empty_response",
+        "float_frames",
+        "frames_ndim",
+        "audio_float64",
+        "audio_nan",
+        "not_media",
+        "placeholder_in_prompt",
+        "too_long",
+        "key_mismatch",
+        "processor_fails",
+    ],
+)
 def test_bad_rows_raise_adapter_error_naming_the_row(ad, kind, case):
     good = demo_media(0)
     media, prompt, response = good, "Where?", "left"
@@ -267,13 +321,22 @@ def test_bad_rows_raise_adapter_error_naming_the_row(ad, kind, case):
     elif case == "placeholder_in_prompt":
         prompt = "Look: <|VIDEO|>"
     elif case == "too_long":
-        ad = _same_model_io(ad, max_length=ad.collate([first])["input_ids"].shape[1])  # the text-only row fits
+        ad = _same_model_io(
+            ad, max_length=ad.collate([first])["input_ids"].shape[1]
+        )  # the text-only row fits
     elif case == "key_mismatch":  # the same media_key must mean the same media
         first = Row("fine", "yes", demo_media(0, audio=False), "k", "ok-row")
         media = demo_media(0)
-    elif case == "processor_fails":  # Qwen's processor refuses aspect ratios > 200; zero-height frames never pass
-        media = DecodedMedia(np.zeros((2, 1, 400, 3), np.uint8) if kind == "qwen" else np.zeros((2, 0, 8, 3), np.uint8),
-                             None, None, 16000, 1.0)
+    elif (
+        case == "processor_fails"
+    ):  # Qwen's processor refuses aspect ratios > 200; zero-height frames never pass
+        media = DecodedMedia(
+            np.zeros((2, 1, 400, 3), np.uint8) if kind == "qwen" else np.zeros((2, 0, 8, 3), np.uint8),
+            None,
+            None,
+            16000,
+            1.0,
+        )
     rows = [first, Row(prompt, response, media, "k" if case == "key_mismatch" else None, "bad-row")]
     with pytest.raises(ModelIOError, match=r"row 1 \(row_id='bad-row'\)"):
         ad.collate(rows)
@@ -286,7 +349,10 @@ def test_zero_dummy_runs_encoders_and_contributes_exactly_zero(ad, present):
     the output enters the graph multiplied by zero: log-probs and language-model gradients are bit-identical
     to "drop" (same prompt layout: no placeholders for the missing stream), encoder gradients exact zeros."""
     media = demo_media(8, audio=False) if present == "video" else None
-    rows = [Row("Is the audio missing?", "The audio is missing.", media, None, "a"), Row("Q", "no", None, None, "b")]
+    rows = [
+        Row("Is the audio missing?", "The audio is missing.", media, None, "a"),
+        Row("Q", "no", None, None, "b"),
+    ]
     out = {}
     for policy in ("drop", "zero_dummy"):
         adp = _same_model_io(ad, missing_modality=policy)
@@ -296,8 +362,13 @@ def test_zero_dummy_runs_encoders_and_contributes_exactly_zero(ad, present):
         lp = adp.logps(ad.model, batch)
         h1.remove(), h2.remove()
         lp.sum().backward()
-        out[policy] = (batch["input_ids"], lp.detach(), {n: p.grad for n, p in ad.model.named_parameters()},
-                       len(vcalls), len(acalls))
+        out[policy] = (
+            batch["input_ids"],
+            lp.detach(),
+            {n: p.grad for n, p in ad.model.named_parameters()},
+            len(vcalls),
+            len(acalls),
+        )
     ids_d, lp_d, g_d, v_d, a_d = out["drop"]
     ids_z, lp_z, g_z, v_z, a_z = out["zero_dummy"]
     ad.model.zero_grad(set_to_none=True)

@@ -15,7 +15,10 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny_models_peft")
-    return {"qwen": build_tiny_qwen_omni(root / "qwen"), "composed": build_tiny_composed(root / "composed", text_model_type="llama")}
+    return {
+        "qwen": build_tiny_qwen_omni(root / "qwen"),
+        "composed": build_tiny_composed(root / "composed", text_model_type="llama"),
+    }
 
 
 @pytest.fixture(params=["qwen", "composed"])
@@ -30,8 +33,11 @@ def _trainable(model):
 
 def _rows():
     m = demo_media(0)
-    return [Row("Which instrument?", "violin", m, "m", "w"), Row("Which instrument?", "piano", m, "m", "l"),
-            Row("Is the video missing?", "The video is missing.", demo_media(1, video=False), None, "a")]
+    return [
+        Row("Which instrument?", "violin", m, "m", "w"),
+        Row("Which instrument?", "piano", m, "m", "l"),
+        Row("Is the video missing?", "The video is missing.", demo_media(1, video=False), None, "a"),
+    ]
 
 
 def test_lora_only_on_language_model_targets(fresh):
@@ -41,7 +47,9 @@ def test_lora_only_on_language_model_targets(fresh):
     prefix = "base_model.model." + fresh.language_model_prefix + "."
     n_layers = model.get_base_model().config.get_text_config().num_hidden_layers
     assert len(lora_layers) == 2 * n_layers  # q_proj and v_proj of every decoder layer ...
-    assert all(n.startswith(prefix) and n.endswith(("q_proj", "v_proj")) for n in lora_layers)  # ... and nothing else
+    assert all(
+        n.startswith(prefix) and n.endswith(("q_proj", "v_proj")) for n in lora_layers
+    )  # ... and nothing else
     assert _trainable(model) == {n for n, _ in model.named_parameters() if ".lora_" in n}
 
 
@@ -61,7 +69,9 @@ def test_disable_adapter_gives_base_logps(fresh):
     batch = fresh.collate(_rows())
     with torch.no_grad():
         base = fresh.logps(fresh.model, batch)
-    model = prepare_model(fresh.model, AVModelArguments(lora_r=4, freeze_vision=False, train_projectors=True), fresh)
+    model = prepare_model(
+        fresh.model, AVModelArguments(lora_r=4, freeze_vision=False, train_projectors=True), fresh
+    )
     torch.manual_seed(1)
     with torch.no_grad():  # move the trainable weights away from their init (LoRA B starts at zero)
         for p in model.parameters():

@@ -12,8 +12,8 @@ from cavpref.apps.cli import main as cavpref_main
 from cavpref.models import (
     AVModelArguments,
     Row,
-    model_io_class,
     load_model_io,
+    model_io_class,
     register_model_io,
     registered_model_ios,
 )
@@ -73,7 +73,9 @@ def test_folders_load_with_auto_classes(qwen_dir, tmp_path):
     assert clip.model.vision_tower.config.model_type == "clip_vision_model"  # CLS token + patch grid
     batch = clip.collate([Row("Q", "violin", demo_media(0), "m"), Row("Q", "piano", demo_media(0), "m")])
     with torch.no_grad():
-        torch.testing.assert_close(clip.logps(clip.model, batch), clip.logps(clip.model, batch, reuse_encoders=False))
+        torch.testing.assert_close(
+            clip.logps(clip.model, batch), clip.logps(clip.model, batch, reuse_encoders=False)
+        )
 
 
 def _full_omni_folder(thinker_dir, out):
@@ -87,9 +89,9 @@ def _full_omni_folder(thinker_dir, out):
     state = {}
     for key, value in thinker.state_dict().items():
         if key.startswith("model.language_model."):
-            key = "model." + key[len("model.language_model."):]
+            key = "model." + key[len("model.language_model.") :]
         elif key.startswith("model."):
-            key = key[len("model."):]
+            key = key[len("model.") :]
         state["thinker." + key] = value.contiguous().clone()
     state["talker.codec_head.weight"] = torch.zeros(2, 2)
     state["token2wav.code_embedding.weight"] = torch.zeros(2, 2)
@@ -131,8 +133,14 @@ def test_registry_picks_a_custom_adapter_by_model_type(qwen_dir, tmp_path):
 
 
 def test_load_adapter_from_model_config(qwen_dir):
-    cfg = AVModelArguments(model_name_or_path=str(qwen_dir), dtype="float32", missing_modality="zero_dummy",
-                      use_audio_in_video=True, system_prompt="Be brief.", video_max_pixels=56 * 56)
+    cfg = AVModelArguments(
+        model_name_or_path=str(qwen_dir),
+        dtype="float32",
+        missing_modality="zero_dummy",
+        use_audio_in_video=True,
+        system_prompt="Be brief.",
+        video_max_pixels=56 * 56,
+    )
     ad = load_model_io(cfg)
     assert (ad.missing_modality, ad.use_audio_in_video, ad.system_prompt) == ("zero_dummy", True, "Be brief.")
     assert ad.model.dtype == torch.float32 and ad.sample_rate == 16000
@@ -140,7 +148,9 @@ def test_load_adapter_from_model_config(qwen_dir):
     assert eager.model.config._attn_implementation == "eager"
     batch = ad.collate([Row("Where?", "left", demo_media(0))])
     with torch.no_grad():
-        torch.testing.assert_close(eager.logps(eager.model, batch), ad.logps(ad.model, batch), atol=1e-5, rtol=0)
+        torch.testing.assert_close(
+            eager.logps(eager.model, batch), ad.logps(ad.model, batch), atol=1e-5, rtol=0
+        )
     with pytest.raises(TypeError, match="unknown option"):
         load_model_io(str(qwen_dir), missing_modalty="drop")
     with pytest.raises(ValueError, match="missing_modality"):
@@ -152,19 +162,37 @@ def test_use_audio_in_video_interleaves_and_keeps_video_only_rows_right(qwen_dir
     """Interleaved rows (video+audio) and video-only rows (MAT) in one batch: each row gets positions computed
     with its own use_audio_in_video, so batched log-probs equal the rows alone and the model's own positions."""
     ad = load_model_io(str(qwen_dir), dtype="float32", use_audio_in_video=True)
-    both, video_only = Row("Q", "violin", demo_media(0), None, "av"), Row("Q", "piano", demo_media(1, audio=False))
+    both, video_only = (
+        Row("Q", "violin", demo_media(0), None, "av"),
+        Row("Q", "piano", demo_media(1, audio=False)),
+    )
     batch = ad.collate([both, video_only])
     first = batch["input_ids"][0].tolist()
     vstart = first.index(ad.processor.tokenizer.convert_tokens_to_ids("<|vision_bos|>"))
-    assert ad.tokenizer.convert_ids_to_tokens(first[vstart + 1]) == "<|audio_bos|>"  # audio interleaved in video
+    assert (
+        ad.tokenizer.convert_ids_to_tokens(first[vstart + 1]) == "<|audio_bos|>"
+    )  # audio interleaved in video
     with torch.no_grad():
         together = ad.logps(ad.model, batch)
         alone = torch.cat([ad.logps(ad.model, ad.collate([r])) for r in (both, video_only)])
-        native = ad.model(**{k: v for k, v in ad.processor(
-            text=[ad._render(ad.messages("Q", True, False), add_generation_prompt=True) + "violin<|im_end|>"],
-            videos=[demo_media(0).frames], audio=[demo_media(0).audio], load_audio_from_video=True,
-            audio_from_video_indices=[0], videos_kwargs=ad._videos_kwargs(demo_media(0)), return_tensors="pt").items()},
-            use_audio_in_video=True).logits
+        native = ad.model(
+            **{
+                k: v
+                for k, v in ad.processor(
+                    text=[
+                        ad._render(ad.messages("Q", True, False), add_generation_prompt=True)
+                        + "violin<|im_end|>"
+                    ],
+                    videos=[demo_media(0).frames],
+                    audio=[demo_media(0).audio],
+                    load_audio_from_video=True,
+                    audio_from_video_indices=[0],
+                    videos_kwargs=ad._videos_kwargs(demo_media(0)),
+                    return_tensors="pt",
+                ).items()
+            },
+            use_audio_in_video=True,
+        ).logits
     torch.testing.assert_close(together, alone, atol=1e-5, rtol=0)
     n = int((batch["labels"][0] != -100).sum())
     from cavpref.models.common import response_logps
@@ -179,8 +207,12 @@ def test_rope_positions_come_from_collate_and_equal_the_forward_ones(qwen_dir):
     """Qwen's 3D rope positions are computed once per batch in collate (CPU side) — the same values the forward
     would compute row by row, so log-probs are unchanged without them."""
     ad = load_model_io(str(qwen_dir), dtype="float32", use_audio_in_video=True)
-    rows = [Row("Q", "violin", demo_media(0), None, "av"), Row("Q", "piano", demo_media(1, audio=False)),
-            Row("Where?", "The audio is missing.", demo_media(2, video=False)), Row("yes?", "no")]
+    rows = [
+        Row("Q", "violin", demo_media(0), None, "av"),
+        Row("Q", "piano", demo_media(1, audio=False)),
+        Row("Where?", "The audio is missing.", demo_media(2, video=False)),
+        Row("yes?", "no"),
+    ]
     batch = ad.collate(rows)
     assert batch["position_ids"].shape == (3, *batch["input_ids"].shape)
     without = {k: v for k, v in batch.items() if k != "position_ids"}
@@ -191,26 +223,54 @@ def test_rope_positions_come_from_collate_and_equal_the_forward_ones(qwen_dir):
 def test_cli_builds_loadable_models(tmp_path):
     corpus = tmp_path / "words.txt"
     corpus.write_text("marimba glockenspiel\n" * 10)
-    assert cavpref_main(["model", "tiny-qwen", "--out", str(tmp_path / "q"), "--hidden_size", "64",
-                         "--num_attention_heads", "4", "--corpus_file", str(corpus)]) == 0
+    assert (
+        cavpref_main(
+            [
+                "model",
+                "tiny-qwen",
+                "--out",
+                str(tmp_path / "q"),
+                "--hidden_size",
+                "64",
+                "--num_attention_heads",
+                "4",
+                "--corpus_file",
+                str(corpus),
+            ]
+        )
+        == 0
+    )
     ad = load_model_io(str(tmp_path / "q"))
     assert ad.model.config.text_config.hidden_size == 64
-    assert "marimba" in ad.tokenizer.get_vocab() or len(ad.tokenizer("marimba", add_special_tokens=False)["input_ids"]) <= 2
-    assert cavpref_main(["model", "tiny-composed", "--out", str(tmp_path / "c"), "--text_model_type", "llama"]) == 0
+    assert (
+        "marimba" in ad.tokenizer.get_vocab()
+        or len(ad.tokenizer("marimba", add_special_tokens=False)["input_ids"]) <= 2
+    )
+    assert (
+        cavpref_main(["model", "tiny-composed", "--out", str(tmp_path / "c"), "--text_model_type", "llama"])
+        == 0
+    )
     assert type(load_model_io(str(tmp_path / "c"))).__name__ == "ComposedAVModelIO"
     assert cavpref_main(["model", "nope"]) == 2
-    assert cavpref_main(["model", "tiny-qwen", "--out", str(tmp_path / "x"), "--corpus_file", "/no/such"]) == 2
+    assert (
+        cavpref_main(["model", "tiny-qwen", "--out", str(tmp_path / "x"), "--corpus_file", "/no/such"]) == 2
+    )
 
 
 def test_audio_resampled_and_video_fps_from_timestamps(qwen_dir):
     """Audio at another rate is resampled to the processor's 16 kHz (same duration, same token count); the fps
     handed to the processor (hence the temporal rope step) comes from the frame timestamps."""
     ad = load_model_io(str(qwen_dir), dtype="float32")
-    at16, at8 = demo_media(0, video=False, seconds=2.0), demo_media(0, video=False, seconds=2.0, sample_rate=8000)
+    at16, at8 = (
+        demo_media(0, video=False, seconds=2.0),
+        demo_media(0, video=False, seconds=2.0, sample_rate=8000),
+    )
     n16, n8 = (len(ad.encode_media(m).expansions[ad.audio_token_id]) for m in (at16, at8))
     assert n16 == n8 == 50  # 2 s of audio -> 50 tokens (25 per second)
     slow, fast = demo_media(1, audio=False, fps=1.0), demo_media(1, audio=False, fps=4.0)
-    assert ad.encode_media(slow).video["video_second_per_grid"].item() == pytest.approx(2.0)  # 2 frames / 1 fps
+    assert ad.encode_media(slow).video["video_second_per_grid"].item() == pytest.approx(
+        2.0
+    )  # 2 frames / 1 fps
     assert ad.encode_media(fast).video["video_second_per_grid"].item() == pytest.approx(0.5)
     no_times = demo_media(1, audio=False)
     no_times.frame_times = None

@@ -21,13 +21,25 @@ def world(tmp_path_factory):
     from cavpref.data_prep.synthetic import WorldConfig, generate_world
 
     out = tmp_path_factory.mktemp("world") / "w"
-    generate_world(WorldConfig(out=str(out), seed=3, num_clips=8, workers=1, width=64, height=64, fps=4, duration=2.0))
+    generate_world(
+        WorldConfig(out=str(out), seed=3, num_clips=8, workers=1, width=64, height=64, fps=4, duration=2.0)
+    )
     return out
 
 
 def _build(world: Path, out: Path, rotate: bool):
-    build(PrepConfig(output_dir=str(out), world=str(world), tasks=[*TASKS, CLEAN_TASK], seed=5, split_seed=5,
-                     rotate_options=rotate, formats=["arrow"], progress=False))
+    build(
+        PrepConfig(
+            output_dir=str(out),
+            world=str(world),
+            tasks=[*TASKS, CLEAN_TASK],
+            seed=5,
+            split_seed=5,
+            rotate_options=rotate,
+            formats=["arrow"],
+            progress=False,
+        )
+    )
     return load_outputs(out)
 
 
@@ -57,7 +69,11 @@ def test_rotated_rows_move_responses_with_their_options(builds):
         assert sorted(_options(row.prompt).values()) == sorted(_options(old.prompt).values())
         moved += row.prompt != old.prompt
         opts = _options(row.prompt)
-        nota_not_last += bool(opts) and "None of the above" in opts.values() and list(opts.values())[-1] != "None of the above"
+        nota_not_last += (
+            bool(opts)
+            and "None of the above" in opts.values()
+            and list(opts.values())[-1] != "None of the above"
+        )
         pairs = [(row.chosen, old.chosen), (row.rejected, old.rejected)]
         for new_pair, old_pair in ((row.visual, old.visual), (row.audio, old.audio)):
             assert (new_pair is None) == (old_pair is None)
@@ -101,18 +117,34 @@ def test_rotate_response_moves_letters_and_keeps_sentences():
 
 
 def _item():
-    return BenchmarkItem(id="CLEAN:instruction:x", task=CLEAN_TASK, source="avqa", category="Existential",
-                         question="What sounds?", options={"A": "Cat", "B": "Dog", "C": "None of the above"},
-                         answer="B", setting="instruction", template_id=0,
-                         media='{"end":null,"op":"source","path":"a.mp4","start":0.0}', abstain_letter="C",
-                         instruction="If it is missing, answer {abstain_letter}.")
+    return BenchmarkItem(
+        id="CLEAN:instruction:x",
+        task=CLEAN_TASK,
+        source="avqa",
+        category="Existential",
+        question="What sounds?",
+        options={"A": "Cat", "B": "Dog", "C": "None of the above"},
+        answer="B",
+        setting="instruction",
+        template_id=0,
+        media='{"end":null,"op":"source","path":"a.mp4","start":0.0}',
+        abstain_letter="C",
+        instruction="If it is missing, answer {abstain_letter}.",
+    )
 
 
 def test_render_prompt_layout_and_rotated_view():
     assert render_prompt("Q?", {"A": "x", "B": "y"}, "Pick one.") == "Q?\nA. x\nB. y\nPick one."
-    assert render_prompt("Q? ", {"A": "x"}, "Say {abstain_letter}.", "B", "Letter only.") == "Q?\nA. x\nSay B.\nLetter only."
+    assert (
+        render_prompt("Q? ", {"A": "x"}, "Say {abstain_letter}.", "B", "Letter only.")
+        == "Q?\nA. x\nSay B.\nLetter only."
+    )
     options, new_of, prompt = rotated_view(_item(), 1)
-    assert options == {"A": "Dog", "B": "None of the above", "C": "Cat"} and new_of == {"B": "A", "C": "B", "A": "C"}
+    assert options == {"A": "Dog", "B": "None of the above", "C": "Cat"} and new_of == {
+        "B": "A",
+        "C": "B",
+        "A": "C",
+    }
     assert prompt == "What sounds?\nA. Dog\nB. None of the above\nC. Cat\nIf it is missing, answer B."
 
 
@@ -121,13 +153,17 @@ def test_rotation_is_drawn_from_seed_and_id_only():
     draws = {rotation_for(0, f"id{i}", opts) for i in range(40)}
     assert draws == {0, 1, 2}  # every rotation occurs
     assert rotation_for(0, "id7", opts) == rotation_for(0, "id7", dict(opts))
-    assert [rotation_for(1, f"id{i}", opts) for i in range(40)] != [rotation_for(0, f"id{i}", opts) for i in range(40)]
+    assert [rotation_for(1, f"id{i}", opts) for i in range(40)] != [
+        rotation_for(0, f"id{i}", opts) for i in range(40)
+    ]
 
 
 def test_circular_sft_rows_show_every_circular_view():
     rows = circular_sft_rows([_item()], ["id", "task", "prompt", "chosen", "rejected", "media", "extra"])
     assert [r["chosen"] for r in rows] == ["B. Dog", "A. Dog", "C. Dog"]
-    assert rows[1]["prompt"] == "What sounds?\nA. Dog\nB. None of the above\nC. Cat\nIf it is missing, answer B."
+    assert (
+        rows[1]["prompt"] == "What sounds?\nA. Dog\nB. None of the above\nC. Cat\nIf it is missing, answer B."
+    )
     assert all(r["rejected"] != r["chosen"] and "None of the above" not in r["rejected"] for r in rows)
     assert rows[0]["extra"] is None and rows[2]["id"] == "CLEAN:instruction:x:rot2"
     assert len(circular_sft_rows([_item()], ["id"], rotate=False)) == 1

@@ -11,11 +11,18 @@ import time
 import pytest
 
 from cavpref.apps.cli import main as cli_main
-from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.apps.quickstart import METHODS, QuickstartConfig, clean_chance
+from cavpref.data import CLEAN_TASK, TASKS
 
-STAGES = ["world", "data", "model_init", "start_data", "start", *METHODS,
-          *(f"eval/{n}" for n in ("start", *METHODS))]
+STAGES = [
+    "world",
+    "data",
+    "model_init",
+    "start_data",
+    "start",
+    *METHODS,
+    *(f"eval/{n}" for n in ("start", *METHODS)),
+]
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +63,10 @@ def test_report_has_table5_clean_categories_and_plot(small_run):
     header = "| Method | " + " | ".join(t for t in [*TASKS, CLEAN_TASK] if t in evaluated) + " |"
     assert report.count(header) == 2  # circular and vanilla Table-5 layouts
     # the trust metrics ride along: computed reference rows, the paired score and abstention tables (issue 19)
-    assert report.count("| always abstain (computed) |") == 6 and report.count("| never abstain (computed) |") == 6
+    assert (
+        report.count("| always abstain (computed) |") == 6
+        and report.count("| never abstain (computed) |") == 6
+    )
     assert report.count("| Method (paired %) |") == 2 and report.count("| Method (abstention %) |") == 2
     for label in ("ZS (start) (zero-shot)", "| SFT |", "| DPO |", "CAVPref w/o Robustness", "| CAVPref |"):
         assert label in report
@@ -85,9 +95,11 @@ def test_second_run_reuses_every_stage(small_run, capsys):
 def test_clean_chance_is_mean_inverse_option_count(tmp_path):
     from datasets import Dataset, DatasetDict
 
-    rows = [{"id": "a", "setting": "instruction", "option_letters": ["A", "B"]},
-            {"id": "b", "setting": "instruction", "option_letters": ["A", "B", "C", "D"]},
-            {"id": "c", "setting": "base", "option_letters": ["A", "B", "C"]}]
+    rows = [
+        {"id": "a", "setting": "instruction", "option_letters": ["A", "B"]},
+        {"id": "b", "setting": "instruction", "option_letters": ["A", "B", "C", "D"]},
+        {"id": "c", "setting": "base", "option_letters": ["A", "B", "C"]},
+    ]
     DatasetDict({"test": Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "benchmark" / CLEAN_TASK))
     assert clean_chance(tmp_path) == pytest.approx(100 * (1 / 2 + 1 / 4) / 2)  # base items are not scored
     assert clean_chance(tmp_path, limit=1) == pytest.approx(50.0)

@@ -10,7 +10,8 @@ import pytest
 from cavpref.data import CLEAN_TASK, TASKS
 
 spec = importlib.util.spec_from_file_location(
-    "quickstart_science", Path(__file__).parents[1] / "scripts" / "quickstart_science.py")
+    "quickstart_science", Path(__file__).parents[1] / "scripts" / "quickstart_science.py"
+)
 science = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = science  # a dataclass reads its module's namespace while it is defined
 spec.loader.exec_module(science)

@@ -6,8 +6,6 @@ import json
 from collections import Counter
 
 import pytest
-
-from cavpref.media.spec import Combine, Source, from_json
 from cavpref.data_prep.readers import (
     ReaderConfig,
     ReaderError,
@@ -18,6 +16,8 @@ from cavpref.data_prep.readers import (
     read_source,
 )
 from cavpref.data_prep.readers.categories import avqa_category
+
+from cavpref.media.spec import Combine, Source, from_json
 
 # ----------------------------------------------------------------------------- fixtures (as released)
 
@@ -56,22 +56,61 @@ MUSIC_V2 = r"""[
 ]"""
 
 AVQA = [
-    {"id": 183, "video_name": "-HG3Omg_89c_000030", "video_id": 341, "question_text": "What happened in the video?",
-     "multi_choice": ["motorboat", "Yacht consignment", "Sailboat set sail", "Consignment car"], "answer": 1,
-     "question_relation": "View", "question_type": "Happening"},
-    {"id": 1139, "video_name": "06GyG4-wONQ_000006", "video_id": 1395,
-     "question_text": "How many animals are there in the video?", "multi_choice": ["3", "One", "4", "2"],
-     "answer": 3, "question_relation": "Both", "question_type": "Which"},
-    {"id": 1205, "video_name": "0AEJTlHIhz0_000358", "video_id": 1467,
-     "question_text": "Why do the people in the video scream？ ",
-     "multi_choice": ["Roller coaster", "On a pirate ship", "Take Ferris wheel", "Take the jumping machine"],
-     "answer": 0, "question_relation": "Both", "question_type": "Why"},
-    {"id": 7, "video_name": "abcdefghijk_000010", "video_id": 8, "question_text": "Where is the sound coming from?",
-     "multi_choice": ["dog", "cat", "car", "boat"], "answer": 0, "question_relation": "Sound",
-     "question_type": "Come From"},
-    {"id": 8, "video_name": "abcdefghijk_000010", "video_id": 8, "question_text": "Where is the dog barking?",
-     "multi_choice": ["yard", "street", "beach", "room"], "answer": 2, "question_relation": "Both",
-     "question_type": "Which"},
+    {
+        "id": 183,
+        "video_name": "-HG3Omg_89c_000030",
+        "video_id": 341,
+        "question_text": "What happened in the video?",
+        "multi_choice": ["motorboat", "Yacht consignment", "Sailboat set sail", "Consignment car"],
+        "answer": 1,
+        "question_relation": "View",
+        "question_type": "Happening",
+    },
+    {
+        "id": 1139,
+        "video_name": "06GyG4-wONQ_000006",
+        "video_id": 1395,
+        "question_text": "How many animals are there in the video?",
+        "multi_choice": ["3", "One", "4", "2"],
+        "answer": 3,
+        "question_relation": "Both",
+        "question_type": "Which",
+    },
+    {
+        "id": 1205,
+        "video_name": "0AEJTlHIhz0_000358",
+        "video_id": 1467,
+        "question_text": "Why do the people in the video scream？ ",
+        "multi_choice": [
+            "Roller coaster",
+            "On a pirate ship",
+            "Take Ferris wheel",
+            "Take the jumping machine",
+        ],
+        "answer": 0,
+        "question_relation": "Both",
+        "question_type": "Why",
+    },
+    {
+        "id": 7,
+        "video_name": "abcdefghijk_000010",
+        "video_id": 8,
+        "question_text": "Where is the sound coming from?",
+        "multi_choice": ["dog", "cat", "car", "boat"],
+        "answer": 0,
+        "question_relation": "Sound",
+        "question_type": "Come From",
+    },
+    {
+        "id": 8,
+        "video_name": "abcdefghijk_000010",
+        "video_id": 8,
+        "question_text": "Where is the dog barking?",
+        "multi_choice": ["yard", "street", "beach", "room"],
+        "answer": 2,
+        "question_relation": "Both",
+        "question_type": "Which",
+    },
 ]
 
 SEGMENTS = """# Segments csv created Sun Mar  5 10:54:25 2017
@@ -83,7 +122,9 @@ zzz_ABC-123, 30.000, 40.000, "/m/0bt9lr"
 """
 # A copy in the wild: the third comment line lost its '# '.
 SEGMENTS_LOST_HASH = SEGMENTS.replace("# YTID", "YTID")
-LABELS = 'index,mid,display_name\n0,/m/068hy,"Domestic animals, pets"\n1,/m/0bt9lr,"Dog"\n2,/m/0342h,"Guitar"\n'
+LABELS = (
+    'index,mid,display_name\n0,/m/068hy,"Domestic animals, pets"\n1,/m/0bt9lr,"Dog"\n2,/m/0342h,"Guitar"\n'
+)
 
 
 @pytest.fixture
@@ -115,20 +156,36 @@ def test_music_avqa_v1_records_field_by_field(world):
     assert res.n_in == 6 and len(res.records) == 6 and res.reconciles
     r0, r1, r2, r3, r4, r5 = res.records
     assert (r0.source, r0.source_id, r0.index, r0.question, r0.answer, r0.options) == (
-        "music_avqa", "00000108", 0, "Is the guzheng louder than the piano?", "yes", None)
+        "music_avqa",
+        "00000108",
+        0,
+        "Is the guzheng louder than the piano?",
+        "yes",
+        None,
+    )
     assert (r0.category, r0.modality, r0.qtype) == ("Comparative", "Audio", "Comparative")
     assert from_json(r0.media) == src("music_avqa/videos/00000108.mp4")
-    assert r0.meta["question_id"] == 10 and r0.meta["slots"] == [["<Object>", "guzheng"], ["<Object>", "piano"]]
+    assert r0.meta["question_id"] == 10 and r0.meta["slots"] == [
+        ["<Object>", "guzheng"],
+        ["<Object>", "piano"],
+    ]
     # question_id 10 repeats with another answer: both kept, told apart by file + index
     assert r1.meta["question_id"] == 10 and r1.key != r0.key
     assert r1.question == "How many sounding acoustic guitar in the video?"  # full-width ？ -> ?
     assert (r1.answer, r1.category) == ("two", "Count")
     assert r2.question == "What is the left instrument of the first sounding instrument?"  # trailing space
-    assert (r2.answer, r2.category) == ("acoustic guitar", "Localization") and r2.meta["anser"] == "acoustic_guitar"
+    assert (r2.answer, r2.category) == ("acoustic guitar", "Localization") and r2.meta[
+        "anser"
+    ] == "acoustic_guitar"
     assert (r3.modality, r3.category) == ("Visual", "Count")
     assert r4.question == "What is the second instrument that comes in after the electric bass?"
     assert (r4.answer, r4.category, r4.meta["question_deleted"]) == ("more than ten", "Temporal", 1)
-    assert (r5.question, r5.answer, r5.category, r5.meta["slots"]) == ("Is there a voiceover?", "no", "Existential", [])
+    assert (r5.question, r5.answer, r5.category, r5.meta["slots"]) == (
+        "Is there a voiceover?",
+        "no",
+        "Existential",
+        [],
+    )
 
 
 def test_music_avqa_v2_variations(world):
@@ -140,16 +197,21 @@ def test_music_avqa_v2_variations(world):
     assert r1.source_id == "iveNvQ4jCis_flip" and r1.meta["person"] == "True"
     assert r1.question == "Which xylophone makes the sound last?"  # single-quoted list read too
     # real-list templ_values; the video of one clip with the audio of another
-    assert from_json(r2.media) == Combine(video=src("music_avqa/videos/sa00006547.mp4"),
-                                          audio=src("music_avqa/videos/00008531.mp4"))
+    assert from_json(r2.media) == Combine(
+        video=src("music_avqa/videos/sa00006547.mp4"), audio=src("music_avqa/videos/00008531.mp4")
+    )
     assert (r2.meta["audio_instrument"], r2.meta["video_instrument"]) == ("pipa", "trumpet")
     assert (r3.category, r3.answer) == ("Localization", "outdoor")
 
 
 def test_media_root_dir_and_template_configurable(world):
     f = str(world / "music_avqa/json/avqa-v2.json")
-    cfg = ReaderConfig(data_root=str(world), video_dir="MUSIC-AVQA-videos-Real", video_template="{video_id}.mkv")
-    assert from_json(read_music_avqa(f, cfg).records[0].media) == src("MUSIC-AVQA-videos-Real/6cjIJVzP6eI_#03.mkv")
+    cfg = ReaderConfig(
+        data_root=str(world), video_dir="MUSIC-AVQA-videos-Real", video_template="{video_id}.mkv"
+    )
+    assert from_json(read_music_avqa(f, cfg).records[0].media) == src(
+        "MUSIC-AVQA-videos-Real/6cjIJVzP6eI_#03.mkv"
+    )
     cfg = ReaderConfig(data_root=str(world / "music_avqa"))
     assert from_json(read_music_avqa(f, cfg).records[3].media) == src("videos/00003353.mp4")
     with pytest.raises(ReaderError, match="not under the data root"):
@@ -164,9 +226,20 @@ def test_media_root_dir_and_template_configurable(world):
 def test_avqa_records_and_categories(world):
     res = read_avqa(str(world / "avqa/annotation/train_qa.json"))
     r = res.records
-    assert [x.category for x in r] == ["Existential", "Existential", "World knowledge", "Localization", "Localization"]
+    assert [x.category for x in r] == [
+        "Existential",
+        "Existential",
+        "World knowledge",
+        "Localization",
+        "Localization",
+    ]
     assert (r[0].source, r[0].source_id, r[0].answer, r[0].modality, r[0].qtype) == (
-        "avqa", "-HG3Omg_89c_000030", "Yacht consignment", "View", "Happening")
+        "avqa",
+        "-HG3Omg_89c_000030",
+        "Yacht consignment",
+        "View",
+        "Happening",
+    )
     assert r[0].options == ["motorboat", "Yacht consignment", "Sailboat set sail", "Consignment car"]
     assert r[0].meta == {"id": 183, "video_id": 341, "answer_index": 1}
     assert from_json(r[0].media) == src("avqa/videos/-HG3Omg_89c_000030.mp4")
@@ -174,21 +247,24 @@ def test_avqa_records_and_categories(world):
     assert r[2].question == "Why do the people in the video scream?"
 
 
-@pytest.mark.parametrize("question,qtype,expected", [
-    ("What happened in the video?", "Happening", "Existential"),
-    ("What is making the sound?", "Which", "Existential"),
-    ("Where does the sound come from?", "Come From", "Localization"),
-    ("Where was the video taken?", "Where", "Localization"),
-    ("Where is the dog?", "Which", "Localization"),  # prefix beats the type lookup
-    ("What happened before the dog barked?", "Happening", "Temporal"),
-    ("What did the man do next?", "Before Next", "Temporal"),
-    ("When does the bell ring?", "When", "Temporal"),
-    ("Why does the crowd cheer?", "Why", "World knowledge"),
-    ("Why is the man running?", "Which", "World knowledge"),
-    ("What is the hammer used for?", "Used For", "World knowledge"),
-    ("What is the purpose of the whistle?", "Which", "World knowledge"),
-    ("What is this?", "Mystery", None),
-])
+@pytest.mark.parametrize(
+    "question,qtype,expected",
+    [
+        ("What happened in the video?", "Happening", "Existential"),
+        ("What is making the sound?", "Which", "Existential"),
+        ("Where does the sound come from?", "Come From", "Localization"),
+        ("Where was the video taken?", "Where", "Localization"),
+        ("Where is the dog?", "Which", "Localization"),  # prefix beats the type lookup
+        ("What happened before the dog barked?", "Happening", "Temporal"),
+        ("What did the man do next?", "Before Next", "Temporal"),
+        ("When does the bell ring?", "When", "Temporal"),
+        ("Why does the crowd cheer?", "Why", "World knowledge"),
+        ("Why is the man running?", "Which", "World knowledge"),
+        ("What is the hammer used for?", "Used For", "World knowledge"),
+        ("What is the purpose of the whistle?", "Which", "World knowledge"),
+        ("What is this?", "Mystery", None),
+    ],
+)
 def test_avqa_category_rule(question, qtype, expected):
     assert avqa_category(question, qtype) == expected
 
@@ -211,8 +287,14 @@ def test_audioset_segments_quirks(world):
 
 def test_audioset_full_mode_template_and_ontology_names(world, tmp_path):
     onto = tmp_path / "onto.json"
-    onto.write_text(json.dumps([{"id": m, "name": n, "child_ids": [], "restrictions": []}
-                                for m, n in [("/m/068hy", "Pets"), ("/m/0bt9lr", "Dog"), ("/m/0342h", "Guitar")]]))
+    onto.write_text(
+        json.dumps(
+            [
+                {"id": m, "name": n, "child_ids": [], "restrictions": []}
+                for m, n in [("/m/068hy", "Pets"), ("/m/0bt9lr", "Dog"), ("/m/0342h", "Guitar")]
+            ]
+        )
+    )
     cfg = ReaderConfig(audioset_clip_mode="full", video_dir="yt", video_template="{ytid}.mp4")
     r = read_source("audioset", [world / "audioset/eval_segments.csv"], cfg, ontology=str(onto)).records
     assert from_json(r[1].media) == src("yt/-0RWZT-miFs.mp4", 420.0, 430.0)
@@ -223,16 +305,30 @@ def test_audioset_full_mode_template_and_ontology_names(world, tmp_path):
 
 def test_ontology_reader(tmp_path):
     f = tmp_path / "ontology.json"
-    f.write_text(json.dumps([
-        {"id": "/a", "name": "A", "child_ids": ["/b"], "restrictions": ["abstract"], "description": "",
-         "citation_uri": "", "positive_examples": []},
-        {"id": "/b", "name": "B", "child_ids": [], "restrictions": []},
-    ]))
+    f.write_text(
+        json.dumps(
+            [
+                {
+                    "id": "/a",
+                    "name": "A",
+                    "child_ids": ["/b"],
+                    "restrictions": ["abstract"],
+                    "description": "",
+                    "citation_uri": "",
+                    "positive_examples": [],
+                },
+                {"id": "/b", "name": "B", "child_ids": [], "restrictions": []},
+            ]
+        )
+    )
     onto = read_ontology(str(f))
     assert onto.roots == ["/a"] and list(onto.descendants("/a")) == ["/a", "/b"]
     assert onto.classes["/a"].restrictions == ["abstract"]
-    f.write_text(json.dumps([{"id": "/a", "name": "A", "child_ids": ["/b"]}, {"id": "/b", "name": "B",
-                                                                           "child_ids": ["/a"]}]))
+    f.write_text(
+        json.dumps(
+            [{"id": "/a", "name": "A", "child_ids": ["/b"]}, {"id": "/b", "name": "B", "child_ids": ["/a"]}]
+        )
+    )
     with pytest.raises(ReaderError, match="cycle"):
         read_ontology(str(f))
     f.write_text(json.dumps([{"id": "/a", "name": "A", "child_ids": ["/zz"]}]))
@@ -246,12 +342,21 @@ def test_ontology_reader(tmp_path):
 def test_single_modality_filter_counts(world):
     music = read_source("music_avqa", sorted((world / "music_avqa/json").glob("*.json"))).records
     avqa = read_avqa(str(world / "avqa/annotation/train_qa.json")).records
-    audioset = read_source("audioset", [world / "audioset/eval_segments.csv"],
-                           labels=str(world / "audioset/class_labels_indices.csv")).records
+    audioset = read_source(
+        "audioset",
+        [world / "audioset/eval_segments.csv"],
+        labels=str(world / "audioset/class_labels_indices.csv"),
+    ).records
     kept, excluded = filter_single_modality(music + avqa + audioset)
-    assert excluded == Counter({"music_avqa: audio-only question": 1, "music_avqa: visual-only question": 2,
-                                "music_avqa: question_deleted": 1, "avqa: visual-only question": 1,
-                                "avqa: audio-only question": 1})
+    assert excluded == Counter(
+        {
+            "music_avqa: audio-only question": 1,
+            "music_avqa: visual-only question": 2,
+            "music_avqa: question_deleted": 1,
+            "avqa: visual-only question": 1,
+            "avqa: audio-only question": 1,
+        }
+    )
     assert len(kept) == len(music) + len(avqa) + len(audioset) - 6
     assert {r.source for r in kept} == {"music_avqa", "avqa", "audioset"}
     assert all(r.modality in (None, "Audio-Visual", "Both") for r in kept)

@@ -7,16 +7,28 @@ import pickle
 from collections import Counter
 
 import pytest
-
 from cavpref.data_prep.readers import ReaderConfig, ReaderError, read_avqa, read_music_avqa, read_source
 from cavpref.data_prep.readers.cli import ReadArgs, main
 
-GOOD = {"video_id": "00000001", "question_id": 1, "type": '["Audio-Visual", "Existential"]',
-        "question_content": "Is the <Object> in the video always playing?", "templ_values": '["piano"]',
-        "question_deleted": 0, "anser": "yes"}
-AVQA_GOOD = {"id": 1, "video_name": "abcdefghijk_000000", "video_id": 1, "question_text": "What is making the sound?",
-             "multi_choice": ["dog", "cat", "car", "boat"], "answer": 0, "question_relation": "Both",
-             "question_type": "Which"}
+GOOD = {
+    "video_id": "00000001",
+    "question_id": 1,
+    "type": '["Audio-Visual", "Existential"]',
+    "question_content": "Is the <Object> in the video always playing?",
+    "templ_values": '["piano"]',
+    "question_deleted": 0,
+    "anser": "yes",
+}
+AVQA_GOOD = {
+    "id": 1,
+    "video_name": "abcdefghijk_000000",
+    "video_id": 1,
+    "question_text": "What is making the sound?",
+    "multi_choice": ["dog", "cat", "car", "boat"],
+    "answer": 0,
+    "question_relation": "Both",
+    "question_type": "Which",
+}
 
 
 def write(tmp_path, rel, records):
@@ -27,7 +39,11 @@ def write(tmp_path, rel, records):
 
 
 MUSIC_BAD = [
-    ({**GOOD, "type": '["Audio-Visual", "Existential"'}, "type", "not a JSON list"),  # malformed JSON-in-string
+    (
+        {**GOOD, "type": '["Audio-Visual", "Existential"'},
+        "type",
+        "not a JSON list",
+    ),  # malformed JSON-in-string
     ({**GOOD, "type": '["Audio-Visual", "Spelling"]'}, "type", "unknown question type"),
     ({**GOOD, "type": '["Smell", "Existential"]'}, "type", "unknown modality"),
     ({**GOOD, "templ_values": '["piano", "flute"]'}, "templ_values", "template/value count mismatch"),
@@ -66,13 +82,16 @@ def test_avqa_errors_name_file_record_field(tmp_path, bad, field, problem):
     assert str(info.value).startswith(f"{f}: record 0: field '{field}': {problem}")
 
 
-@pytest.mark.parametrize("row,field,problem", [
-    ('abc, 0.000, 10.000, "/m/unknown"', "positive_labels", "unknown label mid (/m/unknown)"),
-    ("abc, 0.000, 10.000", "row", "expected 4 fields"),
-    ('abc, zero, 10.000, "/m/a"', "start_seconds/end_seconds", "not a number"),
-    ('abc, 10.000, 10.000, "/m/a"', "end_seconds", "empty or reversed segment"),
-    ('abc, 1.500, 10.000, "/m/a"', "start_seconds", "cannot build the clip path"),  # {start:d} of 1.5
-])
+@pytest.mark.parametrize(
+    "row,field,problem",
+    [
+        ('abc, 0.000, 10.000, "/m/unknown"', "positive_labels", "unknown label mid (/m/unknown)"),
+        ("abc, 0.000, 10.000", "row", "expected 4 fields"),
+        ('abc, zero, 10.000, "/m/a"', "start_seconds/end_seconds", "not a number"),
+        ('abc, 10.000, 10.000, "/m/a"', "end_seconds", "empty or reversed segment"),
+        ('abc, 1.500, 10.000, "/m/a"', "start_seconds", "cannot build the clip path"),  # {start:d} of 1.5
+    ],
+)
 def test_audioset_errors_name_file_record_line_field(tmp_path, row, field, problem):
     labels = write(tmp_path, "as/class_labels_indices.csv", "index,mid,display_name\n0,/m/a,A\n")
     f = write(tmp_path, "as/eval_segments.csv", f'# a\n# b\n# YTID, x\nok, 0.000, 10.000, "/m/a"\n{row}\n')
@@ -106,13 +125,23 @@ def test_skip_counts_reconcile(tmp_path):
     res = read_music_avqa(f, ReaderConfig(on_error="skip"))
     assert res.n_in == len(records) == len(res.records) + sum(res.skipped.values()) and res.reconciles
     assert [r.index for r in res.records] == [0, len(records) - 1]
-    assert res.skipped == Counter({"type: not a JSON list": 1, "type: unknown question type": 1,
-                                   "type: unknown modality": 1, "templ_values: template/value count mismatch": 1,
-                                   "anser: missing": 1, "anser: answer missing": 1, "video_id: expected str": 1,
-                                   "video_id: bad media path": 1})
+    assert res.skipped == Counter(
+        {
+            "type: not a JSON list": 1,
+            "type: unknown question type": 1,
+            "type: unknown modality": 1,
+            "templ_values: template/value count mismatch": 1,
+            "anser: missing": 1,
+            "anser: answer missing": 1,
+            "video_id: expected str": 1,
+            "video_id: bad media path": 1,
+        }
+    )
     # several files add up
     g = write(tmp_path, "a/annotation/val_qa.json", [AVQA_GOOD, {**AVQA_GOOD, "answer": 9}])
-    assert read_avqa(g, ReaderConfig(on_error="skip")).skipped == Counter({"answer: answer index out of range": 1})
+    assert read_avqa(g, ReaderConfig(on_error="skip")).skipped == Counter(
+        {"answer: answer index out of range": 1}
+    )
     both = read_source("music_avqa", [f, f], ReaderConfig(on_error="skip"))
     assert (both.n_in, len(both.records), sum(both.skipped.values())) == (2 * len(records), 4, 16)
 
@@ -121,22 +150,34 @@ def test_skip_counts_reconcile(tmp_path):
 
 
 def test_cli_prints_every_record_as_json_lines(tmp_path, capsys):
-    music = write(tmp_path, "music_avqa/json/avqa-test.json",
-                  [GOOD, {**GOOD, "type": '["Audio", "Counting"]', "anser": "acoustic_guitar"}])
+    music = write(
+        tmp_path,
+        "music_avqa/json/avqa-test.json",
+        [GOOD, {**GOOD, "type": '["Audio", "Counting"]', "anser": "acoustic_guitar"}],
+    )
     assert main(["--source", "music_avqa", music]) == 0
     out, err = capsys.readouterr()
     rows = [json.loads(line) for line in out.splitlines()]
     assert len(rows) == 2  # unfiltered: the Audio-only question is printed too
-    assert rows[1]["question"] == "Is the piano in the video always playing?" and rows[1]["answer"] == "acoustic guitar"
-    assert rows[1]["category"] == "Count" and rows[0]["source_id"] == "00000001" and rows[0]["options"] is None
+    assert (
+        rows[1]["question"] == "Is the piano in the video always playing?"
+        and rows[1]["answer"] == "acoustic guitar"
+    )
+    assert (
+        rows[1]["category"] == "Count" and rows[0]["source_id"] == "00000001" and rows[0]["options"] is None
+    )
     assert "read 2 records" in err and "would exclude       1  music_avqa: audio-only question" in err
 
     avqa = write(tmp_path, "avqa/annotation/val_qa.json", [AVQA_GOOD])
-    labels = write(tmp_path, "audioset/class_labels_indices.csv", "index,mid,display_name\n0,/m/a,\"A, b\"\n")
+    labels = write(tmp_path, "audioset/class_labels_indices.csv", 'index,mid,display_name\n0,/m/a,"A, b"\n')
     seg = write(tmp_path, "audioset/eval_segments.csv", '# a\n# b\n# c\nxyz, 5.000, 15.000, "/m/a"\n')
     assert main(["--source", "avqa", avqa, "--data-root", str(tmp_path)]) == 0
     row = json.loads(capsys.readouterr()[0])
-    assert (row["options"], row["answer"], row["category"]) == (["dog", "cat", "car", "boat"], "dog", "Existential")
+    assert (row["options"], row["answer"], row["category"]) == (
+        ["dog", "cat", "car", "boat"],
+        "dog",
+        "Existential",
+    )
     assert main(["--source", "audioset", "--labels", labels, seg]) == 0
     row = json.loads(capsys.readouterr()[0])
     assert (row["source_id"], row["start"], row["end"], row["labels"]) == ("xyz", 5.0, 15.0, ["A, b"])

@@ -45,8 +45,17 @@ def test_recipes_and_quickstart_score_shared_prefixes():
 
     for path in TRAIN_RECIPES:
         assert yaml.safe_load(path.read_text()).get("shared_prefix") is True, path
-    made = recipe(QuickstartConfig(), method="dpo", model=Path("m"), train=Path("t"), world=Path("w"), out=Path("o"),
-                  steps=2, lr=1e-4, tasks=["MCIT"])
+    made = recipe(
+        QuickstartConfig(),
+        method="dpo",
+        model=Path("m"),
+        train=Path("t"),
+        world=Path("w"),
+        out=Path("o"),
+        steps=2,
+        lr=1e-4,
+        tasks=["MCIT"],
+    )
     assert made["shared_prefix"] is True
 
 
@@ -57,8 +66,7 @@ def test_every_recipe_parses_and_takes_overrides(path):
     train, data, model = parse([str(path), "--use_cpu", "true"])
     assert train.method == raw["method"] in METHODS
     assert (
-        data.train_dataset == raw["train_dataset"]
-        and model.model_name_or_path == raw["model_name_or_path"]
+        data.train_dataset == raw["train_dataset"] and model.model_name_or_path == raw["model_name_or_path"]
     )
     assert train.remove_unused_columns is False and model.trust_remote_code is False
     if raw["method"] == "cavpref":
@@ -133,8 +141,16 @@ def test_help_lists_every_section(capsys):
         main([str(ROOT / "recipes" / "tiny" / "cavpref.yaml"), "--help"])
     out = capsys.readouterr().out
     assert stop.value.code == 0 and "cavpref train" in out
-    for key in ("--lora_r", "--model_name_or_path", "--num_frames", "--lambda_a", "--train_dataset",
-                "--model_max_length", "--activation_checkpointing", "--trust_remote_code"):
+    for key in (
+        "--lora_r",
+        "--model_name_or_path",
+        "--num_frames",
+        "--lambda_a",
+        "--train_dataset",
+        "--model_max_length",
+        "--activation_checkpointing",
+        "--trust_remote_code",
+    ):
         assert key in out, key
 
 

@@ -30,7 +30,11 @@ def test_open_clip_backend_scores_the_same_clips_as_transformers(hf_models, tmp_
     config_json, ckpt = save_tiny_open_clip(tmp_path / "oc")
     common = {"clap_model": clap, "progress": False, "num_frames": 3}
     hf = Scorers(ScoringConfig(clip_model=clip, **common))
-    oc = Scorers(ScoringConfig(clip_backend="open_clip", clip_model=str(config_json), clip_pretrained=str(ckpt), **common))
+    oc = Scorers(
+        ScoringConfig(
+            clip_backend="open_clip", clip_model=str(config_json), clip_pretrained=str(ckpt), **common
+        )
+    )
     media = media_set()
     s_hf, s_oc = hf.clip.score(media, TEXTS), oc.clip.score(media, TEXTS)
     for s in (s_hf, s_oc):
@@ -60,9 +64,13 @@ def test_laion_clap_backend_scores_the_same_clips_as_transformers(hf_models, tmp
     clap, clip = hf_models
     torch.manual_seed(0)
     try:  # the package's own constructor: a random HTSAT-tiny audio tower; its text side is roberta-base
-        module = laion_clap.CLAP_Module(enable_fusion=False, amodel="HTSAT-tiny", tmodel="roberta", device="cpu")
+        module = laion_clap.CLAP_Module(
+            enable_fusion=False, amodel="HTSAT-tiny", tmodel="roberta", device="cpu"
+        )
     except OSError as err:  # laion_clap builds its tokenizer / text tower from the HF hub id "roberta-base"
-        pytest.skip(f"laion_clap needs roberta-base in the local HF cache (nothing is downloaded here): {err}")
+        pytest.skip(
+            f"laion_clap needs roberta-base in the local HF cache (nothing is downloaded here): {err}"
+        )
     ckpt = tmp_path / "tiny_laion_clap.pt"
     torch.save({"state_dict": module.model.state_dict()}, ckpt)
     common = {"clip_model": clip, "progress": False}

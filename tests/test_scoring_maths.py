@@ -4,10 +4,10 @@ import math
 
 import numpy as np
 import pytest
-
-from cavpref.media.spec import clip, combine, concat, drop_video, mute, to_json
 from cavpref.data_prep.scoring import audio_view, video_view
 from cavpref.data_prep.scoring import maths as M
+
+from cavpref.media.spec import clip, combine, concat, drop_video, mute, to_json
 
 
 def test_cosine_and_unit_interval():

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-
-from cavpref.media.decode import DecodedMedia
 from cavpref.data_prep.scoring import KeyedMedia, Scorers, ScoringConfig
 from cavpref.data_prep.scoring.tiny import save_tiny_clap, save_tiny_clip
+
+from cavpref.media.decode import DecodedMedia
 
 SR = 8000  # the tiny CLAP's rate; its window is 1 s
 

@@ -12,10 +12,6 @@ import math
 
 import numpy as np
 import pytest
-
-from cavpref.data import PreferenceExample
-from cavpref.media.spec import clip, combine, drop_video, mute, to_json
-from cavpref.media.write import write_mp4
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.scoring import (
     PAPER_THRESHOLD,
@@ -26,6 +22,10 @@ from cavpref.data_prep.scoring import (
     register_backend,
     score_preferences,
 )
+
+from cavpref.data import PreferenceExample
+from cavpref.media.spec import clip, combine, drop_video, mute, to_json
+from cavpref.media.write import write_mp4
 
 WORDS = {"red": [1.0, 0, 0], "green": [0, 1.0, 0], "blue": [0, 0, 1.0]}
 TONES = {"red": 500, "green": 1000, "blue": 1500}

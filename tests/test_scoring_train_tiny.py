@@ -5,7 +5,6 @@ import json
 
 import numpy as np
 import pytest
-
 from cavpref.data_prep.scoring import Scorers, ScoringConfig
 from cavpref.data_prep.scoring.train_tiny import (
     TinyScorerConfig,
@@ -17,6 +16,7 @@ from cavpref.data_prep.scoring.train_tiny import (
     world_labels,
 )
 from cavpref.data_prep.synthetic import WorldConfig, generate_world
+
 from cavpref.media.spec import clip as clip_spec
 from cavpref.media.spec import to_json
 
@@ -31,10 +31,14 @@ def world(tmp_path_factory):
 
 
 def test_heard_labels_by_window():
-    clip = {"duration": 4.0, "instruments": [
-        {"name": "piano", "sounding": True, "events": [[0.0, 1.0]]},
-        {"name": "police_car", "sounding": True, "events": [[2.5, 4.0]]},
-        {"name": "drum", "sounding": False, "events": []}]}
+    clip = {
+        "duration": 4.0,
+        "instruments": [
+            {"name": "piano", "sounding": True, "events": [[0.0, 1.0]]},
+            {"name": "police_car", "sounding": True, "events": [[2.5, 4.0]]},
+            {"name": "drum", "sounding": False, "events": []},
+        ],
+    }
     assert heard_labels(clip) == {"piano", "police car"}
     assert heard_labels(clip, 0.0, 1.0) == {"piano"}
     assert heard_labels(clip, 0.9, 1.9) == set()  # 0.1 s of piano is below the 0.25 s overlap
@@ -49,8 +53,17 @@ def test_split_matches_prep_hash(world):
 
 @pytest.mark.parametrize("kind", ["clap", "clip"])
 def test_trains_saves_and_scores(world, tmp_path, kind):
-    cfg = TinyScorerConfig(world=str(world), out=str(tmp_path / kind), steps=30, batch_size=8,
-                           learning_rate=3e-3, hidden_size=32, image_size=32, frames_per_clip=2, progress=False)
+    cfg = TinyScorerConfig(
+        world=str(world),
+        out=str(tmp_path / kind),
+        steps=30,
+        batch_size=8,
+        learning_rate=3e-3,
+        hidden_size=32,
+        image_size=32,
+        frames_per_clip=2,
+        progress=False,
+    )
     info = (train_tiny_clap if kind == "clap" else train_tiny_clip)(cfg)
     assert set(info["train_clips"]) == {c["file"] for c in world_clips(world, "train")}
     losses = info["losses"]
@@ -59,10 +72,17 @@ def test_trains_saves_and_scores(world, tmp_path, kind):
     assert saved["loss_last"] == info["loss_last"]
 
     labels = world_labels(json.loads((world / "world.json").read_text()))
-    scoring = ScoringConfig(clap_model=str(tmp_path / "clap"), clip_model=str(tmp_path / "clip"),
-                            vocabulary=labels, num_frames=2, progress=False)
+    scoring = ScoringConfig(
+        clap_model=str(tmp_path / "clap"),
+        clip_model=str(tmp_path / "clip"),
+        vocabulary=labels,
+        num_frames=2,
+        progress=False,
+    )
     scorers = Scorers(scoring, world)
-    media = [to_json(clip_spec(c["file"])) for c in world_clips(world, "test") + world_clips(world, "train")][:2]
+    media = [to_json(clip_spec(c["file"])) for c in world_clips(world, "test") + world_clips(world, "train")][
+        :2
+    ]
     scorer = scorers.clap if kind == "clap" else scorers.clip
     scores = scorer.score(media, labels[:2])
     assert scores.shape == (2,) and np.all((scores >= 0) & (scores <= 1))
@@ -77,8 +97,27 @@ def test_trains_saves_and_scores(world, tmp_path, kind):
 
 
 def test_command_line(world, tmp_path, capsys):
-    assert main(["tiny-clip", "--world", str(world), "--out", str(tmp_path / "c"), "--steps", "2",
-                 "--hidden_size", "32", "--image_size", "32", "--frames_per_clip", "1", "--no_progress"]) == 0
+    assert (
+        main(
+            [
+                "tiny-clip",
+                "--world",
+                str(world),
+                "--out",
+                str(tmp_path / "c"),
+                "--steps",
+                "2",
+                "--hidden_size",
+                "32",
+                "--image_size",
+                "32",
+                "--frames_per_clip",
+                "1",
+                "--no_progress",
+            ]
+        )
+        == 0
+    )
     assert "wrote tiny-clip" in capsys.readouterr().out
     assert (tmp_path / "c" / "model.safetensors").is_file()
     with pytest.raises((SystemExit, ValueError)):

@@ -35,11 +35,19 @@ def test_pack_rows_layout_hand_checked():
     assert p["target_row"].tolist() == [[0, 0, 2], [1, 0, 0]]
     assert p["target_valid"].tolist() == [[True] * 3, [True, False, False]]
     mask = block_mask(p["segment"], p["valid"])[0, 0].int().tolist()
-    assert mask == [[1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 0, 0],
-                    [1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 0], [1, 1, 1, 0, 0, 1]]  # token 9 does not see 7, 8
+    assert mask == [
+        [1, 0, 0, 0, 0, 0],
+        [1, 1, 0, 0, 0, 0],
+        [1, 1, 1, 0, 0, 0],
+        [1, 1, 1, 1, 0, 0],
+        [1, 1, 1, 1, 1, 0],
+        [1, 1, 1, 0, 0, 1],
+    ]  # token 9 does not see 7, 8
     pad_rows = block_mask(p["segment"], p["valid"])[1, 0].int().tolist()
     assert pad_rows[4] == [0, 0, 0, 0, 1, 0] and pad_rows[5] == [0, 0, 0, 0, 0, 1]  # padding sees itself only
-    left = pack_rows([[1, 2, 3], [1, 2, 3], [1, 2, 3]], [[7, 8], [5], [9]], [0, 1, 0], pad_id=0, padding_side="left")
+    left = pack_rows(
+        [[1, 2, 3], [1, 2, 3], [1, 2, 3]], [[7, 8], [5], [9]], [0, 1, 0], pad_id=0, padding_side="left"
+    )
     assert left["input_ids"].tolist()[1] == [0, 0, 1, 2, 3, 5] and left["target_pos"].tolist()[1] == [4, 0, 0]
     assert pack_rows([[1], [2]], [[3], [4]], [0, 0], pad_id=0) is None  # nothing shared: full rows
 
@@ -80,8 +88,14 @@ def ios(folders):
     return {c: _io(folders, c) for c in CONFIGS}
 
 
-MEDIA = {"P": demo_media(1), "C": demo_media(2), "PV": demo_media(3, audio=False), "PA": demo_media(4, video=False),
-         "CV": demo_media(5), "CA": demo_media(6)}
+MEDIA = {
+    "P": demo_media(1),
+    "C": demo_media(2),
+    "PV": demo_media(3, audio=False),
+    "PA": demo_media(4, video=False),
+    "CV": demo_media(5),
+    "CA": demo_media(6),
+}
 
 
 def _example(task: str, i: int = 0) -> dict:
@@ -89,10 +103,20 @@ def _example(task: str, i: int = 0) -> dict:
     clip is the presented one (as data_prep builds them), the clean one another clip."""
     presented = {"MVT": "PA", "MAT": "PV"}.get(task, "P")
     eta, gamma = DEFAULT_SWITCHES[task]
-    row = {"id": f"{task}:{i}", "task": task, "prompt": f"Question {i} about the clip: which instrument plays?",
-           "media": presented, "chosen": "(E) None of the above", "rejected": "(B) violin",
-           "visual_response": None, "visual_clean": None, "visual_perturbed": None,
-           "audio_response": None, "audio_clean": None, "audio_perturbed": None}
+    row = {
+        "id": f"{task}:{i}",
+        "task": task,
+        "prompt": f"Question {i} about the clip: which instrument plays?",
+        "media": presented,
+        "chosen": "(E) None of the above",
+        "rejected": "(B) violin",
+        "visual_response": None,
+        "visual_clean": None,
+        "visual_perturbed": None,
+        "audio_response": None,
+        "audio_clean": None,
+        "audio_perturbed": None,
+    }
     if eta or task == "MVIT":
         row.update(visual_response="(A) piano", visual_clean="CV", visual_perturbed=presented)
     if gamma or task == "MAIT":
@@ -203,8 +227,12 @@ def test_lora_with_activation_checkpointing_in_train_mode(folders, config):
     io = _io(folders, config)
     io.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     io.model.enable_input_require_grads()
-    peft = get_peft_model(io.model, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "v_proj"],
-                                               init_lora_weights=False))
+    peft = get_peft_model(
+        io.model,
+        LoraConfig(
+            r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "v_proj"], init_lora_weights=False
+        ),
+    )
     peft.train()
     batch = _collator(io)([_example("MVIT"), _example("MAIT", 1), _example("CAT", 2)])["model_inputs"]
 
@@ -238,7 +266,9 @@ def test_fallback_logs_the_reason_and_scores_full_rows(ios, monkeypatch):
     io = ios["composed"]
     batch = _collator(io, "dpo")([_example("MCIT")])["model_inputs"]
     calls, logged = [], []
-    monkeypatch.setattr(chat, "unsupported_reason", lambda model: "attention implementation 'flash_attention_2' ...")
+    monkeypatch.setattr(
+        chat, "unsupported_reason", lambda model: "attention implementation 'flash_attention_2' ..."
+    )
     monkeypatch.setattr(io, "_packed_logps", lambda *a, **k: calls.append(1))
     monkeypatch.setattr(chat.logger, "warning_once", logged.append)
     with torch.no_grad():
@@ -269,4 +299,6 @@ def test_option_likelihood_scores_all_options_against_one_prefix(ios):
 def test_config_field_reaches_the_model_io(folders):
     assert _io(folders, "composed").shared_prefix is True
     io = _io(folders, "composed", shared_prefix=False)
-    assert io.shared_prefix is False and "packed" not in _collator(io, "dpo")([_example("MCIT")])["model_inputs"]
+    assert (
+        io.shared_prefix is False and "packed" not in _collator(io, "dpo")([_example("MCIT")])["model_inputs"]
+    )

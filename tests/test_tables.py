@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from cavpref.data_prep.readers import read_ontology
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tables import (
@@ -19,8 +18,15 @@ from cavpref.data_prep.tables import (
 
 
 def cls(id_, name, children=(), restrictions=()):
-    return {"id": id_, "name": name, "description": "", "citation_uri": "", "positive_examples": [],
-            "child_ids": list(children), "restrictions": list(restrictions)}
+    return {
+        "id": id_,
+        "name": name,
+        "description": "",
+        "citation_uri": "",
+        "positive_examples": [],
+        "child_ids": list(children),
+        "restrictions": list(restrictions),
+    }
 
 
 ONTOLOGY = [
@@ -44,23 +50,58 @@ ONTOLOGY = [
 
 
 def music(answer, category, slots=()):
-    return QARecord("music_avqa", "00000001", "avqa-train.json", 0, "{}", "q?", answer, None, category,
-                    "Audio-Visual", None, meta={"slots": [list(s) for s in slots]})
+    return QARecord(
+        "music_avqa",
+        "00000001",
+        "avqa-train.json",
+        0,
+        "{}",
+        "q?",
+        answer,
+        None,
+        category,
+        "Audio-Visual",
+        None,
+        meta={"slots": [list(s) for s in slots]},
+    )
 
 
 RECORDS = [
-    music("two", "Count"), music("yes", "Count"), music("two", "Count"), music("Two", "Count"),
-    music("acoustic guitar", "Localization"), music("left", "Localization"),
-    music("guzheng", "Existential", [("<Object>", "guzheng")]), music("drum", "Existential"),
+    music("two", "Count"),
+    music("yes", "Count"),
+    music("two", "Count"),
+    music("Two", "Count"),
+    music("acoustic guitar", "Localization"),
+    music("left", "Localization"),
+    music("guzheng", "Existential", [("<Object>", "guzheng")]),
+    music("drum", "Existential"),
     music("bagpipe", "Comparative", [("<Object>", "bagpipe"), ("<LR>", "left")]),
-    QARecord("avqa", "x_000000", "val_qa.json", 0, "{}", "What is making the sound?", "Sailboat set sail",
-             ["Sailboat set sail", "Yacht consignment", "dogs", "Pet"], "Existential", "Both", "Which"),
+    QARecord(
+        "avqa",
+        "x_000000",
+        "val_qa.json",
+        0,
+        "{}",
+        "What is making the sound?",
+        "Sailboat set sail",
+        ["Sailboat set sail", "Yacht consignment", "dogs", "Pet"],
+        "Existential",
+        "Both",
+        "Which",
+    ),
     QARecord("audioset", "yt", "eval_segments.csv", 0, "{}", start=0.0, end=10.0, labels=["Dog", "Cat"]),
 ]
 
 ANIMAL = ["Animal", "Cat", "Dog", "Domestic animals, pets", "Pet"]
 MUSIC = ["Acoustic guitar", "Bagpipes", "Bell", "Drum", "Guitar", "guzheng", "Music"]
-THINGS = ["Bell", "Boat, Water vehicle", "Sailboat set sail", "Sailboat, sailing ship", "Sounds of things", "Vehicle"]
+THINGS = [
+    "Bell",
+    "Boat, Water vehicle",
+    "Sailboat set sail",
+    "Sailboat, sailing ship",
+    "Sounds of things",
+    "Vehicle",
+]
 
 
 @pytest.fixture
@@ -96,14 +137,21 @@ def test_name_mapping_and_fallbacks(tables):
     assert m["dogs"] == {"class": "Dog", "how": "name"}
     assert m["Pet"] == {"class": "Domestic animals, pets", "how": "alias"}
     assert m["Sailboat set sail"] == {"class": "Sailboat, sailing ship", "how": "ngram"}
-    assert m["guzheng"] == {"class": "Musical instrument", "how": "instrument"}  # MUSIC-AVQA <Object> fallback
+    assert m["guzheng"] == {
+        "class": "Musical instrument",
+        "how": "instrument",
+    }  # MUSIC-AVQA <Object> fallback
     assert m["Yacht consignment"] == m["left"] == m["two"] == {"class": "", "how": "none"}
 
 
 def test_t1_unrelated_means_no_shared_group(tables):
     assert tables.unrelated("Bell") == ANIMAL
-    assert tables.unrelated("guzheng") == sorted(ANIMAL + [t for t in THINGS if t != "Bell"], key=str.casefold)
-    assert tables.unrelated("dogs") == tables.unrelated("Dog") == sorted(set(MUSIC + THINGS), key=str.casefold)
+    assert tables.unrelated("guzheng") == sorted(
+        ANIMAL + [t for t in THINGS if t != "Bell"], key=str.casefold
+    )
+    assert (
+        tables.unrelated("dogs") == tables.unrelated("Dog") == sorted(set(MUSIC + THINGS), key=str.casefold)
+    )
     assert tables.unrelated("Yacht consignment") == [] and "Yacht consignment" not in tables.t1
     for a, others in tables.t1.items():  # symmetric, never self
         assert a not in others and all(a in tables.t1[b] for b in others)
@@ -112,7 +160,14 @@ def test_t1_unrelated_means_no_shared_group(tables):
 def test_t3_answer_vocabulary_per_category(tables):
     assert tables.vocab("Count") == ["two", "yes"]  # 'Two' folds into the more frequent 'two'
     assert tables.vocab("Localization") == ["acoustic guitar", "left"]
-    assert tables.vocab("Existential") == ["dogs", "drum", "guzheng", "Pet", "Sailboat set sail", "Yacht consignment"]
+    assert tables.vocab("Existential") == [
+        "dogs",
+        "drum",
+        "guzheng",
+        "Pet",
+        "Sailboat set sail",
+        "Yacht consignment",
+    ]
     assert tables.vocab("Comparative") == ["bagpipe"] and tables.vocab("World knowledge") == []
     with pytest.raises(KeyError, match="unknown category"):
         tables.vocab("Colour")
@@ -123,8 +178,11 @@ def test_group_level_one(ontology):
     assert t.group_of("Dog") == "Domestic animals, pets" and t.group_of("Sailboat set sail") == "Vehicle"
     assert t.group_of("guzheng") == "Musical instrument"
     # only strings seen in the records (labels, then mapped answers/options as spelled there) are members now
-    assert t.t2 == {"Domestic animals, pets": ["Cat", "Dog", "Pet"], "Vehicle": ["Sailboat set sail"],
-                    "Musical instrument": ["acoustic guitar", "bagpipe", "drum", "guzheng"]}
+    assert t.t2 == {
+        "Domestic animals, pets": ["Cat", "Dog", "Pet"],
+        "Vehicle": ["Sailboat set sail"],
+        "Musical instrument": ["acoustic guitar", "bagpipe", "drum", "guzheng"],
+    }
 
 
 def test_no_ontology_gives_t3_only():
@@ -146,25 +204,39 @@ def test_save_load_round_trip_and_reproducible(tables, ontology, tmp_path):
 
 def test_overrides_replace_key_by_key(tables, tmp_path):
     path = tmp_path / "user.json"
-    path.write_text(json.dumps({"version": 1, "_comment": "hand edits", "t1": {"Dog": ["Bell"], "Cat": None},
-                                "t2": {"Pets": ["Dog", "Cat"]}, "t3": {"Count": ["one", "two"]}}))
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "_comment": "hand edits",
+                "t1": {"Dog": ["Bell"], "Cat": None},
+                "t2": {"Pets": ["Dog", "Cat"]},
+                "t3": {"Count": ["one", "two"]},
+            }
+        )
+    )
     merged = apply_overrides(tables, path)
     assert merged.unrelated("dogs") == ["Bell"] and "Cat" not in merged.t1
     assert merged.t1["Bell"] == tables.t1["Bell"]
     assert merged.t2["Pets"] == ["Dog", "Cat"] and merged.t2["Animal"] == ANIMAL
     assert merged.groups_of("Dog") == ["Animal", "Pets"]
-    assert merged.vocab("Count") == ["one", "two"] and merged.vocab("Localization") == tables.vocab("Localization")
+    assert merged.vocab("Count") == ["one", "two"] and merged.vocab("Localization") == tables.vocab(
+        "Localization"
+    )
     assert tables.unrelated("Dog") != ["Bell"] and "Cat" in tables.t1  # input unchanged
     assert LookupTables.load(merged.save(tmp_path / "m.json")) == merged
 
 
-@pytest.mark.parametrize("content,match", [
-    ({"t4": {}}, r"user.json: unknown key\(s\) \['t4'\]"),
-    ({"t1": {"Dog": "Bell"}}, r"user.json: key t1.'Dog': expected a list of strings or null"),
-    ({"t3": []}, r"user.json: key 't3': expected an object"),
-    ({"version": 2}, r"user.json: key 'version'"),
-    ([], r"user.json: expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    "content,match",
+    [
+        ({"t4": {}}, r"user.json: unknown key\(s\) \['t4'\]"),
+        ({"t1": {"Dog": "Bell"}}, r"user.json: key t1.'Dog': expected a list of strings or null"),
+        ({"t3": []}, r"user.json: key 't3': expected an object"),
+        ({"version": 2}, r"user.json: key 'version'"),
+        ([], r"user.json: expected a JSON object"),
+    ],
+)
 def test_override_errors_name_file_and_key(tables, tmp_path, content, match):
     path = tmp_path / "user.json"
     path.write_text(json.dumps(content))

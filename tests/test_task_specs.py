@@ -10,8 +10,18 @@ from cavpref.eval import choice_judge, extract
 from cavpref.data import ABSTAIN_TASKS, ALL_TASKS, DIMENSIONS
 from cavpref.loss import DEFAULT_SWITCHES, switches_for
 
-MODULES = {"MCIT": "mcit", "ICIT": "icit", "MVIT": "mvit", "MAIT": "mait", "COT-Stitch": "cot_stitch",
-           "COT-Swap": "cot_swap", "CAT": "cat", "MVT": "mvt", "MAT": "mat", "CLEAN": "clean"}
+MODULES = {
+    "MCIT": "mcit",
+    "ICIT": "icit",
+    "MVIT": "mvit",
+    "MAIT": "mait",
+    "COT-Stitch": "cot_stitch",
+    "COT-Swap": "cot_swap",
+    "CAT": "cat",
+    "MVT": "mvt",
+    "MAT": "mat",
+    "CLEAN": "clean",
+}
 
 
 def test_every_task_declares_its_spec_in_its_own_module():
@@ -39,7 +49,9 @@ def test_the_evaluator_reads_task_facts_from_the_specs():
             assert extract.ABSTENTIONS[task] == spec.abstention_patterns
             assert choice_judge.JUDGE_EXTRA_OPTIONS[task] == spec.judge_options
             # the base-setting chosen sentence is recognised as an abstention by the extraction
-            ext = extract.match_choice(spec.abstention, {"A": "Cat", "B": "Dog"}, task=task, abstain_letter=None)
+            ext = extract.match_choice(
+                spec.abstention, {"A": "Cat", "B": "Dog"}, task=task, abstain_letter=None
+            )
             assert ext.choice == extract.ABSTAIN, (task, ext)
         else:
             assert task not in extract.ABSTENTION_RESPONSES and task not in choice_judge.JUDGE_EXTRA_OPTIONS

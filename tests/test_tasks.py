@@ -8,16 +8,23 @@ import re
 from collections import Counter
 
 import pytest
+from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.tables import LookupTables
+from cavpref.data_prep.tasks import (
+    ABSTENTIONS,
+    GENERATORS,
+    TEMPLATES,
+    TaskOptions,
+    generate_all,
+    item_prompt,
+    render_prompt,
+)
+from cavpref.data_prep.tasks.common import norm
+from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
+from cavpref.data_prep.tasks.templates import ATTRIBUTE_WORDS, BINDINGS, ORDER_PHRASES, SIMULTANEOUS
 
 from cavpref.data import ABSTAIN_TASKS, NONE_OF_THE_ABOVE, TASKS, PreferenceExample
 from cavpref.media.spec import Concat, Overlay, Source, combine, concat, drop_video, from_json, mute, to_json
-from cavpref.data_prep.records import QARecord
-from cavpref.data_prep.tables import LookupTables
-from cavpref.data_prep.tasks import GENERATORS, TEMPLATES, TaskOptions, generate_all, item_prompt, render_prompt
-from cavpref.data_prep.tasks.common import norm
-from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
-from cavpref.data_prep.tasks import ABSTENTIONS
-from cavpref.data_prep.tasks.templates import ATTRIBUTE_WORDS, BINDINGS, ORDER_PHRASES, SIMULTANEOUS
 
 GROUPS = {
     "Music": ["Piano", "Guitar", "Violin", "Drum", "Flute"],
@@ -385,7 +392,9 @@ def test_clean_keeps_media_and_answer():
         assert item.spec == spec(rec)  # unperturbed media
         assert norm(text(item, item.answer)) == norm(rec.answer)  # the real answer is among the options
         last = list(item.options)[-1]
-        assert item.task == "CLEAN" and item.abstain_letter == (last if item.setting == "instruction" else None)
+        assert item.task == "CLEAN" and item.abstain_letter == (
+            last if item.setting == "instruction" else None
+        )
         assert item.answer != item.abstain_letter
     for pref in prefs.values():
         assert pref.visual is None and pref.audio is None and pref.chosen != pref.rejected

@@ -10,10 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 import pytest
-from test_tasks import CAT, COW, DOG, SIREN, make_tables
-
 from cavpref.data_prep.tasks import GENERATORS, LLMConfig, TaskOptions
 from cavpref.data_prep.tasks.llm import parse_negatives
+from test_tasks import CAT, COW, DOG, SIREN, make_tables
 
 
 class _Handler(BaseHTTPRequestHandler):

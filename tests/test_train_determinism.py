@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import test_trainer_fixtures as F
-from test_trainer_launch import ROOT, recipe
 from safetensors.torch import load_file
+from test_trainer_launch import ROOT, recipe
 
 
 @pytest.fixture(scope="module")
@@ -21,12 +21,23 @@ def fx(tmp_path_factory):
 
 
 def train(rec: Path, out: Path, omp: str, compete: bool, *extra: str) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": omp, "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": omp,
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]),
+    }
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if compete else None
     try:
-        proc = subprocess.run([sys.executable, "-m", "cavpref.apps.cli", "train", str(rec), "--output_dir", str(out),
-                               *extra], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", "cavpref.apps.cli", "train", str(rec), "--output_dir", str(out), *extra],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     finally:
         if burner is not None:
             burner.kill()
@@ -36,9 +47,22 @@ def train(rec: Path, out: Path, omp: str, compete: bool, *extra: str) -> dict:
 
 
 def test_weights_bit_identical_across_thread_env_and_load(fx, tmp_path):
-    rec = recipe(fx, tmp_path / "r.yaml", max_steps=3, optim="adamw_torch", learning_rate=1e-3,
-                 model={"model_name_or_path": str(fx["model"]), "dtype": "float32", "lora_r": 0, "num_frames": 2,
-                        "freeze_vision": False, "freeze_audio": False, "train_projectors": True})
+    rec = recipe(
+        fx,
+        tmp_path / "r.yaml",
+        max_steps=3,
+        optim="adamw_torch",
+        learning_rate=1e-3,
+        model={
+            "model_name_or_path": str(fx["model"]),
+            "dtype": "float32",
+            "lora_r": 0,
+            "num_frames": 2,
+            "freeze_vision": False,
+            "freeze_audio": False,
+            "train_projectors": True,
+        },
+    )
     quiet = train(rec, tmp_path / "quiet", "1", compete=False)
     loaded = train(rec, tmp_path / "loaded", "2", compete=True)
     assert quiet.keys() == loaded.keys()

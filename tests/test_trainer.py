@@ -422,7 +422,9 @@ def test_lora_reference_is_the_adapter_disabled(fx, model_io, prefs, tmp_path):
     from cavpref.models import load_model_io
     from cavpref.train import save_merged
 
-    merged = load_model_io(AVModelArguments(model_name_or_path=save_merged(tr, str(tmp_path / "merged")))).model
+    merged = load_model_io(
+        AVModelArguments(model_name_or_path=save_merged(tr, str(tmp_path / "merged")))
+    ).model
     base = fresh_model(fx).state_dict()
     changed = {k for k, v in merged.state_dict().items() if not torch.equal(v, base[k])}
     assert changed and all("language_model" in k and "proj" in k for k in changed)

@@ -44,10 +44,19 @@ class PoisonStep(TrainerCallback):
         self.flag["on"] = state.global_step == self.step
 
 
-def test_a_skipped_step_does_not_step_the_optimizer_nor_the_schedule_nor_log_a_loss(fx, model_io, prefs, tmp_path):
+def test_a_skipped_step_does_not_step_the_optimizer_nor_the_schedule_nor_log_a_loss(
+    fx, model_io, prefs, tmp_path
+):
     data = prefs.select(range(4))  # batch 2: two optimizer steps
-    kw = dict(method="dpo", skip_bad_rows=True, optim="adamw_torch", learning_rate=1e-2,
-              lr_scheduler_type="linear", per_device_train_batch_size=2, sampler="mixed")
+    kw = dict(
+        method="dpo",
+        skip_bad_rows=True,
+        optim="adamw_torch",
+        learning_rate=1e-2,
+        lr_scheduler_type="linear",
+        per_device_train_batch_size=2,
+        sampler="mixed",
+    )
     one = trainer(fx, model_io, data, tmp_path / "one", max_steps=1, **kw)
     one.train()
 
@@ -77,8 +86,14 @@ def test_a_skipped_step_does_not_step_the_optimizer_nor_the_schedule_nor_log_a_l
 
 @pytest.mark.parametrize(
     "option, value",
-    [("loss_type", "ipo"), ("label_smoothing", 0.1), ("ld_alpha", 0.5), ("use_weighting", True),
-     ("f_divergence_type", "js_divergence"), ("loss_weights", [2.0])],
+    [
+        ("loss_type", "ipo"),
+        ("label_smoothing", 0.1),
+        ("ld_alpha", 0.5),
+        ("use_weighting", True),
+        ("f_divergence_type", "js_divergence"),
+        ("loss_weights", [2.0]),
+    ],
 )
 def test_dpo_options_the_loss_ignores_are_refused(tmp_path, option, value):
     with pytest.raises(ValueError, match=rf"CAVPrefConfig\.{option}=.*not implemented by the CAVPref loss"):
@@ -105,8 +120,11 @@ def test_beta_delta_signed_and_abs_by_hand(fx, model_io, prefs, tmp_path):
         beta_input(d, "squared")
     assert config(tmp_path).beta_delta == "abs"
     # the trainer's β follows the setting
-    inputs = {"eta": torch.zeros(3, dtype=torch.long), "gamma": torch.zeros(3, dtype=torch.long),
-              "scores": {"y": d, "v": torch.zeros(3), "a": torch.zeros(3)}}
+    inputs = {
+        "eta": torch.zeros(3, dtype=torch.long),
+        "gamma": torch.zeros(3, dtype=torch.long),
+        "scores": {"y": d, "v": torch.zeros(3), "a": torch.zeros(3)},
+    }
     for mode, want in (("signed", signed), ("abs", absolute)):
         tr = trainer(fx, model_io, prefs.select(range(2)), tmp_path / mode, beta_delta=mode)
         assert tr._betas(inputs, "cpu")["y"].tolist() == pytest.approx(want.tolist(), abs=1e-6)

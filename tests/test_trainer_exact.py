@@ -60,9 +60,16 @@ def two_processes(fx, tmp_path_factory):
         sock.bind(("127.0.0.1", 0))
         port = str(sock.getsockname()[1])
     cmd = [
-        sys.executable, "-m", "accelerate.commands.launch",
-        "--config_file", str(ROOT / "recipes/accelerate/cpu_2proc.yaml"), "--main_process_port", port,
-        str(ROOT / "tests/grad_probe.py"), str(tmp / "grads.pt"), str(Path(fx["model"]).parent),
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(ROOT / "recipes/accelerate/cpu_2proc.yaml"),
+        "--main_process_port",
+        port,
+        str(ROOT / "tests/grad_probe.py"),
+        str(tmp / "grads.pt"),
+        str(Path(fx["model"]).parent),
         str(tmp / "cases.json"),
     ]
     proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=600, check=False)
@@ -99,8 +106,11 @@ def test_sampler_optimizer_batches_do_not_depend_on_the_split(mode):
     tasks = [t for t in ("MVIT", "MAIT", "MCIT") for _ in range(8)]
 
     def steps(batch, accumulation, world):
-        micro = list(PreferenceBatchSampler(tasks, batch, world_size=world, accumulation_steps=accumulation,
-                                            mode=mode, seed=5))
+        micro = list(
+            PreferenceBatchSampler(
+                tasks, batch, world_size=world, accumulation_steps=accumulation, mode=mode, seed=5
+            )
+        )
         per_step = world * accumulation
         return [sorted(i for b in micro[k : k + per_step] for i in b) for k in range(0, len(micro), per_step)]
 

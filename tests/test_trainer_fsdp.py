@@ -26,10 +26,22 @@ def launch_fsdp(rec, out, *extra):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = str(sock.getsockname()[1])
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-           str(ROOT / "recipes/accelerate/fsdp_cpu_2proc.yaml"), "--main_process_port", port,
-           str(ROOT / "tests/fsdp_cpu_train.py"), str(rec), "--output_dir", str(out), "--per_device_train_batch_size", "2",
-           *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(ROOT / "recipes/accelerate/fsdp_cpu_2proc.yaml"),
+        "--main_process_port",
+        port,
+        str(ROOT / "tests/fsdp_cpu_train.py"),
+        str(rec),
+        "--output_dir",
+        str(out),
+        "--per_device_train_batch_size",
+        "2",
+        *extra,
+    ]
     return subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=400, check=False)
 
 

@@ -54,7 +54,10 @@ def recipe(fx, path: Path, **overrides) -> Path:
         "report_to": "none",
         "disable_tqdm": True,
         "dataloader_num_workers": 0,
-        "model_name_or_path": str(fx["model"]), "dtype": "float32", "lora_r": 0, "num_frames": 2,
+        "model_name_or_path": str(fx["model"]),
+        "dtype": "float32",
+        "lora_r": 0,
+        "num_frames": 2,
     }
     cfg.update(overrides)
     path.write_text(yaml.safe_dump(cfg))
@@ -130,8 +133,15 @@ def test_sigkill_and_resume_ends_with_the_uninterrupted_weights(fx, tmp_path):
     # ones: an in-process run inherits this pytest process's torch thread count, whose different reduction
     # order alone moves weights by ~1e-7.
     train_cmd = [sys.executable, "-m", "cavpref.apps.cli", "train", str(rec)]
-    done = subprocess.run([*train_cmd, "--output_dir", str(full), "--save_strategy", "no"], cwd=ROOT, env=env(),
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [*train_cmd, "--output_dir", str(full), "--save_strategy", "no"],
+        cwd=ROOT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
     kill_after = random.Random().randint(1, steps - 2)
@@ -151,8 +161,15 @@ def test_sigkill_and_resume_ends_with_the_uninterrupted_weights(fx, tmp_path):
     assert proc.returncode == -signal.SIGKILL, f"run ended before the kill: {proc.stderr.read()[-2000:]}"
     resumed_from = last_complete_checkpoint(str(killed))
     assert resumed_from is not None and int(resumed_from.rsplit("-", 1)[1]) >= kill_after
-    resumed = subprocess.run([*train_cmd, "--output_dir", str(killed), "--resume_from_checkpoint", "last"],
-                             cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300, check=False)
+    resumed = subprocess.run(
+        [*train_cmd, "--output_dir", str(killed), "--resume_from_checkpoint", "last"],
+        cwd=ROOT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert max_weight_diff(full, killed) == 0.0, f"killed after step {kill_after}"
     # the run folder: resolved config, versions, seed, logs, checkpoints

@@ -9,11 +9,11 @@ import re
 import av
 import numpy as np
 import pytest
+from cavpref.data_prep.synthetic import WorldConfig, generate_world
+from cavpref.data_prep.synthetic.visuals import BACKGROUNDS
 from source_facts import MUSIC_AVQA_ANSWERS as MUSIC_ANSWERS
 
 from cavpref.apps.cli import main as cavpref_main
-from cavpref.data_prep.synthetic import WorldConfig, generate_world
-from cavpref.data_prep.synthetic.visuals import BACKGROUNDS
 
 MUSIC_PAIRS = {
     ("Audio", "Counting"),

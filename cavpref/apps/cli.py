@@ -13,11 +13,20 @@ import sys
 
 # name -> ("module:function", one-line help). The function takes argv (list[str]) and returns an exit code.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "world": ("cavpref.data_prep.synthetic.cli:main", "generate the synthetic audio-visual world (embedded default data)"),
-    "prep": ("cavpref.data_prep.cli:main", "read source datasets and build AVTrustBench items + preference data"),
+    "world": (
+        "cavpref.data_prep.synthetic.cli:main",
+        "generate the synthetic audio-visual world (embedded default data)",
+    ),
+    "prep": (
+        "cavpref.data_prep.cli:main",
+        "read source datasets and build AVTrustBench items + preference data",
+    ),
     "train": ("cavpref.train:main", "train with a recipe (SFT / DPO / CAVPref)"),
     "eval": ("cavpref.eval.cli:main", "evaluate a checkpoint (avtrustbench, compare, score, ...)"),
-    "model": ("cavpref.apps.model_cli:main", "build tiny offline models (Qwen2.5-Omni thinker, composed AVLLM, CLAP / CLIP scorers)"),
+    "model": (
+        "cavpref.apps.model_cli:main",
+        "build tiny offline models (Qwen2.5-Omni thinker, composed AVLLM, CLAP / CLIP scorers)",
+    ),
     "quickstart": ("cavpref.apps.quickstart:main", "the embedded default, end to end"),
 }
 
@@ -26,8 +35,11 @@ def _usage() -> str:
     width = max(map(len, COMMANDS))
     lines = ["usage: cavpref <command> [args...]", "", "commands:"]
     lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "Every command takes [--config FILE.yaml] [--key value ...] (the command line overrides the file);",
-              "`cavpref <command> --help` lists its keys."]
+    lines += [
+        "",
+        "Every command takes [--config FILE.yaml] [--key value ...] (the command line overrides the file);",
+        "`cavpref <command> --help` lists its keys.",
+    ]
     return "\n".join(lines)
 
 

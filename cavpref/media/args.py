@@ -38,4 +38,6 @@ class MediaArguments:
 
     def frame_policy(self) -> FramePolicy:
         size = (self.frame_height, self.frame_width) if self.frame_height is not None else None
-        return FramePolicy(num_frames=self.num_frames, fps=self.frames_fps, max_frames=self.max_frames, size=size)
+        return FramePolicy(
+            num_frames=self.num_frames, fps=self.frames_fps, max_frames=self.max_frames, size=size
+        )

@@ -128,8 +128,9 @@ class _SeekingReader:
 
     def _seek(self, t: float) -> None:
         target = max(0.0, t + self.info.origin)
-        self.container.seek(math.floor(target / self.stream.time_base), stream=self.stream,
-                            backward=True, any_frame=False)
+        self.container.seek(
+            math.floor(target / self.stream.time_base), stream=self.stream, backward=True, any_frame=False
+        )
         self.gen = self.container.decode(self.stream)
         self.seeks += 1
         self.run_key = None
@@ -194,8 +195,12 @@ def read_audio(path: Path, info: MediaInfo, start: float, num_samples: int, samp
         with av.open(str(path)) as container:
             stream = container.streams.audio[0]
             if start - AUDIO_PREROLL > 0:
-                container.seek(int((start - AUDIO_PREROLL + info.origin) / stream.time_base), stream=stream,
-                               backward=True, any_frame=False)
+                container.seek(
+                    int((start - AUDIO_PREROLL + info.origin) / stream.time_base),
+                    stream=stream,
+                    backward=True,
+                    any_frame=False,
+                )
             resampler = av.AudioResampler(format="flt", layout="mono", rate=sample_rate)
             for frame in container.decode(stream):
                 if t0 is None:

@@ -76,8 +76,13 @@ def decode(
         times = frame_times(plan.duration, frames.num_frames, frames.fps, frames.max_frames)
         video = _decode_video(plan.video, times, frames.size, backend)
     audio = None if plan.audio is None else _decode_audio(plan.audio, plan.duration, sample_rate)
-    return DecodedMedia(frames=video, frame_times=None if video is None else times, audio=audio,
-                        sample_rate=sample_rate, duration=plan.duration)
+    return DecodedMedia(
+        frames=video,
+        frame_times=None if video is None else times,
+        audio=audio,
+        sample_rate=sample_rate,
+        duration=plan.duration,
+    )
 
 
 def _lookup(root):

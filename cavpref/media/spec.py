@@ -184,8 +184,12 @@ def to_dict(spec: MediaSpec) -> dict[str, Any]:
     if isinstance(spec, Concat):
         return {"op": "concat", "parts": [to_dict(p) for p in spec.parts]}
     if isinstance(spec, Overlay):
-        return {"op": "overlay", "parts": [to_dict(p) for p in spec.parts], "gains": list(spec.gains),
-                "video": spec.video}
+        return {
+            "op": "overlay",
+            "parts": [to_dict(p) for p in spec.parts],
+            "gains": list(spec.gains),
+            "video": spec.video,
+        }
     raise MediaError(f"not a MediaSpec node: {spec!r}")
 
 
@@ -206,7 +210,9 @@ def from_dict(d: dict[str, Any]) -> MediaSpec:
 def _from_dict(d: dict[str, Any]) -> MediaSpec:
     op = d["op"]
     if op == "source":
-        return Source(d["path"], float(d.get("start", 0.0)), None if d.get("end") is None else float(d["end"]))
+        return Source(
+            d["path"], float(d.get("start", 0.0)), None if d.get("end") is None else float(d["end"])
+        )
     if op == "combine":
         return Combine(
             video=None if d.get("video") is None else from_dict(d["video"]),

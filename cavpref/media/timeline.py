@@ -87,7 +87,8 @@ def _source_range(src: Source, info: MediaInfo) -> tuple[float, float]:
     if src.start >= info.duration or end > info.duration + RANGE_TOLERANCE:
         raise MediaError(
             f"{src.path}: time range [{src.start}, {src.end}] is outside the clip "
-            f"(duration {info.duration:.3f} s)")
+            f"(duration {info.duration:.3f} s)"
+        )
     end = min(end, info.duration)
     if end - src.start <= 0:
         raise MediaError(f"{src.path}: zero-length clip range [{src.start}, {end}]")
@@ -108,14 +109,20 @@ def _plan(spec, lookup, at, gain, window_end):
         if spec.video is not None:
             d, video, _ = _plan(spec.video, lookup, at, gain, window_end)
             if video is None:
-                raise MediaError(f"{_files(spec.video)}: Combine video part has no video stream "
-                                 f"(part {to_json(spec.video)})")
+                raise MediaError(
+                    f"{_files(spec.video)}: Combine video part has no video stream "
+                    f"(part {to_json(spec.video)})"
+                )
         audio = None
         if spec.audio is not None:
-            da, _, audio = _plan(spec.audio, lookup, at, gain, window_end if d is None else min(window_end, at + d))
+            da, _, audio = _plan(
+                spec.audio, lookup, at, gain, window_end if d is None else min(window_end, at + d)
+            )
             if audio is None:
-                raise MediaError(f"{_files(spec.audio)}: Combine audio part has no audio stream "
-                                 f"(part {to_json(spec.audio)})")
+                raise MediaError(
+                    f"{_files(spec.audio)}: Combine audio part has no audio stream "
+                    f"(part {to_json(spec.audio)})"
+                )
             d = da if d is None else d
         return d, video, audio
     if isinstance(spec, Concat):
@@ -149,7 +156,9 @@ def frame_times(duration: float, num_frames: int | None, fps: float | None, max_
         raise MediaError(f"cannot sample frames from a timeline of duration {duration}")
     if fps is not None:
         if fps <= 0 or max_frames < 1:
-            raise MediaError(f"FramePolicy needs fps > 0 and max_frames >= 1 (got fps={fps}, max={max_frames})")
+            raise MediaError(
+                f"FramePolicy needs fps > 0 and max_frames >= 1 (got fps={fps}, max={max_frames})"
+            )
         n = min(max(1, math.floor(duration * fps + 0.5)), max_frames)
     else:
         if num_frames is None or num_frames < 1:

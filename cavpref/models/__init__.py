@@ -44,8 +44,17 @@ DEPRECATED = {
     "ModelConfig": "AVModelArguments",
 }
 
-__all__ = ["AVModelIO", "AVModelArguments", "ModelIOError", "Row", "load_model_io", "model_io_class",  # noqa: PLE0604
-           "register_model_io", "registered_model_ios", *_LAZY]
+__all__ = [
+    "AVModelIO",
+    "AVModelArguments",
+    "ModelIOError",
+    "Row",
+    "load_model_io",
+    "model_io_class",  # noqa: PLE0604
+    "register_model_io",
+    "registered_model_ios",
+    *_LAZY,
+]
 
 
 def __getattr__(name: str):
@@ -53,7 +62,10 @@ def __getattr__(name: str):
         return getattr(importlib.import_module(_LAZY[name]), name)
     if name in DEPRECATED:
         new = DEPRECATED[name]
-        warn_once(name, f"cavpref.models.{name} is deprecated, use cavpref.models.{new} "
-                        "(the old name goes in the next release)")
+        warn_once(
+            name,
+            f"cavpref.models.{name} is deprecated, use cavpref.models.{new} "
+            "(the old name goes in the next release)",
+        )
         return globals()[new] if new in globals() else __getattr__(new)
     raise AttributeError(f"module 'cavpref.models' has no attribute {name!r}")

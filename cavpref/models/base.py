@@ -57,17 +57,24 @@ class AVModelIO(ABC):
         placeholders are -100. Raises ModelIOError naming the row for an empty response / bad media."""
 
     @abstractmethod
-    def logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool = True) -> torch.Tensor:
+    def logps(
+        self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool = True
+    ) -> torch.Tensor:
         """(B,) fp32 sums of response-token log-probs. Differentiable w.r.t. ``model``. Padding-invariant."""
 
     @abstractmethod
     def generate(self, model: torch.nn.Module, rows: Sequence[Row], **generation_kwargs) -> list[str]:
         """Greedy (by default) responses for the rows' prompts; ``Row.response`` is ignored."""
 
-    def option_logps(self, model: torch.nn.Module, rows: Sequence[Row], options: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+    def option_logps(
+        self, model: torch.nn.Module, rows: Sequence[Row], options: Sequence[Sequence[str]]
+    ) -> list[torch.Tensor]:
         """Log-likelihood of each candidate response: for row i, a tensor (len(options[i]),)."""
-        flat = [Row(r.prompt, o, r.media, r.media_key, f"{r.row_id}/opt{j}") for r, opts in zip(rows, options)
-                for j, o in enumerate(opts)]
+        flat = [
+            Row(r.prompt, o, r.media, r.media_key, f"{r.row_id}/opt{j}")
+            for r, opts in zip(rows, options)
+            for j, o in enumerate(opts)
+        ]
         with torch.no_grad():
             scores = self.logps(model, self.collate(flat))
         out, i = [], 0
@@ -77,4 +84,6 @@ class AVModelIO(ABC):
         return out
 
 
-__getattr__ = deprecated_aliases(__name__, globals(), {'AVAdapter': 'AVModelIO', 'AdapterError': 'ModelIOError'})
+__getattr__ = deprecated_aliases(
+    __name__, globals(), {"AVAdapter": "AVModelIO", "AdapterError": "ModelIOError"}
+)

@@ -96,8 +96,16 @@ class ChatModelIO(AVModelIO):
     #: what ``from_pretrained`` loads the model with (override ``load_model`` for anything fancier)
     auto_model_class: str = "AutoModelForCausalLM"
 
-    def __init__(self, processor: Any, *, model: torch.nn.Module | None = None, missing_modality: str = "drop",
-                 system_prompt: str | None = None, max_length: int | None = None, shared_prefix: bool = True):
+    def __init__(
+        self,
+        processor: Any,
+        *,
+        model: torch.nn.Module | None = None,
+        missing_modality: str = "drop",
+        system_prompt: str | None = None,
+        max_length: int | None = None,
+        shared_prefix: bool = True,
+    ):
         if missing_modality not in ("drop", "zero_dummy"):
             raise ValueError(f"missing_modality must be 'drop' or 'zero_dummy', got {missing_modality!r}")
         self.processor = processor
@@ -109,7 +117,11 @@ class ChatModelIO(AVModelIO):
         self.max_length = max_length if max_length is not None else context_length(model)
         #: score each distinct (prompt, media) prefix once (cavpref/models/shared_prefix.py); exact, so on by default
         self.shared_prefix = shared_prefix
-        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        self.pad_id = (
+            self.tokenizer.pad_token_id
+            if self.tokenizer.pad_token_id is not None
+            else self.tokenizer.eos_token_id
+        )
         self.end_of_turn_id = self._probe_end_of_turn()
 
     # ----- loading -------------------------------------------------------------------------------------------
@@ -129,13 +141,19 @@ class ChatModelIO(AVModelIO):
     def load_model(cls, path_or_id: str, cfg: Any) -> torch.nn.Module:
         import transformers
 
-        return getattr(transformers, cls.auto_model_class).from_pretrained(path_or_id, **model_load_kwargs(cfg))
+        return getattr(transformers, cls.auto_model_class).from_pretrained(
+            path_or_id, **model_load_kwargs(cfg)
+        )
 
     @classmethod
     def model_io_kwargs(cls, cfg: Any) -> dict[str, Any]:
         """Constructor options taken from a AVModelArguments."""
-        return {"missing_modality": cfg.missing_modality, "system_prompt": cfg.system_prompt,
-                "max_length": cfg.model_max_length, "shared_prefix": cfg.shared_prefix}
+        return {
+            "missing_modality": cfg.missing_modality,
+            "system_prompt": cfg.system_prompt,
+            "max_length": cfg.model_max_length,
+            "shared_prefix": cfg.shared_prefix,
+        }
 
     # ----- hooks ---------------------------------------------------------------------------------------------
     @property
@@ -167,7 +185,11 @@ class ChatModelIO(AVModelIO):
 
     # ----- text layout ---------------------------------------------------------------------------------------
     def messages(self, prompt: str, has_video: bool, has_audio: bool) -> list[dict]:
-        msgs = [{"role": "system", "content": [{"type": "text", "text": self.system_prompt}]}] if self.system_prompt else []
+        msgs = (
+            [{"role": "system", "content": [{"type": "text", "text": self.system_prompt}]}]
+            if self.system_prompt
+            else []
+        )
         content = self.content_items(has_video, has_audio) + [{"type": "text", "text": prompt}]
         return msgs + [{"role": "user", "content": content}]
 
@@ -178,9 +200,11 @@ class ChatModelIO(AVModelIO):
     def completion_text(self, msgs: list[dict], prompt_text: str, response: str, where: str) -> str:
         full = self._render(msgs + [{"role": "assistant", "content": [{"type": "text", "text": response}]}])
         if not full.startswith(prompt_text):
-            raise ModelIOError(f"{where}: the chat template does not render the prompt as a prefix of prompt + "
-                               "response; cannot label response tokens")
-        return full[len(prompt_text):].rstrip()  # trailing newline after end-of-turn is template formatting
+            raise ModelIOError(
+                f"{where}: the chat template does not render the prompt as a prefix of prompt + "
+                "response; cannot label response tokens"
+            )
+        return full[len(prompt_text) :].rstrip()  # trailing newline after end-of-turn is template formatting
 
     def _probe_end_of_turn(self) -> int | None:
         msgs = self.messages("probe", False, False)
@@ -208,8 +232,10 @@ class ChatModelIO(AVModelIO):
             if key in keys:
                 other = rows[first[key]].media
                 if (other.has_video, other.has_audio) != (row.media.has_video, row.media.has_audio):
-                    raise ModelIOError(f"{where}: media_key {row.media_key!r} is shared with "
-                                       f"{describe_row(first[key], rows[first[key]])} but the present streams differ")
+                    raise ModelIOError(
+                        f"{where}: media_key {row.media_key!r} is shared with "
+                        f"{describe_row(first[key], rows[first[key]])} but the present streams differ"
+                    )
             else:
                 keys[key], first[key] = len(encoded), i
                 try:
@@ -221,7 +247,9 @@ class ChatModelIO(AVModelIO):
             row_media.append(keys[key])
         return encoded, row_media
 
-    def _prompt_ids(self, row: Row, enc: EncodedMedia | None, where: str) -> tuple[list[int], list[dict], str]:
+    def _prompt_ids(
+        self, row: Row, enc: EncodedMedia | None, where: str
+    ) -> tuple[list[int], list[dict], str]:
         has_v = enc is not None and enc.video is not None
         has_a = enc is not None and enc.audio is not None and bool(enc.meta.get("audio_placeholder", True))
         msgs = self.messages(row.prompt, has_v, has_a)
@@ -231,8 +259,10 @@ class ChatModelIO(AVModelIO):
         for pid in self.placeholder_ids:
             n, expected = ids.count(pid), int(pid in expansions)
             if n != expected:
-                raise ModelIOError(f"{where}: prompt has {n} {self.tokenizer.convert_ids_to_tokens(pid)!r} "
-                                   f"placeholder(s) where {expected} is expected (media tokens in the prompt text?)")
+                raise ModelIOError(
+                    f"{where}: prompt has {n} {self.tokenizer.convert_ids_to_tokens(pid)!r} "
+                    f"placeholder(s) where {expected} is expected (media tokens in the prompt text?)"
+                )
         out: list[int] = []
         for t in ids:
             out.extend(expansions.get(t, (t,)))
@@ -249,9 +279,11 @@ class ChatModelIO(AVModelIO):
                 audios.append(enc.audio)
         row_video = [vid_index.get(k, -1) if k is not None else -1 for k in row_media]
         row_audio = [aud_index.get(k, -1) if k is not None else -1 for k in row_media]
-        return {"row_video": torch.tensor(row_video, dtype=torch.long),
-                "row_audio": torch.tensor(row_audio, dtype=torch.long),
-                "media": self.stack_media(videos, audios)}
+        return {
+            "row_video": torch.tensor(row_video, dtype=torch.long),
+            "row_audio": torch.tensor(row_audio, dtype=torch.long),
+            "media": self.stack_media(videos, audios),
+        }
 
     def collate(self, rows: Sequence[Row]) -> dict[str, Any]:
         if not rows:
@@ -267,17 +299,25 @@ class ChatModelIO(AVModelIO):
             completion = self.completion_text(msgs, prompt_text, row.response, where)
             resp = self.tokenizer(completion, add_special_tokens=False)["input_ids"]
             if self.max_length is not None and len(prompt_ids) + len(resp) > self.max_length:
-                raise ModelIOError(f"{where}: {len(prompt_ids) + len(resp)} tokens exceed max_length={self.max_length}")
+                raise ModelIOError(
+                    f"{where}: {len(prompt_ids) + len(resp)} tokens exceed max_length={self.max_length}"
+                )
             seqs.append(prompt_ids + resp)
             labels.append([IGNORE_INDEX] * len(prompt_ids) + resp)
             prompts.append(prompt_ids)
             responses.append(resp)
         input_ids, attention_mask = pad(seqs, self.pad_id, "right")
         label_t, _ = pad(labels, IGNORE_INDEX, "right")
-        batch = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": label_t,
-                 "row_ids": [r.row_id for r in rows]}
+        batch = {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "labels": label_t,
+            "row_ids": [r.row_id for r in rows],
+        }
         batch.update(self._media_batch(encoded, row_media))
-        if self.shared_prefix:  # the full rows stay in the batch: the fallback when the model cannot take a block mask
+        if (
+            self.shared_prefix
+        ):  # the full rows stay in the batch: the fallback when the model cannot take a block mask
             packed = pack_rows(prompts, responses, row_media, self.pad_id, self.packed_padding_side)
             if packed is not None:
                 batch["packed"] = packed
@@ -288,14 +328,22 @@ class ChatModelIO(AVModelIO):
         if not rows:
             raise ModelIOError("generate: empty batch")
         encoded, row_media = self._encode_unique(rows)
-        seqs = [self._prompt_ids(r, encoded[m] if m is not None else None, describe_row(i, r))[0]
-                for i, (r, m) in enumerate(zip(rows, row_media))]
+        seqs = [
+            self._prompt_ids(r, encoded[m] if m is not None else None, describe_row(i, r))[0]
+            for i, (r, m) in enumerate(zip(rows, row_media))
+        ]
         for i, (row, ids) in enumerate(zip(rows, seqs)):  # refused here, before any token reaches the model
             if self.max_length is not None and len(ids) >= self.max_length:
-                raise ModelIOError(f"{describe_row(i, row)}: prompt of {len(ids)} tokens leaves no room to generate "
-                                   f"(prompts that long exceed max_length={self.max_length})")
+                raise ModelIOError(
+                    f"{describe_row(i, row)}: prompt of {len(ids)} tokens leaves no room to generate "
+                    f"(prompts that long exceed max_length={self.max_length})"
+                )
         input_ids, attention_mask = pad(seqs, self.pad_id, "left")
-        batch = {"input_ids": input_ids, "attention_mask": attention_mask, "row_ids": [r.row_id for r in rows]}
+        batch = {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "row_ids": [r.row_id for r in rows],
+        }
         batch.update(self._media_batch(encoded, row_media))
         return batch
 
@@ -310,42 +358,66 @@ class ChatModelIO(AVModelIO):
         ``attention_mask``, positions copied from the full rows, and each group's media."""
         packed, core = batch["packed"], unwrap(model)
         device = core.device
-        full = self.full_positions(model, to_device({k: v for k, v in batch.items() if k != "packed"}, device))
+        full = self.full_positions(
+            model, to_device({k: v for k, v in batch.items() if k != "packed"}, device)
+        )
         mask = block_mask(packed["segment"].to(device), packed["valid"].to(device))
-        dtype = torch.get_autocast_dtype(device.type) if torch.is_autocast_enabled(device.type) \
+        dtype = (
+            torch.get_autocast_dtype(device.type)
+            if torch.is_autocast_enabled(device.type)
             else core.get_input_embeddings().weight.dtype
+        )
         group_row = packed["group_row"]
-        return {"input_ids": packed["input_ids"], "attention_mask": as_attention_mask(mask, attention_kernel(model), dtype),
-                "position_ids": packed_positions(full, packed), "media": batch["media"],
-                "row_video": batch["row_video"][group_row], "row_audio": batch["row_audio"][group_row]}
+        return {
+            "input_ids": packed["input_ids"],
+            "attention_mask": as_attention_mask(mask, attention_kernel(model), dtype),
+            "position_ids": packed_positions(full, packed),
+            "media": batch["media"],
+            "row_video": batch["row_video"][group_row],
+            "row_audio": batch["row_audio"][group_row],
+        }
 
-    def logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool = True) -> torch.Tensor:
+    def logps(
+        self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool = True
+    ) -> torch.Tensor:
         packed = batch.get("packed") if self.shared_prefix else None
         if packed is not None:
-            reason = unsupported_reason(model) if self.supports_shared_prefix else (
-                f"{type(self).__name__} does not declare supports_shared_prefix (forward_logits must take "
-                "position_ids from the batch and pass a 4D attention_mask through); scoring full rows")
+            reason = (
+                unsupported_reason(model)
+                if self.supports_shared_prefix
+                else (
+                    f"{type(self).__name__} does not declare supports_shared_prefix (forward_logits must take "
+                    "position_ids from the batch and pass a 4D attention_mask through); scoring full rows"
+                )
+            )
             if reason is None:
                 return self._packed_logps(model, batch, reuse_encoders=reuse_encoders)
             logger.warning_once(f"shared-prefix scoring is off: {reason}")
         return self._full_row_logps(model, batch, reuse_encoders=reuse_encoders)
 
-    def _packed_logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool) -> torch.Tensor:
+    def _packed_logps(
+        self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool
+    ) -> torch.Tensor:
         packed = batch["packed"]
         view = self.packed_batch(model, batch)
         with HeadAtPositions(model, packed["target_pos"], tuple(packed["input_ids"].shape)) as head:
             logits = step_logits(model, self, view, reuse_encoders=reuse_encoders)  # one root forward (FSDP)
-        if not (head.fired and logits.shape[:2] == packed["target_pos"].shape):  # a head the hook did not catch
+        if not (
+            head.fired and logits.shape[:2] == packed["target_pos"].shape
+        ):  # a head the hook did not catch
             index = packed["target_pos"].to(logits.device).unsqueeze(-1).expand(-1, -1, logits.shape[-1])
             logits = logits.gather(1, index)
         return gathered_row_logps(logits, packed)
 
-    def _full_row_logps(self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool) -> torch.Tensor:
+    def _full_row_logps(
+        self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool
+    ) -> torch.Tensor:
         labels = batch["labels"]
         positions, targets, valid = response_index(labels)
         with HeadAtPositions(model, positions, labels.shape) as head:  # logits at response positions only
-            logits = step_logits(model, self, {k: v for k, v in batch.items() if k != "packed"},
-                                 reuse_encoders=reuse_encoders)  # one root forward (FSDP)
+            logits = step_logits(
+                model, self, {k: v for k, v in batch.items() if k != "packed"}, reuse_encoders=reuse_encoders
+            )  # one root forward (FSDP)
         if head.fired and logits.shape[:2] == positions.shape:
             return gathered_logps(logits, targets.to(logits.device), valid.to(logits.device))
         return response_logps(logits, labels.to(logits.device))
@@ -371,4 +443,4 @@ class ChatModelIO(AVModelIO):
         return eos
 
 
-__getattr__ = deprecated_aliases(__name__, globals(), {'ChatAdapter': 'ChatModelIO'})
+__getattr__ = deprecated_aliases(__name__, globals(), {"ChatAdapter": "ChatModelIO"})

@@ -18,7 +18,10 @@ from pathlib import Path
 
 from cavpref.models import tiny
 
-BUILDERS: dict[str, Callable] = {"tiny-qwen": tiny.build_tiny_qwen_omni, "tiny-composed": tiny.build_tiny_composed}
+BUILDERS: dict[str, Callable] = {
+    "tiny-qwen": tiny.build_tiny_qwen_omni,
+    "tiny-composed": tiny.build_tiny_composed,
+}
 
 
 def _args_class(name: str, builder: Callable) -> type:
@@ -26,7 +29,9 @@ def _args_class(name: str, builder: Callable) -> type:
     for p in inspect.signature(builder).parameters.values():
         if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "extra_corpus":
             specs.append((p.name, type(p.default), field(default=p.default)))
-    specs.append(("corpus_file", str, field(default="", metadata={"help": "extra tokenizer corpus, one line each"})))
+    specs.append(
+        ("corpus_file", str, field(default="", metadata={"help": "extra tokenizer corpus, one line each"}))
+    )
     return make_dataclass(name.replace("-", "_").title().replace("_", "") + "Args", specs)
 
 

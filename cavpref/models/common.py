@@ -38,7 +38,9 @@ def response_index(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, to
     target_mask = labels[:, 1:] != IGNORE_INDEX
     counts = target_mask.sum(-1)
     k = max(int(counts.max()) if counts.numel() else 0, 1)
-    order = torch.sort((~target_mask).to(torch.int8), dim=1, stable=True).indices[:, :k]  # labelled first, in order
+    order = torch.sort((~target_mask).to(torch.int8), dim=1, stable=True).indices[
+        :, :k
+    ]  # labelled first, in order
     valid = torch.arange(order.shape[1], device=labels.device)[None] < counts[:, None]
     positions = torch.where(valid, order, torch.zeros_like(order))
     targets = labels[:, 1:].gather(1, positions).masked_fill(~valid, 0)
@@ -70,8 +72,13 @@ class HeadAtPositions:
         self.positions, self.seq_shape, self.fired, self._handle = positions, tuple(seq_shape), False, None
 
     def _hook(self, module, args):
-        if self.fired or not args or not torch.is_tensor(args[0]) or args[0].dim() != 3 \
-                or tuple(args[0].shape[:2]) != self.seq_shape:
+        if (
+            self.fired
+            or not args
+            or not torch.is_tensor(args[0])
+            or args[0].dim() != 3
+            or tuple(args[0].shape[:2]) != self.seq_shape
+        ):
             return None
         self.fired = True
         hidden = args[0]
@@ -95,7 +102,9 @@ def describe_row(index: int, row: Row) -> str:
 def check_media(media: Any, where: str) -> None:
     """Raise ModelIOError naming the row and field for media the model_io cannot feed."""
     if not isinstance(media, DecodedMedia):
-        raise ModelIOError(f"{where}: media must be a cavpref.media.decode.DecodedMedia, got {type(media).__name__}")
+        raise ModelIOError(
+            f"{where}: media must be a cavpref.media.decode.DecodedMedia, got {type(media).__name__}"
+        )
     frames, audio = media.frames, media.audio
     if frames is not None:
         if not isinstance(frames, np.ndarray):
@@ -114,7 +123,9 @@ def check_media(media: Any, where: str) -> None:
         if not np.isfinite(audio).all():
             raise ModelIOError(f"{where}: media.audio contains NaN or inf")
         if not isinstance(media.sample_rate, (int, np.integer)) or media.sample_rate <= 0:
-            raise ModelIOError(f"{where}: media.sample_rate must be a positive int, got {media.sample_rate!r}")
+            raise ModelIOError(
+                f"{where}: media.sample_rate must be a positive int, got {media.sample_rate!r}"
+            )
 
 
 def resample(audio: np.ndarray, orig_sr: int, target_sr: int) -> np.ndarray:
@@ -124,8 +135,10 @@ def resample(audio: np.ndarray, orig_sr: int, target_sr: int) -> np.ndarray:
     try:
         from scipy.signal import resample_poly
     except ImportError as err:  # pragma: no cover - scipy ships with the dev environment
-        raise ModelIOError(f"audio at {orig_sr} Hz needs resampling to {target_sr} Hz, which needs scipy; "
-                           f"or decode at {target_sr} Hz") from err
+        raise ModelIOError(
+            f"audio at {orig_sr} Hz needs resampling to {target_sr} Hz, which needs scipy; "
+            f"or decode at {target_sr} Hz"
+        ) from err
     g = gcd(int(orig_sr), int(target_sr))
     return resample_poly(audio, target_sr // g, orig_sr // g).astype(np.float32)
 

@@ -44,7 +44,11 @@ class ComposedAVModelIO(ChatModelIO):
         return enc
 
     def stack_media(self, videos: list[dict], audios: list[dict]) -> dict[str, torch.Tensor]:
-        return {k: torch.cat([it[k] for it in items]) for items in (videos, audios) for k in (items[0] if items else {})}
+        return {
+            k: torch.cat([it[k] for it in items])
+            for items in (videos, audios)
+            for k in (items[0] if items else {})
+        }
 
     # ----- device side ---------------------------------------------------------------------------------------
     def _media_kwargs(self, media: dict, vrows: list[int], arows: list[int]) -> dict[str, Any]:
@@ -52,10 +56,15 @@ class ComposedAVModelIO(ChatModelIO):
         kw: dict[str, Any] = {}
         if vrows:
             chunks = media["pixel_values_videos"].split(media["video_num_frames"].tolist())
-            kw.update(pixel_values_videos=torch.cat([chunks[i] for i in vrows]),
-                      video_num_frames=media["video_num_frames"][vrows])
+            kw.update(
+                pixel_values_videos=torch.cat([chunks[i] for i in vrows]),
+                video_num_frames=media["video_num_frames"][vrows],
+            )
         if arows:
-            kw.update(input_features=media["input_features"][arows], audio_num_tokens=media["audio_num_tokens"][arows])
+            kw.update(
+                input_features=media["input_features"][arows],
+                audio_num_tokens=media["audio_num_tokens"][arows],
+            )
         return kw
 
     def _dummy_outputs(self, core: torch.nn.Module, need_video: bool, need_audio: bool) -> list[torch.Tensor]:
@@ -70,14 +79,20 @@ class ComposedAVModelIO(ChatModelIO):
             outs += list(core.get_audio_features(feats, torch.tensor([1])))
         return outs
 
-    def forward_logits(self, model: torch.nn.Module, batch: dict, *, reuse_encoders: bool = True) -> torch.Tensor:
+    def forward_logits(
+        self, model: torch.nn.Module, batch: dict, *, reuse_encoders: bool = True
+    ) -> torch.Tensor:
         core = unwrap(model)
         b = to_device({k: v for k, v in batch.items() if k not in ("row_ids", "labels")}, core.device)
         media, am = b["media"], b["attention_mask"]
         vrows = [int(v) for v in b["row_video"] if v >= 0]
         arows = [int(a) for a in b["row_audio"] if a >= 0]
-        kw: dict[str, Any] = {"input_ids": b["input_ids"], "attention_mask": am, "use_cache": False,
-                              "position_ids": b["position_ids"] if "position_ids" in b else (am.cumsum(-1) - 1).clamp(min=0)}
+        kw: dict[str, Any] = {
+            "input_ids": b["input_ids"],
+            "attention_mask": am,
+            "use_cache": False,
+            "position_ids": b["position_ids"] if "position_ids" in b else (am.cumsum(-1) - 1).clamp(min=0),
+        }
         if reuse_encoders:
             if vrows:
                 feats = core.get_video_features(media["pixel_values_videos"], media["video_num_frames"])
@@ -89,7 +104,11 @@ class ComposedAVModelIO(ChatModelIO):
             kw.update(self._media_kwargs(media, vrows, arows))
         if self.missing_modality == "zero_dummy" and (not vrows or not arows):
             zero = zero_contribution(*self._dummy_outputs(core, not vrows, not arows))
-            media_kw = {k: kw.pop(k) for k in list(kw) if k not in ("input_ids", "attention_mask", "use_cache", "position_ids")}
+            media_kw = {
+                k: kw.pop(k)
+                for k in list(kw)
+                if k not in ("input_ids", "attention_mask", "use_cache", "position_ids")
+            }
             embeds = core.embed(kw.pop("input_ids"), **media_kw)
             kw["inputs_embeds"] = embeds + zero.to(embeds.dtype)
         return model(**kw).logits
@@ -101,8 +120,12 @@ class ComposedAVModelIO(ChatModelIO):
         arows = [int(a) for a in b["row_audio"] if a >= 0]
         kw = {"pad_token_id": self.pad_id, "eos_token_id": self.eos_ids(core)}
         kw.update(generation_kwargs)
-        return core.generate(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
-                              **self._media_kwargs(b["media"], vrows, arows), **kw)
+        return core.generate(
+            input_ids=b["input_ids"],
+            attention_mask=b["attention_mask"],
+            **self._media_kwargs(b["media"], vrows, arows),
+            **kw,
+        )
 
 
-__getattr__ = deprecated_aliases(__name__, globals(), {'ComposedAVAdapter': 'ComposedAVModelIO'})
+__getattr__ = deprecated_aliases(__name__, globals(), {"ComposedAVAdapter": "ComposedAVModelIO"})

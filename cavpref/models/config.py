@@ -25,8 +25,14 @@ from cavpref.deprecation import warn_once
 from cavpref.media.args import MediaArguments
 
 MISSING_MODALITY_POLICIES = ("drop", "zero_dummy")
-DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-          "float16": torch.float16, "fp16": torch.float16}
+DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+}
 DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -35,49 +41,90 @@ class AVModelArguments(MediaArguments):
     """How to load, feed and fine-tune one audio-visual LLM (the frame fields come from ``MediaArguments``)."""
 
     model_name_or_path: str = field(default="", metadata={"help": "HF hub id or local folder"})
-    model_io: str | None = field(default=None,
-                                 metadata={"help": "registered model I/O name (register_model_io); None: from config.json"})
-    dtype: str = field(default="auto", metadata={"help": "auto (bf16 on a bf16 GPU, else fp32) | float32 | bfloat16 | float16"})
-    attn_implementation: str | None = field(default=None, metadata={"help": "eager | sdpa | flash_attention_2"})
+    model_io: str | None = field(
+        default=None,
+        metadata={"help": "registered model I/O name (register_model_io); None: from config.json"},
+    )
+    dtype: str = field(
+        default="auto",
+        metadata={"help": "auto (bf16 on a bf16 GPU, else fp32) | float32 | bfloat16 | float16"},
+    )
+    attn_implementation: str | None = field(
+        default=None, metadata={"help": "eager | sdpa | flash_attention_2"}
+    )
     # Not a command-line key: the one ``--trust_remote_code`` is TRL's (CAVPrefConfig), copied here by ``cavpref train``.
-    trust_remote_code: bool = field(default=False, init=False,
-                                    metadata={"help": "allow hub code (set from CAVPrefConfig.trust_remote_code)"})
+    trust_remote_code: bool = field(
+        default=False,
+        init=False,
+        metadata={"help": "allow hub code (set from CAVPrefConfig.trust_remote_code)"},
+    )
 
     # how rows become model inputs
     missing_modality: str = field(default="drop", metadata={"help": "drop | zero_dummy (ZeRO-3 / DDP safe)"})
-    shared_prefix: bool = field(default=True, metadata={
-        "help": "score each distinct (prompt, media) prefix once: one packed sequence per prefix with a block "
-                "attention mask (exact; falls back to full rows, with a logged reason, on attention kernels "
-                "without 4D masks such as flash_attention_2)"})
-    use_audio_in_video: bool = field(default=False, metadata={"help": "Qwen-Omni: interleave audio with video tokens"})
-    system_prompt: str | None = field(default=None, metadata={"help": "None: the model_io's default system prompt"})
+    shared_prefix: bool = field(
+        default=True,
+        metadata={
+            "help": "score each distinct (prompt, media) prefix once: one packed sequence per prefix with a block "
+            "attention mask (exact; falls back to full rows, with a logged reason, on attention kernels "
+            "without 4D masks such as flash_attention_2)"
+        },
+    )
+    use_audio_in_video: bool = field(
+        default=False, metadata={"help": "Qwen-Omni: interleave audio with video tokens"}
+    )
+    system_prompt: str | None = field(
+        default=None, metadata={"help": "None: the model_io's default system prompt"}
+    )
     video_fps: float = field(default=2.0, metadata={"help": "fps assumed when frames carry no timestamps"})
-    video_min_pixels: int | None = field(default=None, metadata={"help": "per-frame pixel floor (None: the model I/O default)"})
-    video_max_pixels: int | None = field(default=None, metadata={
-        "help": "per-frame pixel cap (None: the model I/O default; Qwen: min(checkpoint's longest_edge, 768*28*28))"})
-    audio_max_seconds: float | None = field(default=30.0, metadata={
-        "help": "audio fed per clip: cut at / padded to this many seconds (Qwen's extractor pads to its "
-                "chunk_length, 300 s for the 7B); None: the extractor's chunk_length"})
-    model_max_length: int | None = field(default=None,
-                                         metadata={"help": "rows longer than this (tokens) are refused, named "
-                                                           "(None: the model's context size)"})
+    video_min_pixels: int | None = field(
+        default=None, metadata={"help": "per-frame pixel floor (None: the model I/O default)"}
+    )
+    video_max_pixels: int | None = field(
+        default=None,
+        metadata={
+            "help": "per-frame pixel cap (None: the model I/O default; Qwen: min(checkpoint's longest_edge, 768*28*28))"
+        },
+    )
+    audio_max_seconds: float | None = field(
+        default=30.0,
+        metadata={
+            "help": "audio fed per clip: cut at / padded to this many seconds (Qwen's extractor pads to its "
+            "chunk_length, 300 s for the 7B); None: the extractor's chunk_length"
+        },
+    )
+    model_max_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "rows longer than this (tokens) are refused, named (None: the model's context size)"
+        },
+    )
 
     # what trains
-    lora_r: int = field(default=16, metadata={"help": "0 disables LoRA (full fine-tuning of the language model)"})
-    lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling numerator (scale = lora_alpha / lora_r)"})
+    lora_r: int = field(
+        default=16, metadata={"help": "0 disables LoRA (full fine-tuning of the language model)"}
+    )
+    lora_alpha: int = field(
+        default=32, metadata={"help": "LoRA scaling numerator (scale = lora_alpha / lora_r)"}
+    )
     lora_dropout: float = field(default=0.05, metadata={"help": "dropout on the LoRA input"})
-    lora_target_modules: list[str] = field(default_factory=lambda: list(DEFAULT_LORA_TARGETS),
-                                           metadata={"help": "linear-layer names inside the language model"})
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: list(DEFAULT_LORA_TARGETS),
+        metadata={"help": "linear-layer names inside the language model"},
+    )
     train_projectors: bool = field(default=False, metadata={"help": "train the modality projectors fully"})
     freeze_vision: bool = field(default=True, metadata={"help": "keep the vision encoder frozen"})
     freeze_audio: bool = field(default=True, metadata={"help": "keep the audio encoder frozen"})
 
     def __post_init__(self):
         if self.missing_modality not in MISSING_MODALITY_POLICIES:
-            raise ValueError(f"AVModelArguments.missing_modality: {self.missing_modality!r} is not one of "
-                             f"{MISSING_MODALITY_POLICIES}")
+            raise ValueError(
+                f"AVModelArguments.missing_modality: {self.missing_modality!r} is not one of "
+                f"{MISSING_MODALITY_POLICIES}"
+            )
         if self.dtype != "auto" and self.dtype not in DTYPES:
-            raise ValueError(f"AVModelArguments.dtype: {self.dtype!r} is not 'auto' or one of {sorted(DTYPES)}")
+            raise ValueError(
+                f"AVModelArguments.dtype: {self.dtype!r} is not 'auto' or one of {sorted(DTYPES)}"
+            )
         super().__post_init__()
 
     def torch_dtype(self) -> torch.dtype:
@@ -104,11 +151,18 @@ class AVModelArguments(MediaArguments):
 # Old field names (the nested ``model:`` section of earlier recipes) -> today's flat keys.
 RENAMED_FIELDS = {"max_length": "model_max_length", "adapter": "model_io"}
 # Old ``model:`` keys that now live only in CAVPrefConfig (one meaning, one field).
-MOVED_TO_TRAINING = {"trust_remote_code": "trust_remote_code", "gradient_checkpointing": "activation_checkpointing"}
+MOVED_TO_TRAINING = {
+    "trust_remote_code": "trust_remote_code",
+    "gradient_checkpointing": "activation_checkpointing",
+}
+
 
 def __getattr__(name: str):
     if name == "ModelConfig":
-        warn_once("ModelConfig", "cavpref.models.config.ModelConfig is deprecated: use AVModelArguments "
-                                 "(it is not trl.ModelConfig); the alias goes in the next release")
+        warn_once(
+            "ModelConfig",
+            "cavpref.models.config.ModelConfig is deprecated: use AVModelArguments "
+            "(it is not trl.ModelConfig); the alias goes in the next release",
+        )
         return AVModelArguments
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

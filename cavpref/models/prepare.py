@@ -28,16 +28,20 @@ def lora_target_pattern(language_model_prefix: str, target_modules: list[str]) -
     return rf"{re.escape(language_model_prefix)}\.(?:.*\.)?(?:{names})"
 
 
-def prepare_model(model: torch.nn.Module, config: AVModelArguments, model_io, *,
-                  gradient_checkpointing: bool = False) -> torch.nn.Module:
+def prepare_model(
+    model: torch.nn.Module, config: AVModelArguments, model_io, *, gradient_checkpointing: bool = False
+) -> torch.nn.Module:
     """Apply ``config`` to ``model`` (laid out as ``model_io`` — an instance or class — describes) and return the
     model to train: a ``peft.PeftModel`` when ``config.lora_r > 0``, else ``model`` itself.
 
     ``gradient_checkpointing`` is for Python callers that train outside ``CAVPrefTrainer``; under the trainer the
     one switch is ``CAVPrefConfig.activation_checkpointing`` (the Trainer enables it)."""
-    encoders = ([] if config.freeze_vision else list(model_io.vision_modules)) + \
-               ([] if config.freeze_audio else list(model_io.audio_modules))
-    projectors = [p for p in model_io.projector_modules if config.train_projectors and not _inside(p, encoders)]
+    encoders = ([] if config.freeze_vision else list(model_io.vision_modules)) + (
+        [] if config.freeze_audio else list(model_io.audio_modules)
+    )
+    projectors = [
+        p for p in model_io.projector_modules if config.train_projectors and not _inside(p, encoders)
+    ]
     for name in encoders + projectors:
         model.get_submodule(name)  # fail early, naming the module, if the layout is wrong
     if gradient_checkpointing:
@@ -54,9 +58,14 @@ def prepare_model(model: torch.nn.Module, config: AVModelArguments, model_io, *,
 
     from peft import LoraConfig, get_peft_model
 
-    lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout, bias="none",
-                      target_modules=lora_target_pattern(model_io.language_model_prefix, config.lora_target_modules),
-                      modules_to_save=(encoders + projectors) or None)
+    lora = LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        bias="none",
+        target_modules=lora_target_pattern(model_io.language_model_prefix, config.lora_target_modules),
+        modules_to_save=(encoders + projectors) or None,
+    )
     peft_model = get_peft_model(model, lora)
     if gradient_checkpointing:
         peft_model.enable_input_require_grads()

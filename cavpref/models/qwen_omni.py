@@ -39,8 +39,10 @@ from cavpref.models.config import AVModelArguments
 #: checkpoint's video processor allows 12.8 M pixels per frame, i.e. 10,764 video tokens per row at 1080p.
 QWEN_VIDEO_MAX_PIXELS = 768 * 28 * 28
 
-QWEN_OMNI_SYSTEM_PROMPT = ("You are Qwen, a virtual human developed by the Qwen Team, Alibaba Group, capable of "
-                           "perceiving auditory and visual inputs, as well as generating text and speech.")
+QWEN_OMNI_SYSTEM_PROMPT = (
+    "You are Qwen, a virtual human developed by the Qwen Team, Alibaba Group, capable of "
+    "perceiving auditory and visual inputs, as well as generating text and speech."
+)
 
 
 def _size_get(size: Any, key: str) -> int | None:
@@ -58,27 +60,49 @@ class QwenOmniModelIO(ChatModelIO):
     projector_modules = ("model.visual.merger", "model.audio_tower.proj")
     default_system_prompt = QWEN_OMNI_SYSTEM_PROMPT
 
-    def __init__(self, processor: Any, *, model: torch.nn.Module | None = None, missing_modality: str = "drop",
-                 system_prompt: str | None = None, max_length: int | None = None, use_audio_in_video: bool = False,
-                 video_fps: float = 2.0, video_min_pixels: int | None = None, video_max_pixels: int | None = None,
-                 cap_pixels_per_frame: bool | None = True, audio_max_seconds: float | None = 30.0,
-                 shared_prefix: bool = True):
-        super().__init__(processor, model=model, missing_modality=missing_modality, system_prompt=system_prompt,
-                         max_length=max_length, shared_prefix=shared_prefix)
+    def __init__(
+        self,
+        processor: Any,
+        *,
+        model: torch.nn.Module | None = None,
+        missing_modality: str = "drop",
+        system_prompt: str | None = None,
+        max_length: int | None = None,
+        use_audio_in_video: bool = False,
+        video_fps: float = 2.0,
+        video_min_pixels: int | None = None,
+        video_max_pixels: int | None = None,
+        cap_pixels_per_frame: bool | None = True,
+        audio_max_seconds: float | None = 30.0,
+        shared_prefix: bool = True,
+    ):
+        super().__init__(
+            processor,
+            model=model,
+            missing_modality=missing_modality,
+            system_prompt=system_prompt,
+            max_length=max_length,
+            shared_prefix=shared_prefix,
+        )
         self.use_audio_in_video = use_audio_in_video
         self.video_fps = video_fps
         vsize = processor.video_processor.size
         self.video_min_pixels = video_min_pixels or _size_get(vsize, "shortest_edge")
         ceiling = _size_get(vsize, "longest_edge")
-        self.video_max_pixels = video_max_pixels or min(ceiling or QWEN_VIDEO_MAX_PIXELS, QWEN_VIDEO_MAX_PIXELS)
+        self.video_max_pixels = video_max_pixels or min(
+            ceiling or QWEN_VIDEO_MAX_PIXELS, QWEN_VIDEO_MAX_PIXELS
+        )
         self.cap_pixels_per_frame = cap_pixels_per_frame
         self.sample_rate = int(processor.feature_extractor.sampling_rate)
         # Every clip is padded to (cut at) this many samples: the extractor pads to max_length only, and the
         # batch's features are concatenated, so one length for all; 30 s instead of the 7B's 300 s chunk_length
         # (15.4 MB and ~20x the CPU time per clip there).
         self.audio_max_seconds = audio_max_seconds
-        self.audio_samples = (int(round(audio_max_seconds * self.sample_rate)) if audio_max_seconds
-                              else int(processor.feature_extractor.n_samples))
+        self.audio_samples = (
+            int(round(audio_max_seconds * self.sample_rate))
+            if audio_max_seconds
+            else int(processor.feature_extractor.n_samples)
+        )
         self.video_token_id = processor.video_token_id
         self.audio_token_id = processor.audio_token_id
 
@@ -103,15 +127,23 @@ class QwenOmniModelIO(ChatModelIO):
 
     @classmethod
     def model_io_kwargs(cls, cfg: AVModelArguments) -> dict[str, Any]:
-        return {**super().model_io_kwargs(cfg), "use_audio_in_video": cfg.use_audio_in_video,
-                "video_fps": cfg.video_fps, "video_min_pixels": cfg.video_min_pixels,
-                "video_max_pixels": cfg.video_max_pixels, "audio_max_seconds": cfg.audio_max_seconds}
+        return {
+            **super().model_io_kwargs(cfg),
+            "use_audio_in_video": cfg.use_audio_in_video,
+            "video_fps": cfg.video_fps,
+            "video_min_pixels": cfg.video_min_pixels,
+            "video_max_pixels": cfg.video_max_pixels,
+            "audio_max_seconds": cfg.audio_max_seconds,
+        }
 
     # ----- CPU side ------------------------------------------------------------------------------------------
     def _videos_kwargs(self, media: DecodedMedia) -> dict[str, Any]:
-        kw = {"size": {"shortest_edge": self.video_min_pixels, "longest_edge": self.video_max_pixels},
-              "fps": frames_fps(media, self.video_fps), "do_sample_frames": False,
-              "input_data_format": "channels_last"}  # never guess: a 3-pixel-high frame looks channels-first
+        kw = {
+            "size": {"shortest_edge": self.video_min_pixels, "longest_edge": self.video_max_pixels},
+            "fps": frames_fps(media, self.video_fps),
+            "do_sample_frames": False,
+            "input_data_format": "channels_last",
+        }  # never guess: a 3-pixel-high frame looks channels-first
         if self.cap_pixels_per_frame is not None:
             kw["cap_pixels_per_frame"] = self.cap_pixels_per_frame
         return kw
@@ -122,19 +154,26 @@ class QwenOmniModelIO(ChatModelIO):
         if media.audio is not None:
             audio = resample(media.audio, int(media.sample_rate), self.sample_rate)
             if audio.shape[0] > self.audio_samples:
-                warnings.warn(f"audio of {audio.shape[0] / self.sample_rate:.1f} s is cut to "
-                              f"{self.audio_samples / self.sample_rate:g} s (audio_max_seconds)", stacklevel=2)
+                warnings.warn(
+                    f"audio of {audio.shape[0] / self.sample_rate:.1f} s is cut to "
+                    f"{self.audio_samples / self.sample_rate:g} s (audio_max_seconds)",
+                    stacklevel=2,
+                )
                 audio = audio[: self.audio_samples]
         audio_kw = {"audio_kwargs": {"max_length": self.audio_samples, "truncation": True}}
         interleave = self.use_audio_in_video and media.frames is not None and audio is not None
-        enc = EncodedMedia(expansions={}, meta={"interleaved": interleave, "audio_placeholder": not interleave})
+        enc = EncodedMedia(
+            expansions={}, meta={"interleaved": interleave, "audio_placeholder": not interleave}
+        )
         if media.frames is not None:
             kw: dict[str, Any] = {"videos": [media.frames], "videos_kwargs": self._videos_kwargs(media)}
             if interleave:
                 kw.update(audio=[audio], load_audio_from_video=True, audio_from_video_indices=[0], **audio_kw)
             out = proc(text=[proc.video_token], return_tensors="pt", **kw)
             enc.expansions[self.video_token_id] = out["input_ids"][0].tolist()
-            enc.video = {k: out[k] for k in ("pixel_values_videos", "video_grid_thw", "video_second_per_grid")}
+            enc.video = {
+                k: out[k] for k in ("pixel_values_videos", "video_grid_thw", "video_second_per_grid")
+            }
             enc.video["video_second_per_grid"] = enc.video["video_second_per_grid"].float()
             if interleave:
                 enc.audio = {k: out[k] for k in ("input_features", "feature_attention_mask")}
@@ -160,7 +199,7 @@ class QwenOmniModelIO(ChatModelIO):
     def stack_media(self, videos: list[dict], audios: list[dict]) -> dict[str, torch.Tensor]:
         out = {}
         for items in (videos, audios):
-            for key in (items[0] if items else {}):
+            for key in items[0] if items else {}:
                 out[key] = torch.cat([it[key] for it in items])
         return out
 
@@ -177,9 +216,14 @@ class QwenOmniModelIO(ChatModelIO):
             v, a = int(b["row_video"][r]), int(b["row_audio"][r])
             interleaved = self.use_audio_in_video and v >= 0 and a >= 0
             p, _ = core.model.get_rope_index(
-                ids[r:r + 1], None, media["video_grid_thw"][v:v + 1] if v >= 0 else None, am[r:r + 1],
-                interleaved, media["feature_attention_mask"][a:a + 1].sum(-1) if a >= 0 else None,
-                media["video_second_per_grid"][v:v + 1] if v >= 0 else None)
+                ids[r : r + 1],
+                None,
+                media["video_grid_thw"][v : v + 1] if v >= 0 else None,
+                am[r : r + 1],
+                interleaved,
+                media["feature_attention_mask"][a : a + 1].sum(-1) if a >= 0 else None,
+                media["video_second_per_grid"][v : v + 1] if v >= 0 else None,
+            )
             pos[:, r] = p[:, 0]
         return pos
 
@@ -190,24 +234,34 @@ class QwenOmniModelIO(ChatModelIO):
         if need_video:
             vc = core.config.vision_config
             m = vc.spatial_merge_size
-            pv = torch.zeros(m * m, vc.in_channels * vc.temporal_patch_size * vc.patch_size ** 2, device=dev)
+            pv = torch.zeros(m * m, vc.in_channels * vc.temporal_patch_size * vc.patch_size**2, device=dev)
             grid = torch.tensor([[1, m, m]], device=dev)
             outs += list(core.get_video_features(pv, grid).pooler_output)
         if need_audio:
             ac = core.config.audio_config
             n = 2 * ac.n_window
             feats = torch.zeros(1, ac.num_mel_bins, n, device=dev)
-            outs.append(core.get_audio_features(feats, torch.ones(1, n, dtype=torch.long, device=dev)).last_hidden_state)
+            outs.append(
+                core.get_audio_features(
+                    feats, torch.ones(1, n, dtype=torch.long, device=dev)
+                ).last_hidden_state
+            )
         return outs
 
-    def forward_logits(self, model: torch.nn.Module, batch: dict, *, reuse_encoders: bool = True) -> torch.Tensor:
+    def forward_logits(
+        self, model: torch.nn.Module, batch: dict, *, reuse_encoders: bool = True
+    ) -> torch.Tensor:
         core = unwrap(model)
         b = to_device({k: v for k, v in batch.items() if k not in ("row_ids", "labels")}, core.device)
         ids, media = b["input_ids"], b["media"]
         vrows = [int(v) for v in b["row_video"] if v >= 0]
         arows = [int(a) for a in b["row_audio"] if a >= 0]
-        kw: dict[str, Any] = {"input_ids": ids, "attention_mask": b["attention_mask"], "use_cache": False,
-                              "position_ids": b["position_ids"] if "position_ids" in b else self._row_positions(core, b)}
+        kw: dict[str, Any] = {
+            "input_ids": ids,
+            "attention_mask": b["attention_mask"],
+            "use_cache": False,
+            "position_ids": b["position_ids"] if "position_ids" in b else self._row_positions(core, b),
+        }
         if vrows:
             kw["video_grid_thw"] = media["video_grid_thw"][vrows]
             kw["video_second_per_grid"] = media["video_second_per_grid"][vrows]
@@ -216,14 +270,22 @@ class QwenOmniModelIO(ChatModelIO):
         embeds = None
         if reuse_encoders:
             if vrows:
-                feats = core.get_video_features(media["pixel_values_videos"], media["video_grid_thw"]).pooler_output
-                kw["mm_encoder_outputs"] = {"video": BaseModelOutputWithPooling(pooler_output=tuple(feats[i] for i in vrows))}
+                feats = core.get_video_features(
+                    media["pixel_values_videos"], media["video_grid_thw"]
+                ).pooler_output
+                kw["mm_encoder_outputs"] = {
+                    "video": BaseModelOutputWithPooling(pooler_output=tuple(feats[i] for i in vrows))
+                }
             if arows:
-                hidden = core.get_audio_features(media["input_features"], media["feature_attention_mask"]).last_hidden_state
+                hidden = core.get_audio_features(
+                    media["input_features"], media["feature_attention_mask"]
+                ).last_hidden_state
                 per_audio = hidden.split(media["audio_num_tokens"].tolist())
                 embeds = core.get_input_embeddings()(ids)
                 mask = (ids == self.audio_token_id).unsqueeze(-1)
-                embeds = embeds.masked_scatter(mask, torch.cat([per_audio[i] for i in arows]).to(embeds.dtype))
+                embeds = embeds.masked_scatter(
+                    mask, torch.cat([per_audio[i] for i in arows]).to(embeds.dtype)
+                )
         else:
             if vrows:
                 chunks = media["pixel_values_videos"].split(media["video_grid_thw"].prod(-1).tolist())
@@ -246,26 +308,38 @@ class QwenOmniModelIO(ChatModelIO):
         media, rv, ra = b["media"], b["row_video"].tolist(), b["row_audio"].tolist()
         flags = [self.use_audio_in_video and v >= 0 and a >= 0 for v, a in zip(rv, ra)]
         out: list[torch.Tensor | None] = [None] * len(rv)
-        chunks = (media["pixel_values_videos"].split(media["video_grid_thw"].prod(-1).tolist())
-                  if "pixel_values_videos" in media else ())
+        chunks = (
+            media["pixel_values_videos"].split(media["video_grid_thw"].prod(-1).tolist())
+            if "pixel_values_videos" in media
+            else ()
+        )
         for flag in sorted(set(flags)):
             rows = [r for r, f in enumerate(flags) if f == flag]
             vsel = [rv[r] for r in rows if rv[r] >= 0]
             asel = [ra[r] for r in rows if ra[r] >= 0]
-            kw = {"input_ids": b["input_ids"][rows], "attention_mask": b["attention_mask"][rows],
-                  "use_audio_in_video": flag, "pad_token_id": self.pad_id, "eos_token_id": self.eos_ids(core)}
+            kw = {
+                "input_ids": b["input_ids"][rows],
+                "attention_mask": b["attention_mask"][rows],
+                "use_audio_in_video": flag,
+                "pad_token_id": self.pad_id,
+                "eos_token_id": self.eos_ids(core),
+            }
             if vsel:
-                kw.update(pixel_values_videos=torch.cat([chunks[i] for i in vsel]),
-                          video_grid_thw=media["video_grid_thw"][vsel],
-                          video_second_per_grid=media["video_second_per_grid"][vsel])
+                kw.update(
+                    pixel_values_videos=torch.cat([chunks[i] for i in vsel]),
+                    video_grid_thw=media["video_grid_thw"][vsel],
+                    video_second_per_grid=media["video_second_per_grid"][vsel],
+                )
             if asel:
-                kw.update(input_features=media["input_features"][asel],
-                          feature_attention_mask=media["feature_attention_mask"][asel])
+                kw.update(
+                    input_features=media["input_features"][asel],
+                    feature_attention_mask=media["feature_attention_mask"][asel],
+                )
             kw.update(generation_kwargs)
             seqs = core.generate(**kw)
-            for r, seq in zip(rows, seqs[:, b["input_ids"].shape[1]:]):
+            for r, seq in zip(rows, seqs[:, b["input_ids"].shape[1] :]):
                 out[r] = seq
         return out
 
 
-__getattr__ = deprecated_aliases(__name__, globals(), {'QwenOmniAdapter': 'QwenOmniModelIO'})
+__getattr__ = deprecated_aliases(__name__, globals(), {"QwenOmniAdapter": "QwenOmniModelIO"})

@@ -32,8 +32,9 @@ _MODEL_TYPES: dict[str, str] = {
 }
 
 
-def register_model_io(name: str, model_io: type[AVModelIO] | str | None = None, *,
-                     model_types: Iterable[str] = ()) -> Callable | type:
+def register_model_io(
+    name: str, model_io: type[AVModelIO] | str | None = None, *, model_types: Iterable[str] = ()
+) -> Callable | type:
     """Register ``model_io`` (a class or "module:Class") under ``name`` for the given config model_types.
     Without ``model_io`` it returns a class decorator."""
 
@@ -71,19 +72,28 @@ def model_io_name_for(path_or_id: str) -> str:
         raise ValueError(f"{path_or_id}: cannot read config.json to pick a model I/O ({err})") from err
     model_type = raw.get("model_type")
     if model_type not in _MODEL_TYPES:
-        raise ValueError(f"{path_or_id}/config.json: model_type {model_type!r} has no registered model_io "
-                         f"(known: {sorted(_MODEL_TYPES)}); register one with register_model_io(..., model_types=...)")
+        raise ValueError(
+            f"{path_or_id}/config.json: model_type {model_type!r} has no registered model_io "
+            f"(known: {sorted(_MODEL_TYPES)}); register one with register_model_io(..., model_types=...)"
+        )
     return _MODEL_TYPES[model_type]
 
 
-def load_model_io(name_or_path: str | AVModelArguments, *, model_io: str | None = None, **kwargs: Any) -> AVModelIO:
+def load_model_io(
+    name_or_path: str | AVModelArguments, *, model_io: str | None = None, **kwargs: Any
+) -> AVModelIO:
     """Load processor + model from a hub id or folder into the model_io its config selects (or ``model_io``).
     ``kwargs`` are AVModelArguments fields; a AVModelArguments may be passed instead of a path. The model is
     ``model_io.model``."""
-    trusted = name_or_path.trust_remote_code if isinstance(name_or_path, AVModelArguments) else \
-        kwargs.get("trust_remote_code", False)
+    trusted = (
+        name_or_path.trust_remote_code
+        if isinstance(name_or_path, AVModelArguments)
+        else kwargs.get("trust_remote_code", False)
+    )
     if trusted:  # the folder's own Python files will be imported and run
-        folder = name_or_path.model_name_or_path if isinstance(name_or_path, AVModelArguments) else name_or_path
+        folder = (
+            name_or_path.model_name_or_path if isinstance(name_or_path, AVModelArguments) else name_or_path
+        )
         logger.warning(f"trust_remote_code is on: running the Python code shipped in {folder}")
     if isinstance(name_or_path, AVModelArguments):
         cfg = name_or_path
@@ -93,4 +103,14 @@ def load_model_io(name_or_path: str | AVModelArguments, *, model_io: str | None 
     return model_io_class(name).from_pretrained(name_or_path, **kwargs)
 
 
-__getattr__ = deprecated_aliases(__name__, globals(), {'load_adapter': 'load_model_io', 'register_adapter': 'register_model_io', 'registered_adapters': 'registered_model_ios', 'adapter_class': 'model_io_class', 'adapter_name_for': 'model_io_name_for'})
+__getattr__ = deprecated_aliases(
+    __name__,
+    globals(),
+    {
+        "load_adapter": "load_model_io",
+        "register_adapter": "register_model_io",
+        "registered_adapters": "registered_model_ios",
+        "adapter_class": "model_io_class",
+        "adapter_name_for": "model_io_name_for",
+    },
+)

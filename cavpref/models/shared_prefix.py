@@ -30,8 +30,13 @@ from cavpref.models.common import unwrap
 MASK_KERNELS = ("sdpa", "eager")
 
 
-def pack_rows(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], media: Sequence[Any],
-              pad_id: int, padding_side: str = "right") -> dict[str, torch.Tensor] | None:
+def pack_rows(
+    prompts: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    media: Sequence[Any],
+    pad_id: int,
+    padding_side: str = "right",
+) -> dict[str, torch.Tensor] | None:
     """Group rows by (prompt ids, media) and pack each group; None when no two rows share a prefix (packing
     would then only cost the mask).
 
@@ -52,7 +57,12 @@ def pack_rows(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int
     layouts = []
     for rows in groups.values():
         prefix = list(prompts[rows[0]])
-        ids, seg, src_row, src_pos = list(prefix), [0] * len(prefix), [rows[0]] * len(prefix), list(range(len(prefix)))
+        ids, seg, src_row, src_pos = (
+            list(prefix),
+            [0] * len(prefix),
+            [rows[0]] * len(prefix),
+            list(range(len(prefix))),
+        )
         targets = []  # (position, token, row)
         for k, r in enumerate(rows, start=1):
             resp = list(responses[r])
@@ -67,14 +77,29 @@ def pack_rows(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int
         layouts.append((ids, seg, src_row, src_pos, targets, rows[0]))
     n, length = len(layouts), max(len(lay[0]) for lay in layouts)
     k_max = max(len(lay[4]) for lay in layouts)
-    out = {name: torch.full((n, length), fill, dtype=torch.long) for name, fill in
-           (("input_ids", pad_id), ("valid", 0), ("segment", -1), ("src_row", 0), ("src_pos", 0))}
-    tgt = {name: torch.zeros((n, k_max), dtype=torch.long) for name in ("target_pos", "target_ids", "target_row")}
+    out = {
+        name: torch.full((n, length), fill, dtype=torch.long)
+        for name, fill in (
+            ("input_ids", pad_id),
+            ("valid", 0),
+            ("segment", -1),
+            ("src_row", 0),
+            ("src_pos", 0),
+        )
+    }
+    tgt = {
+        name: torch.zeros((n, k_max), dtype=torch.long) for name in ("target_pos", "target_ids", "target_row")
+    }
     tgt["target_valid"] = torch.zeros((n, k_max), dtype=torch.bool)
     for g, (ids, seg, src_row, src_pos, targets, _) in enumerate(layouts):
         off = 0 if padding_side == "right" else length - len(ids)
         span = slice(off, off + len(ids))
-        for name, values in (("input_ids", ids), ("segment", seg), ("src_row", src_row), ("src_pos", src_pos)):
+        for name, values in (
+            ("input_ids", ids),
+            ("segment", seg),
+            ("src_row", src_row),
+            ("src_pos", src_pos),
+        ):
             out[name][g, span] = torch.tensor(values, dtype=torch.long)
         out["valid"][g, span] = 1
         for t, (pos, tok, row) in enumerate(targets):
@@ -102,7 +127,9 @@ def block_mask(segment: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
 def as_attention_mask(mask: torch.Tensor, kernel: str, dtype: torch.dtype) -> torch.Tensor:
     """The bool block mask in the form the kernel adds or selects with: bool for sdpa, additive float for eager."""
     if kernel == "eager":
-        return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
+        return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(
+            ~mask, torch.finfo(dtype).min
+        )
     return mask
 
 
@@ -119,8 +146,10 @@ def unsupported_reason(model: torch.nn.Module) -> str | None:
     """Why shared-prefix scoring cannot run exactly on ``model`` (None: it can)."""
     kernel = attention_kernel(model)
     if kernel not in MASK_KERNELS:
-        return (f"attention implementation {kernel!r} takes no arbitrary 4D attention mask (shared-prefix scoring "
-                f"needs one of {MASK_KERNELS}); scoring full rows")
+        return (
+            f"attention implementation {kernel!r} takes no arbitrary 4D attention mask (shared-prefix scoring "
+            f"needs one of {MASK_KERNELS}); scoring full rows"
+        )
     return None
 
 

@@ -53,11 +53,23 @@ def _generation_config(tok):
     return GenerationConfig(eos_token_id=eos, pad_token_id=tok.pad_token_id, do_sample=False)
 
 
-def build_tiny_qwen_omni(out_dir: str | Path, *, hidden_size: int = 32, num_hidden_layers: int = 2,
-                         num_attention_heads: int = 2, num_key_value_heads: int = 1, intermediate_size: int = 64,
-                         vision_hidden_size: int = 32, vision_depth: int = 1, audio_d_model: int = 32,
-                         audio_layers: int = 1, vocab_size: int = 1000, frame_pixels: int = 56 * 56,
-                         extra_corpus: Iterable[str] = (), seed: int = 0) -> Path:
+def build_tiny_qwen_omni(
+    out_dir: str | Path,
+    *,
+    hidden_size: int = 32,
+    num_hidden_layers: int = 2,
+    num_attention_heads: int = 2,
+    num_key_value_heads: int = 1,
+    intermediate_size: int = 64,
+    vision_hidden_size: int = 32,
+    vision_depth: int = 1,
+    audio_d_model: int = 32,
+    audio_layers: int = 1,
+    vocab_size: int = 1000,
+    frame_pixels: int = 56 * 56,
+    extra_corpus: Iterable[str] = (),
+    seed: int = 0,
+) -> Path:
     """Write a random-init Qwen2.5-Omni thinker + processor to ``out_dir`` and return the path.
 
     ``frame_pixels`` becomes the video processor's min = max pixels (56×56 → 4 merged tokens per 2 frames).
@@ -76,37 +88,82 @@ def build_tiny_qwen_omni(out_dir: str | Path, *, hidden_size: int = 32, num_hidd
     tid = tok.convert_tokens_to_ids
     head_dim = hidden_size // num_attention_heads
     config = Qwen2_5OmniThinkerConfig(
-        audio_config=dict(num_mel_bins=128, encoder_layers=audio_layers, encoder_attention_heads=2,
-                          encoder_ffn_dim=2 * audio_d_model, d_model=audio_d_model, output_dim=hidden_size,
-                          n_window=50, max_source_positions=1500),
-        vision_config=dict(depth=vision_depth, hidden_size=vision_hidden_size, intermediate_size=2 * vision_hidden_size,
-                           num_heads=2, out_hidden_size=hidden_size, fullatt_block_indexes=[vision_depth - 1],
-                           in_channels=3, patch_size=14, spatial_merge_size=2, temporal_patch_size=2),
-        text_config=dict(vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=intermediate_size,
-                         num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
-                         num_key_value_heads=num_key_value_heads, pad_token_id=tok.pad_token_id,
-                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                          "mrope_section": _mrope_section(head_dim)}),
-        audio_token_index=tid("<|AUDIO|>"), image_token_index=tid("<|IMAGE|>"), video_token_index=tid("<|VIDEO|>"),
-        audio_start_token_id=tid("<|audio_bos|>"), audio_end_token_id=tid("<|audio_eos|>"),
-        vision_start_token_id=tid("<|vision_bos|>"), vision_end_token_id=tid("<|vision_eos|>"),
-        user_token_id=tid("user") if "user" in tok.get_vocab() else tid("<|im_start|>"))
+        audio_config=dict(
+            num_mel_bins=128,
+            encoder_layers=audio_layers,
+            encoder_attention_heads=2,
+            encoder_ffn_dim=2 * audio_d_model,
+            d_model=audio_d_model,
+            output_dim=hidden_size,
+            n_window=50,
+            max_source_positions=1500,
+        ),
+        vision_config=dict(
+            depth=vision_depth,
+            hidden_size=vision_hidden_size,
+            intermediate_size=2 * vision_hidden_size,
+            num_heads=2,
+            out_hidden_size=hidden_size,
+            fullatt_block_indexes=[vision_depth - 1],
+            in_channels=3,
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+        ),
+        text_config=dict(
+            vocab_size=len(tok),
+            hidden_size=hidden_size,
+            intermediate_size=intermediate_size,
+            num_hidden_layers=num_hidden_layers,
+            num_attention_heads=num_attention_heads,
+            num_key_value_heads=num_key_value_heads,
+            pad_token_id=tok.pad_token_id,
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": _mrope_section(head_dim),
+            },
+        ),
+        audio_token_index=tid("<|AUDIO|>"),
+        image_token_index=tid("<|IMAGE|>"),
+        video_token_index=tid("<|VIDEO|>"),
+        audio_start_token_id=tid("<|audio_bos|>"),
+        audio_end_token_id=tid("<|audio_eos|>"),
+        vision_start_token_id=tid("<|vision_bos|>"),
+        vision_end_token_id=tid("<|vision_eos|>"),
+        user_token_id=tid("user") if "user" in tok.get_vocab() else tid("<|im_start|>"),
+    )
     torch.manual_seed(seed)
     model = Qwen2_5OmniThinkerForConditionalGeneration(config).eval()
     model.generation_config = _generation_config(tok)
     pixels = {"shortest_edge": frame_pixels, "longest_edge": frame_pixels}
     processor = Qwen2_5OmniProcessor(
-        image_processor=Qwen2VLImageProcessor(size=dict(pixels), patch_size=14, temporal_patch_size=2, merge_size=2),
-        video_processor=Qwen2VLVideoProcessor(size=dict(pixels), patch_size=14, temporal_patch_size=2, merge_size=2),
-        feature_extractor=WhisperFeatureExtractor(feature_size=128), tokenizer=tok,
-        chat_template=QWEN_OMNI_CHAT_TEMPLATE)
+        image_processor=Qwen2VLImageProcessor(
+            size=dict(pixels), patch_size=14, temporal_patch_size=2, merge_size=2
+        ),
+        video_processor=Qwen2VLVideoProcessor(
+            size=dict(pixels), patch_size=14, temporal_patch_size=2, merge_size=2
+        ),
+        feature_extractor=WhisperFeatureExtractor(feature_size=128),
+        tokenizer=tok,
+        chat_template=QWEN_OMNI_CHAT_TEMPLATE,
+    )
     model.save_pretrained(out)
     processor.save_pretrained(out)
     return out
 
 
-def demo_media(seed: int = 0, *, video: bool = True, audio: bool = True, num_frames: int = 4, size: int = 56,
-               seconds: float = 1.0, sample_rate: int = 16000, fps: float = 2.0) -> DecodedMedia:
+def demo_media(
+    seed: int = 0,
+    *,
+    video: bool = True,
+    audio: bool = True,
+    num_frames: int = 4,
+    size: int = 56,
+    seconds: float = 1.0,
+    sample_rate: int = 16000,
+    fps: float = 2.0,
+) -> DecodedMedia:
     """Deterministic random frames (uint8) and a tone plus noise (float32), for tests and examples."""
     rng = np.random.default_rng(seed)
     frames = rng.integers(0, 256, (num_frames, size, size, 3), dtype=np.uint8) if video else None
@@ -114,18 +171,37 @@ def demo_media(seed: int = 0, *, video: bool = True, audio: bool = True, num_fra
     wave = None
     if audio:
         t = np.arange(int(seconds * sample_rate)) / sample_rate
-        wave = (0.3 * np.sin(2 * np.pi * (220 + 40 * seed) * t) + 0.05 * rng.standard_normal(t.shape)).astype(np.float32)
+        wave = (0.3 * np.sin(2 * np.pi * (220 + 40 * seed) * t) + 0.05 * rng.standard_normal(t.shape)).astype(
+            np.float32
+        )
     duration = max(num_frames / fps if video else 0.0, seconds if audio else 0.0)
-    return DecodedMedia(frames=frames, frame_times=times, audio=wave, sample_rate=sample_rate, duration=duration)
+    return DecodedMedia(
+        frames=frames, frame_times=times, audio=wave, sample_rate=sample_rate, duration=duration
+    )
 
 
-def build_tiny_composed(out_dir: str | Path, *, text_model_type: str = "qwen2",
-                        vision_model_type: str = "siglip_vision_model", hidden_size: int = 32,
-                        num_hidden_layers: int = 2, num_attention_heads: int = 2, num_key_value_heads: int = 1,
-                        intermediate_size: int = 64, vision_hidden_size: int = 32, image_size: int = 32,
-                        patch_size: int = 8, tokens_per_frame: int = 4, audio_d_model: int = 32,
-                        audio_seconds: int = 5, audio_pool_stride: int = 5, num_mel_bins: int = 80,
-                        vocab_size: int = 1000, extra_corpus: Iterable[str] = (), seed: int = 0) -> Path:
+def build_tiny_composed(
+    out_dir: str | Path,
+    *,
+    text_model_type: str = "qwen2",
+    vision_model_type: str = "siglip_vision_model",
+    hidden_size: int = 32,
+    num_hidden_layers: int = 2,
+    num_attention_heads: int = 2,
+    num_key_value_heads: int = 1,
+    intermediate_size: int = 64,
+    vision_hidden_size: int = 32,
+    image_size: int = 32,
+    patch_size: int = 8,
+    tokens_per_frame: int = 4,
+    audio_d_model: int = 32,
+    audio_seconds: int = 5,
+    audio_pool_stride: int = 5,
+    num_mel_bins: int = 80,
+    vocab_size: int = 1000,
+    extra_corpus: Iterable[str] = (),
+    seed: int = 0,
+) -> Path:
     """Write a random-init composed AVLLM (``vision_model_type`` tower, e.g. SigLIP or ``clip_vision_model`` +
     Whisper encoder + ``text_model_type`` LM, e.g. ``qwen2`` or ``llama``) and its processor to ``out_dir``.
     Audio longer than ``audio_seconds`` is cut by the processor."""
@@ -141,30 +217,65 @@ def build_tiny_composed(out_dir: str | Path, *, text_model_type: str = "qwen2",
     out = Path(out_dir)
     tok = train_tokenizer(extra_corpus, vocab_size=vocab_size)
     pad, eos = tok.pad_token_id, tok.convert_tokens_to_ids("<|im_end|>")
-    text = AutoConfig.for_model(text_model_type, vocab_size=len(tok), hidden_size=hidden_size,
-                                intermediate_size=intermediate_size, num_hidden_layers=num_hidden_layers,
-                                num_attention_heads=num_attention_heads, num_key_value_heads=num_key_value_heads,
-                                max_position_embeddings=2048, tie_word_embeddings=False, pad_token_id=pad,
-                                bos_token_id=pad, eos_token_id=eos)
-    vision = AutoConfig.for_model(vision_model_type, hidden_size=vision_hidden_size, num_hidden_layers=1,
-                                  intermediate_size=2 * vision_hidden_size, num_attention_heads=2,
-                                  image_size=image_size, patch_size=patch_size)
-    audio = WhisperConfig(d_model=audio_d_model, encoder_layers=1, encoder_attention_heads=2,
-                          encoder_ffn_dim=2 * audio_d_model, decoder_layers=1, decoder_attention_heads=2,
-                          decoder_ffn_dim=2 * audio_d_model, num_mel_bins=num_mel_bins,
-                          max_source_positions=audio_seconds * 50, vocab_size=len(tok), pad_token_id=pad,
-                          bos_token_id=pad, eos_token_id=pad, decoder_start_token_id=pad)
-    config = ComposedAVConfig(vision_config=vision.to_dict(), audio_config=audio.to_dict(), text_config=text.to_dict(),
-                              video_token_id=tok.convert_tokens_to_ids("<|VIDEO|>"),
-                              audio_token_id=tok.convert_tokens_to_ids("<|AUDIO|>"),
-                              tokens_per_frame=tokens_per_frame, audio_pool_stride=audio_pool_stride)
+    text = AutoConfig.for_model(
+        text_model_type,
+        vocab_size=len(tok),
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+        num_hidden_layers=num_hidden_layers,
+        num_attention_heads=num_attention_heads,
+        num_key_value_heads=num_key_value_heads,
+        max_position_embeddings=2048,
+        tie_word_embeddings=False,
+        pad_token_id=pad,
+        bos_token_id=pad,
+        eos_token_id=eos,
+    )
+    vision = AutoConfig.for_model(
+        vision_model_type,
+        hidden_size=vision_hidden_size,
+        num_hidden_layers=1,
+        intermediate_size=2 * vision_hidden_size,
+        num_attention_heads=2,
+        image_size=image_size,
+        patch_size=patch_size,
+    )
+    audio = WhisperConfig(
+        d_model=audio_d_model,
+        encoder_layers=1,
+        encoder_attention_heads=2,
+        encoder_ffn_dim=2 * audio_d_model,
+        decoder_layers=1,
+        decoder_attention_heads=2,
+        decoder_ffn_dim=2 * audio_d_model,
+        num_mel_bins=num_mel_bins,
+        max_source_positions=audio_seconds * 50,
+        vocab_size=len(tok),
+        pad_token_id=pad,
+        bos_token_id=pad,
+        eos_token_id=pad,
+        decoder_start_token_id=pad,
+    )
+    config = ComposedAVConfig(
+        vision_config=vision.to_dict(),
+        audio_config=audio.to_dict(),
+        text_config=text.to_dict(),
+        video_token_id=tok.convert_tokens_to_ids("<|VIDEO|>"),
+        audio_token_id=tok.convert_tokens_to_ids("<|AUDIO|>"),
+        tokens_per_frame=tokens_per_frame,
+        audio_pool_stride=audio_pool_stride,
+    )
     torch.manual_seed(seed)
     model = ComposedAVForCausalLM(config).eval()
     model.generation_config = _generation_config(tok)
     processor = ComposedAVProcessor(
         SiglipImageProcessor(size={"height": image_size, "width": image_size}),
-        WhisperFeatureExtractor(feature_size=num_mel_bins, chunk_length=audio_seconds), tok,
-        chat_template=QWEN_OMNI_CHAT_TEMPLATE, tokens_per_frame=tokens_per_frame, audio_pool_stride=audio_pool_stride)
+        WhisperFeatureExtractor(feature_size=num_mel_bins, chunk_length=audio_seconds),
+        tok,
+        chat_template=QWEN_OMNI_CHAT_TEMPLATE,
+        tokens_per_frame=tokens_per_frame,
+        audio_pool_stride=audio_pool_stride,
+    )
     model.save_pretrained(out)
     processor.save_pretrained(out)
     return out

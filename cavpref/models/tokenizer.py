@@ -10,44 +10,206 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>",
-                  "<|IMAGE|>", "<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>", "<|vision_pad|>"]
-NAMED_SPECIAL = {"audio_token": "<|AUDIO|>", "image_token": "<|IMAGE|>", "video_token": "<|VIDEO|>",
-                 "audio_bos_token": "<|audio_bos|>", "audio_eos_token": "<|audio_eos|>",
-                 "vision_bos_token": "<|vision_bos|>", "vision_eos_token": "<|vision_eos|>"}
+SPECIAL_TOKENS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|AUDIO|>",
+    "<|audio_bos|>",
+    "<|audio_eos|>",
+    "<|IMAGE|>",
+    "<|VIDEO|>",
+    "<|vision_bos|>",
+    "<|vision_eos|>",
+    "<|vision_pad|>",
+]
+NAMED_SPECIAL = {
+    "audio_token": "<|AUDIO|>",
+    "image_token": "<|IMAGE|>",
+    "video_token": "<|VIDEO|>",
+    "audio_bos_token": "<|audio_bos|>",
+    "audio_eos_token": "<|audio_eos|>",
+    "vision_bos_token": "<|vision_bos|>",
+    "vision_eos_token": "<|vision_eos|>",
+}
 
-INSTRUMENTS = ["accordion", "acoustic guitar", "acoustic_guitar", "bagpipe", "banjo", "bassoon", "cello", "clarinet",
-               "congas", "drum", "electric bass", "electric_bass", "erhu", "flute", "guzheng", "piano", "pipa",
-               "saxophone", "suona", "trumpet", "tuba", "ukulele", "violin", "xylophone"]
-EVENTS = ["Speech", "Meow", "Bark", "Dog", "Cat", "Music", "Siren", "Ambulance (siren)", "Helicopter", "Doorbell",
-          "Toilet flush", "Whistle", "Applause", "Cheering", "Crowd", "Rain", "Thunder", "Wind", "Water", "Car",
-          "Engine", "Aeroplane", "Bird", "Moo", "Cow", "Laughter", "Footsteps", "Knock", "Bell", "Clock", "Beep",
-          "Sine tone", "Noise", "Guitar", "Sewing machine", "Motorboat", "Sailboat"]
-NUMBERS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "more than ten",
-           "Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten"] + \
-          [str(i) for i in range(21)]
-WORDS = ["yes", "no", "Yes", "No", "left", "middle", "right", "Left", "Middle", "Right", "indoor", "outdoor",
-         "simultaneously", "loudest", "lowest", "leftest", "rightest", "first", "second", "third", "fourth",
-         "fifth", "last", "after", "before", "louder", "higher", "lower", "quieter", "red", "green", "blue",
-         "yellow", "black", "white", "circle", "square", "triangle", "stripes", "moving", "static", "tone", "beat"]
+INSTRUMENTS = [
+    "accordion",
+    "acoustic guitar",
+    "acoustic_guitar",
+    "bagpipe",
+    "banjo",
+    "bassoon",
+    "cello",
+    "clarinet",
+    "congas",
+    "drum",
+    "electric bass",
+    "electric_bass",
+    "erhu",
+    "flute",
+    "guzheng",
+    "piano",
+    "pipa",
+    "saxophone",
+    "suona",
+    "trumpet",
+    "tuba",
+    "ukulele",
+    "violin",
+    "xylophone",
+]
+EVENTS = [
+    "Speech",
+    "Meow",
+    "Bark",
+    "Dog",
+    "Cat",
+    "Music",
+    "Siren",
+    "Ambulance (siren)",
+    "Helicopter",
+    "Doorbell",
+    "Toilet flush",
+    "Whistle",
+    "Applause",
+    "Cheering",
+    "Crowd",
+    "Rain",
+    "Thunder",
+    "Wind",
+    "Water",
+    "Car",
+    "Engine",
+    "Aeroplane",
+    "Bird",
+    "Moo",
+    "Cow",
+    "Laughter",
+    "Footsteps",
+    "Knock",
+    "Bell",
+    "Clock",
+    "Beep",
+    "Sine tone",
+    "Noise",
+    "Guitar",
+    "Sewing machine",
+    "Motorboat",
+    "Sailboat",
+]
+NUMBERS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "more than ten",
+    "Zero",
+    "One",
+    "Two",
+    "Three",
+    "Four",
+    "Five",
+    "Six",
+    "Seven",
+    "Eight",
+    "Nine",
+    "Ten",
+] + [str(i) for i in range(21)]
+WORDS = [
+    "yes",
+    "no",
+    "Yes",
+    "No",
+    "left",
+    "middle",
+    "right",
+    "Left",
+    "Middle",
+    "Right",
+    "indoor",
+    "outdoor",
+    "simultaneously",
+    "loudest",
+    "lowest",
+    "leftest",
+    "rightest",
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "last",
+    "after",
+    "before",
+    "louder",
+    "higher",
+    "lower",
+    "quieter",
+    "red",
+    "green",
+    "blue",
+    "yellow",
+    "black",
+    "white",
+    "circle",
+    "square",
+    "triangle",
+    "stripes",
+    "moving",
+    "static",
+    "tone",
+    "beat",
+]
 PHRASES = [
-    "None of the above", "None of the above.", "The audio is missing.", "The video is missing.",
-    "The audio is missing", "The video is missing", "I cannot answer.", "The choices are irrelevant.",
-    "The video and question are mismatched.", "Provided options are incorrect.", "No option is correct.",
-    "Irrelevant options.", "Both of them occur at the same time.", "Both events occur simultaneously.",
+    "None of the above",
+    "None of the above.",
+    "The audio is missing.",
+    "The video is missing.",
+    "The audio is missing",
+    "The video is missing",
+    "I cannot answer.",
+    "The choices are irrelevant.",
+    "The video and question are mismatched.",
+    "Provided options are incorrect.",
+    "No option is correct.",
+    "Irrelevant options.",
+    "Both of them occur at the same time.",
+    "Both events occur simultaneously.",
     "If the correct answer is not present, respond with None of the above.",
     "If all the options are incorrect, answer (E) None of the above.",
     "Answer with the option's letter from the given choices directly.",
-    "What is the sequence of events in the video?", "How many instruments are sounding in the video?",
-    "How many sounding instruments are there in the video?", "Where is the loudest instrument?",
-    "Which instrument sounds first?", "Which is the musical instrument that sounds at the same time as the",
-    "Is the instrument on the left louder than the instrument on the right?", "Is there a sound in the video?",
-    "What are the main sources of sound in the video?", "Where is the performance?", "What happened in the video?",
-    "Is this sound from the instrument in the video?", "Are there", "in the video", "in the audio",
+    "What is the sequence of events in the video?",
+    "How many instruments are sounding in the video?",
+    "How many sounding instruments are there in the video?",
+    "Where is the loudest instrument?",
+    "Which instrument sounds first?",
+    "Which is the musical instrument that sounds at the same time as the",
+    "Is the instrument on the left louder than the instrument on the right?",
+    "Is there a sound in the video?",
+    "What are the main sources of sound in the video?",
+    "Where is the performance?",
+    "What happened in the video?",
+    "Is this sound from the instrument in the video?",
+    "Are there",
+    "in the video",
+    "in the audio",
     "You are a helpful assistant.",
-    ("You are Qwen, a virtual human developed by the Qwen Team, Alibaba Group, capable of perceiving auditory and "
-     "visual inputs, as well as generating text and speech."),
-    "Watch the video and listen to the audio.", "Options:", "Answer:", "Question:",
+    (
+        "You are Qwen, a virtual human developed by the Qwen Team, Alibaba Group, capable of perceiving auditory and "
+        "visual inputs, as well as generating text and speech."
+    ),
+    "Watch the video and listen to the audio.",
+    "Options:",
+    "Answer:",
+    "Question:",
 ] + ["system\n", "user\n", "assistant\n"] * 8  # chat-template role names
 
 
@@ -71,13 +233,22 @@ def train_tokenizer(extra_corpus: Iterable[str] = (), vocab_size: int = 1000):
 
     tok = Tokenizer(models.BPE())
     tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(default_corpus(extra_corpus), trainer)
-    qt = Qwen2Tokenizer(vocab=tok.get_vocab(), merges=_merges(tok), extra_special_tokens=dict(NAMED_SPECIAL), errors="replace")
+    qt = Qwen2Tokenizer(
+        vocab=tok.get_vocab(), merges=_merges(tok), extra_special_tokens=dict(NAMED_SPECIAL), errors="replace"
+    )
     qt.add_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
     return qt
 

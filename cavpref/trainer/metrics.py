@@ -28,9 +28,7 @@ def log_preference_step(m, gather, inputs, out, betas, policy, ref) -> None:
         weights = gather(c.weights)
         present = torch.isfinite(margins)
         beta = betas[comp]
-        beta_all = (
-            gather(beta.detach()) if torch.is_tensor(beta) else torch.full_like(margins, beta)
-        )
+        beta_all = gather(beta.detach()) if torch.is_tensor(beta) else torch.full_like(margins, beta)
         m[f"{comp}/loss"].append(float(c.loss.detach()))
         m[f"{comp}/margin"].append(float(margins[present].mean()))
         m[f"{comp}/reward_accuracy"].append(float((margins[present] > 0).float().mean()))
@@ -42,9 +40,7 @@ def log_preference_step(m, gather, inputs, out, betas, policy, ref) -> None:
             sel = present & (tasks == t)
             m[f"task/{ALL_TASKS[t]}/{comp}_loss"].append(float(ell[sel].mean()))
             m[f"task/{ALL_TASKS[t]}/{comp}_margin"].append(float(margins[sel].mean()))
-            m[f"task/{ALL_TASKS[t]}/{comp}_reward_accuracy"].append(
-                float((margins[sel] > 0).float().mean())
-            )
+            m[f"task/{ALL_TASKS[t]}/{comp}_reward_accuracy"].append(float((margins[sel] > 0).float().mean()))
     # TRL's names for the y pair, so dashboards built for DPOTrainer keep working.
     rew_w = gather((policy["y_w"] - ref["y_w"]).detach())
     rew_l = gather((policy["y_l"] - ref["y_l"]).detach())
@@ -55,4 +51,3 @@ def log_preference_step(m, gather, inputs, out, betas, policy, ref) -> None:
     m["rewards/accuracies"].append(float(((rew_w - rew_l) > 0).float().mean()))
     m["logps/chosen"].append(float(gather(policy["y_w"].detach()).mean()))
     m["logps/rejected"].append(float(gather(policy["y_l"].detach()).mean()))
-

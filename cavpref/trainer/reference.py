@@ -64,7 +64,6 @@ def reference_forward(trainer):
         yield
 
 
-
 def precompute_reference_logps(trainer, dataset, name: str, batch_size: int):
     """Reference log-probs of every row type the data has (y_w, y_l and both anchor pairs), once.
 
@@ -130,4 +129,3 @@ def precompute_reference_logps(trainer, dataset, name: str, batch_size: int):
         Dataset.from_dict(cols).save_to_disk(cache_dir)
     trainer.accelerator.wait_for_everyone()
     return concatenate_datasets([base, load_from_disk(cache_dir)], axis=1)
-

@@ -25,7 +25,9 @@ def write_skipped(accelerator, output_dir: str, skipped: list, skip_bad_rows: bo
     if accelerator.is_main_process and (unique or skip_bad_rows):
         os.makedirs(output_dir, exist_ok=True)
         with open(os.path.join(output_dir, "skipped_rows.json"), "w") as f:
-            json.dump({"count": len(unique), "rows": [{"id": i, "reason": r} for i, r in unique]}, f, indent=1)
+            json.dump(
+                {"count": len(unique), "rows": [{"id": i, "reason": r} for i, r in unique]}, f, indent=1
+            )
         if unique:
             logger.warning(f"skipped {len(unique)} bad rows (see {output_dir}/skipped_rows.json)")
     return unique
@@ -43,9 +45,18 @@ def write_missing_streams(accelerator, output_dir: str, missing: list) -> dict[s
         os.makedirs(output_dir, exist_ok=True)
         count = len({i for i, _, _ in unique})
         with open(os.path.join(output_dir, "missing_streams.json"), "w") as f:
-            json.dump({"count": count, "per_task": per_task,
-                       "examples": [{"id": i, "task": t, "stream": s} for i, t, s in unique]}, f, indent=1)
+            json.dump(
+                {
+                    "count": count,
+                    "per_task": per_task,
+                    "examples": [{"id": i, "task": t, "stream": s} for i, t, s in unique],
+                },
+                f,
+                indent=1,
+            )
         if unique:
-            logger.warning(f"trained {count} examples with a missing stream {per_task} (see "
-                           f"{output_dir}/missing_streams.json; missing_stream: error refuses them)")
+            logger.warning(
+                f"trained {count} examples with a missing stream {per_task} (see "
+                f"{output_dir}/missing_streams.json; missing_stream: error refuses them)"
+            )
     return per_task

@@ -61,9 +61,7 @@ def plan_step(trainer, batches: list[dict]) -> StepContext:
     device = trainer.accelerator.device
     gather = trainer._gather
     present = _present(batches, device)
-    counts = {
-        c: int(gather(present[c].sum().reshape(1).to(torch.long)).sum()) for c in COMPONENTS
-    }
+    counts = {c: int(gather(present[c].sum().reshape(1).to(torch.long)).sum()) for c in COMPONENTS}
     bounds = {}
     for comp, fixed in args.fixed_betas.items():
         if fixed is None:
@@ -126,7 +124,9 @@ def _check_degenerate(trainer, ctx: StepContext) -> None:
         calibrated = comp in ctx.bounds
         if args.method == "sft" or not (calibrated or robust) or c.n == 0:
             continue
-        what = " and ".join(x for x, on in (("β's min-max", calibrated), ("Eq. 5's log-mean-exp", robust)) if on)
+        what = " and ".join(
+            x for x, on in (("β's min-max", calibrated), ("Eq. 5's log-mean-exp", robust)) if on
+        )
         bounds = ctx.bounds.get(comp)
         if c.n < args.min_component_samples:
             reason = "few"

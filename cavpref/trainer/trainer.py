@@ -62,6 +62,7 @@ logger = logging.get_logger(__name__)
 
 __all__ = ["CAVPrefTrainer", "JsonlLogger"]
 
+
 class CAVPrefTrainer(DPOTrainer):
     """DPOTrainer for audio-visual preference data. See the module docstring.
 
@@ -97,7 +98,9 @@ class CAVPrefTrainer(DPOTrainer):
             raise TypeError(f"args must be a CAVPrefConfig, got {type(args).__name__}")
         self.model_io = model_io
         self._skipped: list[tuple[str, str]] = []
-        self._missing_streams: list[tuple[str, str, str]] = []  # (example id, task, stream) trained without it
+        self._missing_streams: list[
+            tuple[str, str, str]
+        ] = []  # (example id, task, stream) trained without it
         self._switches = args.switches()
         self._batch_sampler: PreferenceBatchSampler | None = None
         for name in ("processing_class", "processor", "tokenizer"):  # saved with every checkpoint
@@ -395,9 +398,11 @@ class CAVPrefTrainer(DPOTrainer):
         step = inputs.get("step")
         micro = step.micro_batches if step is not None else 1
         # the optimizer batch's token count (every micro-batch, every rank) when the step was planned
-        n_global = inputs["step_tokens"].to(n_local.device) if step is not None else self._gather(
-            n_local.reshape(1)
-        ).sum()
+        n_global = (
+            inputs["step_tokens"].to(n_local.device)
+            if step is not None
+            else self._gather(n_local.reshape(1)).sum()
+        )
         sum_global = self._gather(sum_local.detach().reshape(1)).sum()
         value = -micro * sum_global / n_global  # averaged over the step's micro-batches: the step's value
         world = self.accelerator.num_processes
@@ -501,7 +506,9 @@ class CAVPrefTrainer(DPOTrainer):
         if not isinstance(self.model, ModelIOStep):
             return super()._save(output_dir, state_dict)
         root = self.model
-        if state_dict is not None:  # on every rank (gathering a DTensor is a collective), in the model's layout
+        if (
+            state_dict is not None
+        ):  # on every rank (gathering a DTensor is a collective), in the model's layout
             state_dict = {k.removeprefix("model."): full_tensor(v) for k, v in state_dict.items()}
         self.model = root.model
         try:
@@ -576,10 +583,7 @@ class CAVPrefTrainer(DPOTrainer):
         return write_skipped(self.accelerator, self.args.output_dir, self._skipped, self.args.skip_bad_rows)
 
 
-
 # Columns the field check reads (anything else in the dataset is passed through untouched).
 _CHECK_COLUMNS = {"id", "task", "prompt", "clap_delta", "avsm_delta_v", "avsm_delta_a"} | {
     c for fields in SLOT_FIELDS.values() for c in fields
 }
-
-

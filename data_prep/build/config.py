@@ -69,9 +69,13 @@ class PrepConfig:
         metadata={"help": "drop questions answerable from one modality (paper A.1)"},
     )
     tables_override: str | None = field(default=None, metadata={"help": "user-edited tables JSON"})
-    tables_group_level: int = field(default=0, metadata={
-        "help": "depth of the T2 groups in the AudioSet ontology (0: top-level supercategories; 1: one level "
-                "below, e.g. 'Vehicle' instead of 'Sounds of things')"})
+    tables_group_level: int = field(
+        default=0,
+        metadata={
+            "help": "depth of the T2 groups in the AudioSet ontology (0: top-level supercategories; 1: one level "
+            "below, e.g. 'Vehicle' instead of 'Sounds of things')"
+        },
+    )
     on_error: Literal["raise", "skip"] = field(
         default="raise",
         metadata={"help": "a bad record: raise (naming it) or skip and count it"},
@@ -90,24 +94,32 @@ class PrepConfig:
         default="OPENAI_API_KEY",
         metadata={"help": "negatives=llm: variable holding the API key"},
     )
-    llm_on_failure: Literal["template", "error"] = field(default="template", metadata={
-        "help": "negatives: llm and the endpoint fails (401, timeout): fall back to template negatives "
-                "(counted in stats.json as llm_fallback and printed) or stop with the error"})
+    llm_on_failure: Literal["template", "error"] = field(
+        default="template",
+        metadata={
+            "help": "negatives: llm and the endpoint fails (401, timeout): fall back to template negatives "
+            "(counted in stats.json as llm_fallback and printed) or stop with the error"
+        },
+    )
     score: bool = field(
         default=False, metadata={"help": "fill clap_delta / avsm_delta_* (data_prep.scoring)"}
     )
     scoring_config: str | None = field(default=None, metadata={"help": "ScoringConfig YAML"})
     align_audioset: bool = field(
         default=False,
-        metadata={"help": "AudioSet alignment filter: drop segments whose video and audio disagree "
-                          "(T_sim < align_threshold; models from scoring_config)"},
+        metadata={
+            "help": "AudioSet alignment filter: drop segments whose video and audio disagree "
+            "(T_sim < align_threshold; models from scoring_config)"
+        },
     )
     align_threshold: float = field(default=0.70, metadata={"help": "T_sim threshold of align_audioset"})
     rotate_options: bool = field(
         default=True,
-        metadata={"help": "show every preference row under one CircularEval rotation drawn from (seed, id), "
-                          "chosen / rejected / anchor responses moved with their options (docs/data_prep.md); "
-                          "false: the drawn letters ('None of the above' always last)"},
+        metadata={
+            "help": "show every preference row under one CircularEval rotation drawn from (seed, id), "
+            "chosen / rejected / anchor responses moved with their options (docs/data_prep.md); "
+            "false: the drawn letters ('None of the above' always last)"
+        },
     )
     formats: list[str] = field(
         default_factory=lambda: list(FORMATS),
@@ -177,4 +189,3 @@ class PrepConfig:
 
     def splits(self) -> list[str]:
         return [s for s, f in zip(SPLITS, (1.0, self.val_fraction, self.test_fraction)) if f > 0]
-

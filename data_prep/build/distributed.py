@@ -43,15 +43,22 @@ def build_distributed(config: PrepConfig) -> dict[str, Any]:
     if state.num_processes == 1:
         return build(config)
     if config.num_shards != 1:
-        raise ValueError(f"PrepConfig.num_shards={config.num_shards}: under accelerate launch every process is one "
-                         f"shard ({state.num_processes} processes); leave num_shards at 1")
+        raise ValueError(
+            f"PrepConfig.num_shards={config.num_shards}: under accelerate launch every process is one "
+            f"shard ({state.num_processes} processes); leave num_shards at 1"
+        )
     if not config.output_dir:
         raise ValueError("PrepConfig.output_dir is required")
     if state.device.type == "cuda":  # a scorer on "cuda" then uses this process's own GPU
         torch.cuda.set_device(state.device)
     n, i = state.num_processes, state.process_index
-    mine = dataclasses.replace(config, output_dir=str(shard_dir(config.output_dir, i, n)), num_shards=n,
-                               shard_index=i, progress=config.progress and state.is_main_process)
+    mine = dataclasses.replace(
+        config,
+        output_dir=str(shard_dir(config.output_dir, i, n)),
+        num_shards=n,
+        shard_index=i,
+        progress=config.progress and state.is_main_process,
+    )
     logger.info("prep: process %d of %d builds shard %s", i, n, mine.output_dir)
     stats = build(mine)
     state.wait_for_everyone()

@@ -84,4 +84,3 @@ def versions() -> dict[str, str]:
         "datasets": datasets.__version__,
         "transformers": transformers.__version__,
     }
-

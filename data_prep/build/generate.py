@@ -51,8 +51,12 @@ def generate(records: list[QARecord], tables, config: PrepConfig) -> tuple[list,
     _WORK.update(ctx=ctx, config=config, tables=tables)
     try:
         if config.num_proc > 1:
-            with ProcessPoolExecutor(config.num_proc, mp_context=multiprocessing.get_context("fork"),
-                                     initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+            with ProcessPoolExecutor(
+                config.num_proc,
+                mp_context=multiprocessing.get_context("fork"),
+                initializer=die_with_parent,
+                initargs=(os.getpid(),),
+            ) as pool:
                 parts = list(pool.map(_generate_part, range(config.num_proc)))
         else:
             parts = [_generate_part(0)]
@@ -62,4 +66,3 @@ def generate(records: list[QARecord], tables, config: PrepConfig) -> tuple[list,
     prefs = sorted((x for p in parts for x in p[1]), key=lambda x: x.id)
     skips = {t: sum((p[2][t] for p in parts), Counter()) for t in config.tasks}
     return items, prefs, skips
-

@@ -56,8 +56,10 @@ def build(config: PrepConfig) -> dict[str, Any]:
         old = json.loads(manifest_path.read_text())
         problems = damaged(out, old)
         if problems and old.get("fingerprint") == digest:  # same recipe, but the files are not all there
-            logger.warning(f"{out}: rebuilding, the outputs differ from the manifest ({len(problems)} file(s): "
-                           f"{'; '.join(problems[:3])}{' …' if len(problems) > 3 else ''})")
+            logger.warning(
+                f"{out}: rebuilding, the outputs differ from the manifest ({len(problems)} file(s): "
+                f"{'; '.join(problems[:3])}{' …' if len(problems) > 3 else ''})"
+            )
         if old.get("fingerprint") == digest and not problems and (out / "stats.json").is_file():
             stats = json.loads((out / "stats.json").read_text())
             return {**stats, "up_to_date": True}
@@ -172,4 +174,3 @@ def score(prefs: list[PreferenceExample], config: PrepConfig) -> list[Preference
     from cavpref.data_prep.scoring import score_preferences
 
     return score_preferences(prefs, config.data_root, scoring_config(config))
-

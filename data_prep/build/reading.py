@@ -112,4 +112,3 @@ def validate(record: QARecord, view, config: PrepConfig, present: dict[str, bool
             f"answer {record.answer!r} not in the T3 vocabulary of category {record.category!r}",
             "answer not in the T3 vocabulary",
         )
-

@@ -27,7 +27,9 @@ def rotate_preference(pref: PreferenceExample, item: BenchmarkItem, k: int) -> P
     """``pref`` shown under rotation ``k`` of its item: prompt re-rendered, responses moved."""
     _, new_of, prompt = rotated_view(item, k)
     anchors = {
-        name: None if pair is None else dataclasses.replace(pair, response=rotate_response(pair.response, new_of))
+        name: None
+        if pair is None
+        else dataclasses.replace(pair, response=rotate_response(pair.response, new_of))
         for name, pair in (("visual", pref.visual), ("audio", pref.audio))
     }
     return dataclasses.replace(
@@ -50,13 +52,16 @@ def rotate_preferences(
     for p in prefs:
         item = by_id.get(p.id)
         if item is None:
-            raise ValueError(f"rotate_options: preference row {p.id!r} (task {p.task}) has no benchmark item of "
-                             f"that id")
+            raise ValueError(
+                f"rotate_options: preference row {p.id!r} (task {p.task}) has no benchmark item of that id"
+            )
         out.append(rotate_preference(p, item, rotation_for(seed, p.id, item.options)))
     return out
 
 
-def circular_sft_rows(items: Iterable[BenchmarkItem], columns: Sequence[str], *, rotate: bool = True) -> list[dict]:
+def circular_sft_rows(
+    items: Iterable[BenchmarkItem], columns: Sequence[str], *, rotate: bool = True
+) -> list[dict]:
     """SFT rows (preference-row columns ``columns``; absent ones None): one per CircularEval view of every
     item with a correct option (every view when ``rotate``, else the drawn letters only), the chosen
     response naming the correct option at its new letter and the rejected one the first other option that
@@ -64,15 +69,25 @@ def circular_sft_rows(items: Iterable[BenchmarkItem], columns: Sequence[str], *,
     rows = []
     for item in items:
         if item.answer is None:
-            raise ValueError(f"circular_sft_rows: item {item.id!r} has no correct option (base setting of an "
-                             f"abstention task)")
+            raise ValueError(
+                f"circular_sft_rows: item {item.id!r} has no correct option (base setting of an "
+                f"abstention task)"
+            )
         for k in range(n_passes(item.options) if rotate else 1):
             options, new_of, prompt = rotated_view(item, k)
             answer = new_of[item.answer]
             wrong = next(x for x in options if x != answer and options[x] != NONE_OF_THE_ABOVE)
             row = {name: None for name in columns}
-            row.update(id=f"{item.id}:rot{k}", task=item.task, source=item.source, category=item.category,
-                       prompt=prompt, media=item.media, chosen=f"{answer}. {options[answer]}",
-                       rejected=f"{wrong}. {options[wrong]}", source_ids=list(item.source_ids))
+            row.update(
+                id=f"{item.id}:rot{k}",
+                task=item.task,
+                source=item.source,
+                category=item.category,
+                prompt=prompt,
+                media=item.media,
+                chosen=f"{answer}. {options[answer]}",
+                rejected=f"{wrong}. {options[wrong]}",
+                source_ids=list(item.source_ids),
+            )
             rows.append(row)
     return rows

@@ -48,4 +48,3 @@ def assign_splits(items: list[BenchmarkItem], prefs: list[PreferenceExample], co
         if p.id in item_split:
             pref_split[item_split[p.id]].append(p)
     return by_split, pref_split, dropped
-

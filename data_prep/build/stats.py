@@ -100,7 +100,6 @@ def add_stats(a: Any, b: Any) -> Any:
     return (a and b) if isinstance(a, bool) else a + b
 
 
-
 def llm_fallbacks(items: dict[str, list[BenchmarkItem]]) -> dict[str, int]:
     """reason -> COT-Stitch records whose LLM negatives failed (template negatives used instead)."""
     seen: dict[str, str] = {}

@@ -9,7 +9,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from cavpref.data_prep.readers.audioset import Ontology, label_names, read_class_labels, read_ontology, read_segments
+from cavpref.data_prep.readers.audioset import (
+    Ontology,
+    label_names,
+    read_class_labels,
+    read_ontology,
+    read_segments,
+)
 from cavpref.data_prep.readers.avqa import read_avqa
 from cavpref.data_prep.readers.categories import exclusion_reason, filter_single_modality
 from cavpref.data_prep.readers.common import ReaderConfig, ReaderError, ReadResult
@@ -31,8 +37,14 @@ __all__ = [
 ]
 
 
-def read_source(source: str, files: Iterable[str | os.PathLike], config: ReaderConfig | None = None, *,
-                labels: str | None = None, ontology: str | Ontology | None = None) -> ReadResult:
+def read_source(
+    source: str,
+    files: Iterable[str | os.PathLike],
+    config: ReaderConfig | None = None,
+    *,
+    labels: str | None = None,
+    ontology: str | Ontology | None = None,
+) -> ReadResult:
     """Read annotation files of one source into QARecords (no filtering), in file order.
 
     ``labels`` / ``ontology`` name the AudioSet label files (the csv is preferred for display names).

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cavpref.media.spec import MediaError, Source, to_json
 from cavpref.data_prep.readers.common import (
     ReaderConfig,
     ReaderError,
@@ -25,6 +24,8 @@ from cavpref.data_prep.readers.common import (
     require,
 )
 from cavpref.data_prep.records import QARecord
+
+from cavpref.media.spec import MediaError, Source, to_json
 
 DEFAULT_TEMPLATE = "clips/{ytid}_{start:d}.mp4"
 HEADER = ("YTID", "start_seconds", "end_seconds", "positive_labels")
@@ -84,8 +85,13 @@ def read_ontology(path: str) -> Ontology:
         for key, value in (("child_ids", child_ids), ("restrictions", restrictions)):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ReaderError(file, index, key, "expected a list of strings", repr(value))
-        classes[cid] = OntologyClass(cid, require(rec, "name", str, file, index), list(child_ids),
-                                     list(restrictions), str(rec.get("description", "")))
+        classes[cid] = OntologyClass(
+            cid,
+            require(rec, "name", str, file, index),
+            list(child_ids),
+            list(restrictions),
+            str(rec.get("description", "")),
+        )
     for index, cls in enumerate(classes.values()):
         for child in cls.child_ids:
             if child not in classes:
@@ -109,7 +115,9 @@ def _check_acyclic(file: str, classes: dict[str, OntologyClass]) -> None:
                 state[node] = 2
                 stack.pop()
             elif state.get(child) == 1:
-                raise ReaderError(file, index_of[node], "child_ids", "cycle in the class graph", f"{node} -> {child}")
+                raise ReaderError(
+                    file, index_of[node], "child_ids", "cycle in the class graph", f"{node} -> {child}"
+                )
             elif child not in state:
                 state[child] = 1
                 stack.append((child, iter(classes[child].child_ids)))
@@ -134,7 +142,9 @@ def read_class_labels(path: str) -> dict[str, str]:
         if not row:
             continue
         if len(row) != 3 or not row[1].strip() or not row[2].strip():
-            raise ReaderError(file, index, "row", "expected index,mid,display_name", repr(row), line=reader.line_num)
+            raise ReaderError(
+                file, index, "row", "expected index,mid,display_name", repr(row), line=reader.line_num
+            )
         labels[row[1].strip()] = row[2].strip()
     return labels
 
@@ -157,21 +167,38 @@ def _rows(file: str) -> Iterator[tuple[int, list[str]]]:
         yield reader.line_num, row
 
 
-def parse_segment(item: tuple[int, list[str]], index: int, file: str, folder: str, template: str,
-                  labels: dict[str, str], clip_mode: str) -> QARecord:
+def parse_segment(
+    item: tuple[int, list[str]],
+    index: int,
+    file: str,
+    folder: str,
+    template: str,
+    labels: dict[str, str],
+    clip_mode: str,
+) -> QARecord:
     line, row = item
     if len(row) != 4:
-        raise ReaderError(file, index, "row", "expected 4 fields: YTID, start_seconds, end_seconds, positive_labels",
-                          f"got {len(row)}", line=line)
+        raise ReaderError(
+            file,
+            index,
+            "row",
+            "expected 4 fields: YTID, start_seconds, end_seconds, positive_labels",
+            f"got {len(row)}",
+            line=line,
+        )
     ytid = row[0].strip()
     if not ytid:
         raise ReaderError(file, index, "YTID", "empty", line=line)
     try:
         start, end = float(row[1]), float(row[2])
     except ValueError:
-        raise ReaderError(file, index, "start_seconds/end_seconds", "not a number", repr(row[1:3]), line=line) from None
+        raise ReaderError(
+            file, index, "start_seconds/end_seconds", "not a number", repr(row[1:3]), line=line
+        ) from None
     if not 0 <= start < end:
-        raise ReaderError(file, index, "end_seconds", "empty or reversed segment", f"[{start}, {end}]", line=line)
+        raise ReaderError(
+            file, index, "end_seconds", "empty or reversed segment", f"[{start}, {end}]", line=line
+        )
     mids = [m.strip() for m in row[3].split(",") if m.strip()]
     if not mids:
         raise ReaderError(file, index, "positive_labels", "no labels", line=line)
@@ -180,13 +207,26 @@ def parse_segment(item: tuple[int, list[str]], index: int, file: str, folder: st
             raise ReaderError(file, index, "positive_labels", "unknown label mid", mid, line=line)
     start_f = int(start) if start.is_integer() else start
     try:
-        path = join_media(folder, template.format(ytid=ytid, start=start_f, end=int(end) if end.is_integer() else end))
+        path = join_media(
+            folder, template.format(ytid=ytid, start=start_f, end=int(end) if end.is_integer() else end)
+        )
         media = Source(path, 0.0, end - start) if clip_mode == "clip" else Source(path, start, end)
     except (MediaError, KeyError, IndexError, ValueError) as err:
-        raise ReaderError(file, index, "start_seconds", "cannot build the clip path", f"{template!r}: {err}",
-                          line=line) from err
-    return QARecord(source="audioset", source_id=ytid, file=file, index=index, media=to_json(media), start=start,
-                    end=end, labels=[labels[m] for m in mids], label_ids=mids, meta={"line": line})
+        raise ReaderError(
+            file, index, "start_seconds", "cannot build the clip path", f"{template!r}: {err}", line=line
+        ) from err
+    return QARecord(
+        source="audioset",
+        source_id=ytid,
+        file=file,
+        index=index,
+        media=to_json(media),
+        start=start,
+        end=end,
+        labels=[labels[m] for m in mids],
+        label_ids=mids,
+        meta={"line": line},
+    )
 
 
 def read_segments(path: str, labels: dict[str, str], config: ReaderConfig | None = None) -> ReadResult:
@@ -196,8 +236,12 @@ def read_segments(path: str, labels: dict[str, str], config: ReaderConfig | None
     file = str(path)
     _, folder = media_dir(file, (), "", config)
     template = config.video_template or DEFAULT_TEMPLATE
-    return collect(file, _rows(file), lambda i, item: parse_segment(item, i, file, folder, template, labels,
-                                                                     config.audioset_clip_mode), config.on_error)
+    return collect(
+        file,
+        _rows(file),
+        lambda i, item: parse_segment(item, i, file, folder, template, labels, config.audioset_clip_mode),
+        config.on_error,
+    )
 
 
 def label_names(labels_csv: str | None = None, ontology: Ontology | str | None = None) -> dict[str, str]:
@@ -206,5 +250,7 @@ def label_names(labels_csv: str | None = None, ontology: Ontology | str | None =
         return read_class_labels(labels_csv)
     if ontology is not None:
         return (read_ontology(ontology) if isinstance(ontology, (str, Path)) else ontology).names()
-    raise ValueError("AudioSet segments need class_labels_indices.csv (--labels) or ontology.json (--ontology) "
-                     "to name their labels")
+    raise ValueError(
+        "AudioSet segments need class_labels_indices.csv (--labels) or ontology.json (--ontology) "
+        "to name their labels"
+    )

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from cavpref.media.spec import MediaError, Source, to_json
-from cavpref.data_prep.readers.categories import AVQA_PREFIX_RULES, AVQA_RELATIONS, AVQA_TYPE_LOOKUP, avqa_category
+from cavpref.data_prep.readers.categories import (
+    AVQA_PREFIX_RULES,
+    AVQA_RELATIONS,
+    AVQA_TYPE_LOOKUP,
+    avqa_category,
+)
 from cavpref.data_prep.readers.common import (
     ReaderConfig,
     ReaderError,
@@ -23,6 +27,8 @@ from cavpref.data_prep.readers.common import (
     require,
 )
 from cavpref.data_prep.records import QARecord
+
+from cavpref.media.spec import MediaError, Source, to_json
 
 DEFAULT_TEMPLATE = "{video_name}.mp4"
 NUM_CHOICES = 4
@@ -39,19 +45,30 @@ def parse_record(rec: Any, index: int, file: str, folder: str, template: str) ->
         raise ReaderError(file, index, "question_text", "empty")
     choices = require(rec, "multi_choice", list, file, index)
     if len(choices) != NUM_CHOICES or not all(isinstance(c, str) and c.strip() for c in choices):
-        raise ReaderError(file, index, "multi_choice", f"expected {NUM_CHOICES} non-empty strings", repr(choices))
+        raise ReaderError(
+            file, index, "multi_choice", f"expected {NUM_CHOICES} non-empty strings", repr(choices)
+        )
     answer = require(rec, "answer", int, file, index)
     if not 0 <= answer < len(choices):
-        raise ReaderError(file, index, "answer", "answer index out of range", f"{answer} not in 0..{len(choices) - 1}")
+        raise ReaderError(
+            file, index, "answer", "answer index out of range", f"{answer} not in 0..{len(choices) - 1}"
+        )
     relation = require(rec, "question_relation", str, file, index)
     if relation not in AVQA_RELATIONS:
-        raise ReaderError(file, index, "question_relation", "unknown relation", f"{relation!r}; expected {AVQA_RELATIONS}")
+        raise ReaderError(
+            file, index, "question_relation", "unknown relation", f"{relation!r}; expected {AVQA_RELATIONS}"
+        )
     qtype = require(rec, "question_type", str, file, index)
     category = avqa_category(question, qtype)
     if category is None:
-        raise ReaderError(file, index, "question_type", "unknown question type and no prefix rule matched",
-                          f"{qtype!r}; known types {sorted(AVQA_TYPE_LOOKUP)}, "
-                          f"prefixes {[p for p, _ in AVQA_PREFIX_RULES]}")
+        raise ReaderError(
+            file,
+            index,
+            "question_type",
+            "unknown question type and no prefix rule matched",
+            f"{qtype!r}; known types {sorted(AVQA_TYPE_LOOKUP)}, "
+            f"prefixes {[p for p, _ in AVQA_PREFIX_RULES]}",
+        )
     try:
         media = Source(join_media(folder, template.format(video_name=video_name)))
     except (MediaError, KeyError, IndexError, ValueError) as err:
@@ -60,8 +77,18 @@ def parse_record(rec: Any, index: int, file: str, folder: str, template: str) ->
     meta = {k: rec[k] for k in ("id", "video_id") if k in rec}
     meta["answer_index"] = answer
     return QARecord(
-        source="avqa", source_id=video_name, file=file, index=index, media=to_json(media), question=question,
-        answer=options[answer], options=options, category=category, modality=relation, qtype=qtype, meta=meta,
+        source="avqa",
+        source_id=video_name,
+        file=file,
+        index=index,
+        media=to_json(media),
+        question=question,
+        answer=options[answer],
+        options=options,
+        category=category,
+        modality=relation,
+        qtype=qtype,
+        meta=meta,
     )
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from cavpref.data import CATEGORIES
 from cavpref.data_prep.records import QARecord
+
+from cavpref.data import CATEGORIES
 
 # MUSIC-AVQA `type[1]` -> category (paper: "we retain the original category labels").
 MUSIC_AVQA_TYPES: dict[str, str] = {
@@ -68,9 +69,12 @@ SINGLE_MODALITY: dict[str, dict[str, str]] = {
 }
 
 
-def avqa_category(question: str, qtype: str,
-                  prefix_rules: Iterable[tuple[str, str]] = AVQA_PREFIX_RULES,
-                  lookup: dict[str, str] = AVQA_TYPE_LOOKUP) -> str | None:
+def avqa_category(
+    question: str,
+    qtype: str,
+    prefix_rules: Iterable[tuple[str, str]] = AVQA_PREFIX_RULES,
+    lookup: dict[str, str] = AVQA_TYPE_LOOKUP,
+) -> str | None:
     """Prefix rules on the question first, then the `question_type` lookup; None if neither applies."""
     text = question.strip().lower()
     for prefix, category in prefix_rules:
@@ -87,8 +91,9 @@ def exclusion_reason(record: QARecord, rules: dict[str, dict[str, str]] = SINGLE
     return f"{record.source}: {reason}" if reason else None
 
 
-def filter_single_modality(records: Iterable[QARecord], rules: dict[str, dict[str, str]] = SINGLE_MODALITY
-                           ) -> tuple[list[QARecord], Counter]:
+def filter_single_modality(
+    records: Iterable[QARecord], rules: dict[str, dict[str, str]] = SINGLE_MODALITY
+) -> tuple[list[QARecord], Counter]:
     """(records to keep, excluded count per reason). Separate from reading so ``read`` can show all."""
     kept, excluded = [], Counter()
     for record in records:

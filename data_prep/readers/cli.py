@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from cavpref.data_prep.readers import ReaderConfig, ReaderError, filter_single_modality, read_source
 from transformers import HfArgumentParser
 
 from cavpref.parsing import config_argv, parse_args
-from cavpref.data_prep.readers import ReaderConfig, ReaderError, filter_single_modality, read_source
 
 BOOL_WORDS = ("true", "false", "yes", "no", "t", "f", "y", "n", "1", "0")
 
@@ -26,11 +26,16 @@ BOOL_WORDS = ("true", "false", "yes", "no", "t", "f", "y", "n", "1", "0")
 @dataclass
 class ReadArgs(ReaderConfig):
     source: Literal["music_avqa", "avqa", "audioset"] = field(
-        kw_only=True, metadata={"help": "which dataset format the files are in (required)"})
+        kw_only=True, metadata={"help": "which dataset format the files are in (required)"}
+    )
     labels: str | None = field(default=None, metadata={"help": "AudioSet class_labels_indices.csv"})
     ontology: str | None = field(default=None, metadata={"help": "AudioSet ontology.json"})
-    files: list[str] = field(default_factory=list, metadata={
-        "help": "annotation files (json / segments csv); bare FILE arguments on the command line set it too"})
+    files: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "annotation files (json / segments csv); bare FILE arguments on the command line set it too"
+        },
+    )
 
 
 def files_as_key(argv: Sequence[str]) -> list[str]:
@@ -94,8 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `cavpref prep read ... | head`: the reader of the pipe has seen enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
     _, would_exclude = filter_single_modality(result.records)
-    print(f"read {result.n_in} records from {len(args.files)} file(s): {len(result.records)} out, "
-          f"{sum(result.skipped.values())} skipped", file=sys.stderr)
+    print(
+        f"read {result.n_in} records from {len(args.files)} file(s): {len(result.records)} out, "
+        f"{sum(result.skipped.values())} skipped",
+        file=sys.stderr,
+    )
     for reason, n in sorted(result.skipped.items()):
         print(f"  skipped  {n:>7}  {reason}", file=sys.stderr)
     for reason, n in sorted(would_exclude.items()):

@@ -17,17 +17,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from cavpref.data_prep.records import QARecord
 from tqdm.auto import tqdm
 
 from cavpref.media.spec import MediaError, Source
-from cavpref.data_prep.records import QARecord
 
 
 class ReaderError(ValueError):
     """A bad source record. The message names the file, the record index (and line for csvs) and field."""
 
-    def __init__(self, file, index: int | None, field: str | None, problem: str, detail: str = "",
-                 line: int | None = None):
+    def __init__(
+        self,
+        file,
+        index: int | None,
+        field: str | None,
+        problem: str,
+        detail: str = "",
+        line: int | None = None,
+    ):
         self.file, self.index, self.field, self.line = str(file), index, field, line
         self.problem, self.detail = problem, detail
         where = [self.file]
@@ -61,13 +68,17 @@ class ReaderConfig:
     video_dir: str | None = field(default=None, metadata={"help": "media folder relative to the data root"})
     video_template: str | None = field(
         default=None,
-        metadata={"help": "file name template; defaults: music_avqa '{video_id}.mp4', avqa '{video_name}.mp4', "
-                          "audioset 'clips/{ytid}_{start:d}.mp4'"},
+        metadata={
+            "help": "file name template; defaults: music_avqa '{video_id}.mp4', avqa '{video_name}.mp4', "
+            "audioset 'clips/{ytid}_{start:d}.mp4'"
+        },
     )
     audioset_clip_mode: Literal["clip", "full"] = field(
         default="clip",
-        metadata={"help": "clip: the file holds exactly the segment (Source(path, 0, end-start)); "
-                          "full: the file is the whole YouTube video (Source(path, start, end))"},
+        metadata={
+            "help": "clip: the file holds exactly the segment (Source(path, 0, end-start)); "
+            "full: the file is the whole YouTube video (Source(path, start, end))"
+        },
     )
     on_error: Literal["raise", "skip"] = field(
         default="raise", metadata={"help": "raise on a bad record, or skip it and count the reason"}
@@ -93,14 +104,17 @@ class ReadResult:
         return self.n_in == len(self.records) + sum(self.skipped.values())
 
 
-def collect(file: str, items: Iterable[Any], parse: Callable[[int, Any], QARecord], on_error: str) -> ReadResult:
+def collect(
+    file: str, items: Iterable[Any], parse: Callable[[int, Any], QARecord], on_error: str
+) -> ReadResult:
     """Run ``parse(index, item)`` over ``items``; raise or skip-and-count each ``ReaderError``."""
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     out = ReadResult()
     # The unbalanced AudioSet csv has ~2M rows; the bar hides itself when stderr is not a terminal.
-    for index, item in enumerate(tqdm(items, desc=f"read {Path(file).name}", unit=" rec", disable=None,
-                                      leave=False)):
+    for index, item in enumerate(
+        tqdm(items, desc=f"read {Path(file).name}", unit=" rec", disable=None, leave=False)
+    ):
         out.n_in += 1
         try:
             out.records.append(parse(index, item))
@@ -118,7 +132,9 @@ def load_json_list(path: str | os.PathLike) -> list[Any]:
     except (OSError, UnicodeDecodeError) as err:
         raise ReaderError(path, None, None, "cannot read", str(err)) from err
     except json.JSONDecodeError as err:
-        raise ReaderError(path, None, None, "not valid JSON", f"line {err.lineno} col {err.colno}: {err.msg}") from err
+        raise ReaderError(
+            path, None, None, "not valid JSON", f"line {err.lineno} col {err.colno}: {err.msg}"
+        ) from err
     if not isinstance(data, list):
         raise ReaderError(path, None, None, "expected a JSON array of records", f"got {type(data).__name__}")
     return data
@@ -174,7 +190,9 @@ def dataset_dir(annotation: str | os.PathLike, markers: tuple[str, ...]) -> Path
     return parent.parent if parent.name in markers else parent
 
 
-def media_dir(annotation: str, markers: tuple[str, ...], default_sub: str, config: ReaderConfig) -> tuple[Path, str]:
+def media_dir(
+    annotation: str, markers: tuple[str, ...], default_sub: str, config: ReaderConfig
+) -> tuple[Path, str]:
     """(data root, media folder relative to it) for one annotation file."""
     ds = dataset_dir(annotation, markers)
     root = Path(config.data_root).resolve() if config.data_root else ds.parent
@@ -182,13 +200,20 @@ def media_dir(annotation: str, markers: tuple[str, ...], default_sub: str, confi
         try:
             Source(join_media(config.video_dir.rstrip("/"), "x"))
         except MediaError as err:
-            raise ReaderError(annotation, None, "video_dir", "must be relative to the data root", str(err)) from None
+            raise ReaderError(
+                annotation, None, "video_dir", "must be relative to the data root", str(err)
+            ) from None
         return root, config.video_dir.rstrip("/")
     try:
         rel = (ds / default_sub).relative_to(root) if default_sub else ds.relative_to(root)
     except ValueError:
-        raise ReaderError(annotation, None, None, "the dataset folder is not under the data root; pass --video_dir",
-                          f"{ds} vs {root}") from None
+        raise ReaderError(
+            annotation,
+            None,
+            None,
+            "the dataset folder is not under the data root; pass --video_dir",
+            f"{ds} vs {root}",
+        ) from None
     return root, rel.as_posix() if str(rel) != "." else ""
 
 

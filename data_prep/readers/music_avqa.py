@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cavpref.media.spec import Combine, MediaError, Source, to_json
 from cavpref.data_prep.readers.categories import MUSIC_AVQA_MODALITIES, MUSIC_AVQA_TYPES
 from cavpref.data_prep.readers.common import (
     ReaderConfig,
@@ -29,6 +28,8 @@ from cavpref.data_prep.readers.common import (
     require,
 )
 from cavpref.data_prep.records import QARecord
+
+from cavpref.media.spec import Combine, MediaError, Source, to_json
 
 DEFAULT_TEMPLATE = "{video_id}.mp4"
 PLACEHOLDER = re.compile(r"<([A-Za-z]+)>")
@@ -62,16 +63,30 @@ def parse_record(rec: Any, index: int, file: str, folder: str, template: str) ->
         raise ReaderError(file, index, "type", "expected [modality, question type]", repr(type_))
     modality, qtype = type_
     if modality not in MUSIC_AVQA_MODALITIES:
-        raise ReaderError(file, index, "type", "unknown modality", f"{modality!r}; expected {MUSIC_AVQA_MODALITIES}")
+        raise ReaderError(
+            file, index, "type", "unknown modality", f"{modality!r}; expected {MUSIC_AVQA_MODALITIES}"
+        )
     if qtype not in MUSIC_AVQA_TYPES:
-        raise ReaderError(file, index, "type", "unknown question type",
-                          f"{qtype!r}; expected one of {sorted(MUSIC_AVQA_TYPES)}")
+        raise ReaderError(
+            file,
+            index,
+            "type",
+            "unknown question type",
+            f"{qtype!r}; expected one of {sorted(MUSIC_AVQA_TYPES)}",
+        )
     content = require(rec, "question_content", str, file, index)
-    values = parse_list_field(require(rec, "templ_values", (str, list), file, index), file, index, "templ_values")
+    values = parse_list_field(
+        require(rec, "templ_values", (str, list), file, index), file, index, "templ_values"
+    )
     n_slots = len(PLACEHOLDER.findall(content))
     if n_slots != len(values):
-        raise ReaderError(file, index, "templ_values", "template/value count mismatch",
-                          f"{n_slots} placeholders in {content!r}, {len(values)} values {values}")
+        raise ReaderError(
+            file,
+            index,
+            "templ_values",
+            "template/value count mismatch",
+            f"{n_slots} placeholders in {content!r}, {len(values)} values {values}",
+        )
     question, slots = fill_template(content, values)
     raw_answer = require(rec, "anser", str, file, index, alt="answer")
     if not raw_answer.strip():
@@ -91,9 +106,18 @@ def parse_record(rec: Any, index: int, file: str, folder: str, template: str) ->
         if key in rec:
             meta[key] = rec[key]
     return QARecord(
-        source="music_avqa", source_id=video_id, file=file, index=index, media=to_json(media),
-        question=clean_question(question), answer=humanise(raw_answer), options=None,
-        category=MUSIC_AVQA_TYPES[qtype], modality=modality, qtype=qtype, meta=meta,
+        source="music_avqa",
+        source_id=video_id,
+        file=file,
+        index=index,
+        media=to_json(media),
+        question=clean_question(question),
+        answer=humanise(raw_answer),
+        options=None,
+        category=MUSIC_AVQA_TYPES[qtype],
+        modality=modality,
+        qtype=qtype,
+        meta=meta,
     )
 
 

@@ -227,11 +227,21 @@ def save_tiny_open_clip(path: str | os.PathLike, seed: int = 0, image_size: int 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     config = path / "tiny-open-clip.json"
-    config.write_text(json.dumps({
-        "embed_dim": 16,
-        "vision_cfg": {"image_size": image_size, "layers": 1, "width": 32, "head_width": 16, "patch_size": 8},
-        "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "embed_dim": 16,
+                "vision_cfg": {
+                    "image_size": image_size,
+                    "layers": 1,
+                    "width": 32,
+                    "head_width": 16,
+                    "patch_size": 8,
+                },
+                "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+            }
+        )
+    )
     open_clip.add_model_config(config)
     torch.manual_seed(seed)
     model = open_clip.create_model(config.stem, pretrained=None)

@@ -39,16 +39,22 @@ class TinyScorerConfig:
 
     world: str = field(default="", metadata={"help": "a `cavpref world` folder (reads world.json + media)"})
     out: str = field(default="", metadata={"help": "output folder: an HF model folder (model + processor)"})
-    steps: int | None = field(default=None, metadata={
-        "help": "optimizer steps, one batch of distinct labels each (default: CLAP 1000, CLIP 300, the measured "
-                "settings of docs/scoring.md)"})
+    steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "optimizer steps, one batch of distinct labels each (default: CLAP 1000, CLIP 300, the measured "
+            "settings of docs/scoring.md)"
+        },
+    )
     batch_size: int = field(default=20, metadata={"help": "labels per batch (at most the label set's size)"})
     learning_rate: float = field(default=2e-3, metadata={"help": "AdamW learning rate (cosine decay)"})
     seed: int = field(default=0, metadata={"help": "initial weights and batch sampling"})
     split_seed: int = field(default=0, metadata={"help": "the prep split hash seed (PrepConfig.split_seed)"})
     test_fraction: float = field(default=0.2, metadata={"help": "PrepConfig.test_fraction of the split"})
     sample_rate: int = field(default=16000, metadata={"help": "CLAP: audio rate the model is built for"})
-    num_mel_bins: int = field(default=32, metadata={"help": "CLAP: mel bins (HTSAT spec_size 64: <= 32 for 1-s windows)"})
+    num_mel_bins: int = field(
+        default=32, metadata={"help": "CLAP: mel bins (HTSAT spec_size 64: <= 32 for 1-s windows)"}
+    )
     image_size: int = field(default=64, metadata={"help": "CLIP: square input size of the vision tower"})
     frames_per_clip: int = field(default=8, metadata={"help": "CLIP: frames decoded per train clip"})
     hidden_size: int = field(default=64, metadata={"help": "width of both towers"})
@@ -58,10 +64,14 @@ class TinyScorerConfig:
         if not self.world or not self.out:
             raise ValueError("TinyScorerConfig: --world and --out are required")
         if not (Path(self.world) / "world.json").is_file():
-            raise FileNotFoundError(f"TinyScorerConfig.world: {Path(self.world) / 'world.json'} does not exist")
+            raise FileNotFoundError(
+                f"TinyScorerConfig.world: {Path(self.world) / 'world.json'} does not exist"
+            )
         if (self.steps is not None and self.steps < 1) or self.batch_size < 2:
-            raise ValueError(f"TinyScorerConfig: steps >= 1 and batch_size >= 2 needed, got {self.steps}, "
-                             f"{self.batch_size}")
+            raise ValueError(
+                f"TinyScorerConfig: steps >= 1 and batch_size >= 2 needed, got {self.steps}, "
+                f"{self.batch_size}"
+            )
 
 
 def label_text(name: str) -> str:
@@ -73,7 +83,9 @@ def world_labels(manifest: dict) -> list[str]:
     """The world's label set: every instrument the world uses and every sound source, in catalogue order."""
     n = manifest["config"]["num_instruments"]
     cat = manifest["catalogue"]
-    return [label_text(e["name"]) for e in cat["instruments"][:n]] + [label_text(e["name"]) for e in cat["sources"]]
+    return [label_text(e["name"]) for e in cat["instruments"][:n]] + [
+        label_text(e["name"]) for e in cat["sources"]
+    ]
 
 
 def clip_entities(clip: dict) -> list[dict]:
@@ -84,7 +96,9 @@ def seen_labels(clip: dict) -> set[str]:
     return {label_text(e["name"]) for e in clip_entities(clip) if e.get("visible") and e.get("slot")}
 
 
-def heard_labels(clip: dict, start: float = 0.0, end: float | None = None, min_overlap: float = 0.25) -> set[str]:
+def heard_labels(
+    clip: dict, start: float = 0.0, end: float | None = None, min_overlap: float = 0.25
+) -> set[str]:
     """Entities sounding for at least ``min_overlap`` s within [start, end) (the whole clip by default)."""
     end = clip["duration"] if end is None else end
     out = set()
@@ -96,7 +110,9 @@ def heard_labels(clip: dict, start: float = 0.0, end: float | None = None, min_o
     return out
 
 
-def world_clips(world: str | os.PathLike, split: str, split_seed: int = 0, test_fraction: float = 0.2) -> list[dict]:
+def world_clips(
+    world: str | os.PathLike, split: str, split_seed: int = 0, test_fraction: float = 0.2
+) -> list[dict]:
     """The manifest's clips (all sources) whose file falls in ``split`` ("train" / "test") under the prep hash."""
     manifest = json.loads((Path(world) / "world.json").read_text())
     cfg = PrepConfig(split_seed=split_seed, test_fraction=test_fraction)
@@ -156,8 +172,14 @@ def train_tiny_clap(cfg: TinyScorerConfig) -> dict:
 
     torch.manual_seed(cfg.seed)
     world = Path(cfg.world)
-    out = save_tiny_clap(cfg.out, seed=cfg.seed, sample_rate=cfg.sample_rate, max_length_s=1,
-                         hidden_size=cfg.hidden_size, num_mel_bins=cfg.num_mel_bins)
+    out = save_tiny_clap(
+        cfg.out,
+        seed=cfg.seed,
+        sample_rate=cfg.sample_rate,
+        max_length_s=1,
+        hidden_size=cfg.hidden_size,
+        num_mel_bins=cfg.num_mel_bins,
+    )
     model, processor = ClapModel.from_pretrained(out), ClapProcessor.from_pretrained(out)
     fe = processor.feature_extractor
     win = int(fe.nb_max_samples)
@@ -185,15 +207,20 @@ def train_tiny_clap(cfg: TinyScorerConfig) -> dict:
 
     def inputs(batch):
         t = [row[lab] for lab, _ in batch]
-        return {"input_ids": tok["input_ids"][t], "attention_mask": tok["attention_mask"][t],
-                "input_features": feats[[i for _, i in batch]]}
+        return {
+            "input_ids": tok["input_ids"][t],
+            "attention_mask": tok["attention_mask"][t],
+            "input_features": feats[[i for _, i in batch]],
+        }
 
     losses = _train(model, inputs, by_label, cfg, "clap")
     model.save_pretrained(out)
     processor.save_pretrained(out)
     info = _write_info(out, cfg, "clap", clips, len(waves), names, losses)
-    logger.info(f"tiny CLAP: {len(waves)} windows of {len(clips)} train clips, loss {losses[0]:.3f} -> "
-                f"{np.mean(losses[-20:]):.3f}; saved to {out}")
+    logger.info(
+        f"tiny CLAP: {len(waves)} windows of {len(clips)} train clips, loss {losses[0]:.3f} -> "
+        f"{np.mean(losses[-20:]):.3f}; saved to {out}"
+    )
     return info
 
 
@@ -227,26 +254,45 @@ def train_tiny_clip(cfg: TinyScorerConfig) -> dict:
 
     def inputs(batch):
         t = [row[lab] for lab, _ in batch]
-        return {"input_ids": tok["input_ids"][t], "attention_mask": tok["attention_mask"][t],
-                "pixel_values": pixels[[i for _, i in batch]]}
+        return {
+            "input_ids": tok["input_ids"][t],
+            "attention_mask": tok["attention_mask"][t],
+            "pixel_values": pixels[[i for _, i in batch]],
+        }
 
     losses = _train(model, inputs, by_label, cfg, "clip")
     model.save_pretrained(out)
     processor.save_pretrained(out)
     info = _write_info(out, cfg, "clip", clips, len(frames), names, losses)
-    logger.info(f"tiny CLIP: {len(frames)} frames of {len(clips)} train clips, loss {losses[0]:.3f} -> "
-                f"{np.mean(losses[-20:]):.3f}; saved to {out}")
+    logger.info(
+        f"tiny CLIP: {len(frames)} frames of {len(clips)} train clips, loss {losses[0]:.3f} -> "
+        f"{np.mean(losses[-20:]):.3f}; saved to {out}"
+    )
     return info
 
 
-def _write_info(out: Path, cfg: TinyScorerConfig, kind: str, clips: list, examples: int, labels: list[str],
-                losses: list[float]) -> dict:
+def _write_info(
+    out: Path,
+    cfg: TinyScorerConfig,
+    kind: str,
+    clips: list,
+    examples: int,
+    labels: list[str],
+    losses: list[float],
+) -> dict:
     """``training.json`` next to the weights: what it was trained on (train clip files), and the loss curve."""
     from dataclasses import asdict
 
-    info = {"kind": kind, "config": asdict(cfg), "train_clips": sorted(c["file"] for c in clips),
-            "examples": examples, "labels": labels, "loss_first": losses[0],
-            "loss_last": float(np.mean(losses[-min(20, len(losses)):])), "losses": losses}
+    info = {
+        "kind": kind,
+        "config": asdict(cfg),
+        "train_clips": sorted(c["file"] for c in clips),
+        "examples": examples,
+        "labels": labels,
+        "loss_first": losses[0],
+        "loss_last": float(np.mean(losses[-min(20, len(losses)) :])),
+        "losses": losses,
+    }
     (Path(out) / "training.json").write_text(json.dumps(info, indent=1))
     return info
 
@@ -264,6 +310,8 @@ def main(argv: list[str]) -> int:
     name = argv[0]
     (cfg,) = parse_args([TinyScorerConfig], argv[1:], prog=f"cavpref model {name}")
     info = TRAINERS[name](cfg)
-    print(f"wrote {name} to {cfg.out}: {info['examples']} examples of {len(info['train_clips'])} train clips, "
-          f"{len(info['labels'])} labels, loss {info['loss_first']:.3f} -> {info['loss_last']:.3f}")
+    print(
+        f"wrote {name} to {cfg.out}: {info['examples']} examples of {len(info['train_clips'])} train clips, "
+        f"{len(info['labels'])} labels, loss {info['loss_first']:.3f} -> {info['loss_last']:.3f}"
+    )
     return 0

@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from cavpref.data import ALL_TASKS, SETTINGS, TASKS, BenchmarkItem, PreferenceExample
 from cavpref.data_prep.tasks import cat, clean, cot_stitch, cot_swap, icit, mait, mat, mcit, mvit, mvt
 from cavpref.data_prep.tasks.common import LLMConfig, TaskError, TaskOptions, item_prompt
-from cavpref.prompts import render_prompt
-from cavpref.data_prep.tasks.drafts import Draft
 from cavpref.data_prep.tasks.context import Context, TableView, make_context
+from cavpref.data_prep.tasks.drafts import Draft
 from cavpref.data_prep.tasks.spec import TASK_SPECS, TaskSpec, register_task, switch_table, task_spec
+
+from cavpref.data import ALL_TASKS, SETTINGS, TASKS, BenchmarkItem, PreferenceExample
+from cavpref.prompts import render_prompt
 
 GENERATORS: dict[str, Callable] = {
     m.TASK: m.generate for m in (mcit, icit, mvit, mait, cot_stitch, cot_swap, cat, mvt, mat, clean)

@@ -16,26 +16,28 @@ from __future__ import annotations
 
 import random
 
-from cavpref.data import SETTINGS
-from cavpref.media.spec import Source, concat, overlay
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.common import norm, shuffled, source_range, unique_by_norm
-from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.context import Context, record_spec
 from cavpref.data_prep.tasks.cot_stitch import distractor_pairs, event_pair
-from cavpref.data_prep.tasks.templates import ATTRIBUTE_WORDS, BINDINGS, EQUAL_BINDINGS
+from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.spec import TaskSpec, register_task
-from cavpref.data_prep.tasks.templates import TEMPLATES
+from cavpref.data_prep.tasks.templates import ATTRIBUTE_WORDS, BINDINGS, EQUAL_BINDINGS, TEMPLATES
+
+from cavpref.data import SETTINGS
+from cavpref.media.spec import Source, concat, overlay
 
 TASK = "CAT"
-SPEC = register_task(TaskSpec(
-    name=TASK,
-    dimension='Compositional reasoning',
-    abstains=False,
-    switches=(0, 0),  # (eta, gamma) of Eq. 6
-    sources=('audioset',),
-    templates=TEMPLATES[TASK],
-))
+SPEC = register_task(
+    TaskSpec(
+        name=TASK,
+        dimension="Compositional reasoning",
+        abstains=False,
+        switches=(0, 0),  # (eta, gamma) of Eq. 6
+        sources=("audioset",),
+        templates=TEMPLATES[TASK],
+    )
+)
 CATEGORY = "Comparative"
 MIN_SHORT = 0.5  # seconds: a shorter snippet is hardly an event
 

@@ -10,23 +10,26 @@ from __future__ import annotations
 
 import random
 
-from cavpref.data import CLEAN_TASK, SETTINGS
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.common import shuffled
-from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.context import Context, plausible_options, record_spec
+from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.spec import TaskSpec, register_task
 from cavpref.data_prep.tasks.templates import TEMPLATES
 
+from cavpref.data import CLEAN_TASK, SETTINGS
+
 TASK = CLEAN_TASK
-SPEC = register_task(TaskSpec(
-    name=TASK,
-    dimension='Reference',
-    abstains=False,
-    switches=(0, 0),  # (eta, gamma) of Eq. 6
-    sources=('avqa', 'music_avqa'),
-    templates=TEMPLATES[TASK],
-))
+SPEC = register_task(
+    TaskSpec(
+        name=TASK,
+        dimension="Reference",
+        abstains=False,
+        switches=(0, 0),  # (eta, gamma) of Eq. 6
+        sources=("avqa", "music_avqa"),
+        templates=TEMPLATES[TASK],
+    )
+)
 
 
 def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:

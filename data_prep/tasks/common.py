@@ -19,10 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cavpref.data import BenchmarkItem
-from cavpref.media.spec import MediaSpec, Source
 from cavpref.data_prep.tables import normalise
 from cavpref.data_prep.tasks.spec import task_spec
+
+from cavpref.data import BenchmarkItem
+from cavpref.media.spec import MediaSpec, Source
 from cavpref.prompts import render_prompt
 
 # Modality labels meaning "answerable from one modality" (MUSIC-AVQA type[0], AVQA question_relation).

@@ -14,7 +14,6 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cavpref.media.spec import MediaError, MediaSpec, from_json, sources
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.common import (
     CHECK_LEVELS,
@@ -25,6 +24,8 @@ from cavpref.data_prep.tasks.common import (
     norm,
     unique_by_norm,
 )
+
+from cavpref.media.spec import MediaError, MediaSpec, from_json, sources
 
 # ----------------------------------------------------------------------------- look-up tables
 

@@ -12,25 +12,27 @@ from __future__ import annotations
 
 import random
 
-from cavpref.data import SETTINGS
-from cavpref.media.spec import concat
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.common import TaskOptions, norm, rng_for, shuffled, unique_by_norm
-from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.context import Context, make_context, record_spec
-from cavpref.data_prep.tasks.templates import ORDER_PHRASES, SIMULTANEOUS
+from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.spec import TaskSpec, register_task
-from cavpref.data_prep.tasks.templates import TEMPLATES
+from cavpref.data_prep.tasks.templates import ORDER_PHRASES, SIMULTANEOUS, TEMPLATES
+
+from cavpref.data import SETTINGS
+from cavpref.media.spec import concat
 
 TASK = "COT-Stitch"
-SPEC = register_task(TaskSpec(
-    name=TASK,
-    dimension='Compositional reasoning',
-    abstains=False,
-    switches=(0, 0),  # (eta, gamma) of Eq. 6
-    sources=('audioset',),
-    templates=TEMPLATES[TASK],
-))
+SPEC = register_task(
+    TaskSpec(
+        name=TASK,
+        dimension="Compositional reasoning",
+        abstains=False,
+        switches=(0, 0),  # (eta, gamma) of Eq. 6
+        sources=("audioset",),
+        templates=TEMPLATES[TASK],
+    )
+)
 CATEGORY = "Temporal"
 
 

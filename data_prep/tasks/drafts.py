@@ -15,18 +15,6 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqdm.auto import tqdm
-
-from cavpref.data import (
-    ALL_TASKS,
-    LETTERS,
-    NONE_OF_THE_ABOVE,
-    SETTINGS,
-    AnchorPair,
-    BenchmarkItem,
-    PreferenceExample,
-)
-from cavpref.media.spec import MediaError, MediaSpec, sources, to_json
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.common import (
     TaskError,
@@ -41,6 +29,19 @@ from cavpref.data_prep.tasks.common import (
 )
 from cavpref.data_prep.tasks.context import Context, make_context
 from cavpref.data_prep.tasks.spec import task_spec
+from tqdm.auto import tqdm
+
+from cavpref.data import (
+    ALL_TASKS,
+    LETTERS,
+    NONE_OF_THE_ABOVE,
+    SETTINGS,
+    AnchorPair,
+    BenchmarkItem,
+    PreferenceExample,
+)
+from cavpref.media.spec import MediaError, MediaSpec, sources, to_json
+
 
 @dataclass
 class Draft:
@@ -60,16 +61,32 @@ class Draft:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def stream_draft(record: QARecord, opts: list[str], rng: random.Random, own: MediaSpec, media: MediaSpec,
-                 stream: str, meta: dict[str, Any] | None = None) -> Draft:
+def stream_draft(
+    record: QARecord,
+    opts: list[str],
+    rng: random.Random,
+    own: MediaSpec,
+    media: MediaSpec,
+    stream: str,
+    meta: dict[str, Any] | None = None,
+) -> Draft:
     """The abstention draft of a task that perturbs one stream (MVIT/MAIT swap it, MVT/MAT remove it): the
     original answer is the tempting rejected option, and that stream's anchor pairs it under the clean
     media vs the perturbed media (paper Eq. 2/3)."""
     opts, (answer,) = shuffled(opts, rng, 0)
     anchor = (answer, own, media)
-    return Draft(record, record.question, opts, None, answer, media, record.category,
-                 visual=anchor if stream == "video" else None, audio=anchor if stream == "audio" else None,
-                 meta=meta or {})
+    return Draft(
+        record,
+        record.question,
+        opts,
+        None,
+        answer,
+        media,
+        record.category,
+        visual=anchor if stream == "video" else None,
+        audio=anchor if stream == "audio" else None,
+        meta=meta or {},
+    )
 
 
 def emit(

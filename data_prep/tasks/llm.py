@@ -14,10 +14,11 @@ import json
 import random
 import re
 
-from cavpref.chat_client import ChatClient, ChatConfig
 from cavpref.data_prep.tasks.common import LLMConfig, norm, shuffled, unique_by_norm
 from cavpref.data_prep.tasks.context import Context
 from cavpref.data_prep.tasks.templates import ORDER_PHRASES
+
+from cavpref.chat_client import ChatClient, ChatConfig
 
 SYSTEM = "You write wrong answer options for a multiple-choice audio-visual benchmark."
 PROMPT = (
@@ -91,8 +92,10 @@ def llm_order_options(a: str, b: str, ctx: Context, rng: random.Random) -> tuple
         if (ctx.options.llm or LLMConfig()).on_failure == "error":
             from cavpref.data_prep.tasks.common import TaskError
 
-            raise TaskError(f"COT-Stitch: LLM negatives for events {a!r} / {b!r}: {reply.error} "
-                            "(llm_on_failure: template falls back to the template negatives, counted)")
+            raise TaskError(
+                f"COT-Stitch: LLM negatives for events {a!r} / {b!r}: {reply.error} "
+                "(llm_on_failure: template falls back to the template negatives, counted)"
+            )
         return f"llm endpoint error ({failure_kind(reply.error)})"
     negs = parse_negatives(reply.text, right, k)
     if negs is None:

@@ -16,7 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-DIMENSION_NAMES = ("Adversarial attack", "Compositional reasoning", "Modality-specific dependency", "Reference")
+DIMENSION_NAMES = (
+    "Adversarial attack",
+    "Compositional reasoning",
+    "Modality-specific dependency",
+    "Reference",
+)
 
 
 @dataclass(frozen=True)
@@ -38,13 +43,21 @@ class TaskSpec:
 
     def __post_init__(self):
         if self.dimension not in DIMENSION_NAMES:
-            raise ValueError(f"TaskSpec {self.name}: unknown dimension {self.dimension!r} ({DIMENSION_NAMES})")
+            raise ValueError(
+                f"TaskSpec {self.name}: unknown dimension {self.dimension!r} ({DIMENSION_NAMES})"
+            )
         if any(s not in (0, 1) for s in self.switches) or len(self.switches) != 2:
-            raise ValueError(f"TaskSpec {self.name}: switches must be (eta, gamma) of 0/1, got {self.switches}")
+            raise ValueError(
+                f"TaskSpec {self.name}: switches must be (eta, gamma) of 0/1, got {self.switches}"
+            )
         if self.abstains != bool(self.abstention):
-            raise ValueError(f"TaskSpec {self.name}: an abstaining task needs an abstention sentence (and only it)")
+            raise ValueError(
+                f"TaskSpec {self.name}: an abstaining task needs an abstention sentence (and only it)"
+            )
         if len(self.templates) < 5:
-            raise ValueError(f"TaskSpec {self.name}: {len(self.templates)} templates, at least 5 needed (Tab. 12)")
+            raise ValueError(
+                f"TaskSpec {self.name}: {len(self.templates)} templates, at least 5 needed (Tab. 12)"
+            )
         if not self.sources:
             raise ValueError(f"TaskSpec {self.name}: no sources")
 

@@ -70,26 +70,47 @@ def read(path: str | Path, *, video_pattern: str = "{video_id}.mp4") -> list[Ben
             raise BenchmarkInputError(path, where, "options", f"expected letter -> text, got {options!r:.80}")
         key = field(path, where, rec, "correct_answer_key").strip()
         if key not in options:
-            raise BenchmarkInputError(path, where, "correct_answer_key",
-                                      f"{key!r} is not among options {list(options)}")
+            raise BenchmarkInputError(
+                path, where, "correct_answer_key", f"{key!r} is not among options {list(options)}"
+            )
         category = field(path, where, rec, "category")
         task = task_code(category)
         if task is None:
-            raise BenchmarkInputError(path, where, "category", f"unknown AURA category {category!r} "
-                                      f"(expected one of {[c for _, c, _ in TASKS]})")
+            raise BenchmarkInputError(
+                path,
+                where,
+                "category",
+                f"unknown AURA category {category!r} (expected one of {[c for _, c, _ in TASKS]})",
+            )
         video_id = str(field(path, where, rec, "video_id", (str, int)))
         gold = field(path, where, rec, "gold_reasoning")
         iid = item_id(task, video_id, question)
         if iid in seen:
             raise BenchmarkInputError(path, where, "question", f"duplicate question for video {video_id!r}")
         seen.add(iid)
-        meta = {"benchmark": BENCHMARK, "gold_reasoning": gold, "video_id": video_id, "released_category": category}
+        meta = {
+            "benchmark": BENCHMARK,
+            "gold_reasoning": gold,
+            "video_id": video_id,
+            "released_category": category,
+        }
         if "sync_status" in rec:
             meta["sync_status"] = rec["sync_status"]
-        items.append(BenchmarkItem(
-            id=iid, task=task, source=BENCHMARK, category=TITLES[task], question=question, options=dict(options),
-            answer=key, setting="base", template_id=0, media=clip(video_pattern.format(video_id=video_id)),
-            meta=meta))
+        items.append(
+            BenchmarkItem(
+                id=iid,
+                task=task,
+                source=BENCHMARK,
+                category=TITLES[task],
+                question=question,
+                options=dict(options),
+                answer=key,
+                setting="base",
+                template_id=0,
+                media=clip(video_pattern.format(video_id=video_id)),
+                meta=meta,
+            )
+        )
     return items
 
 
@@ -99,9 +120,11 @@ def read(path: str | Path, *, video_pattern: str = "{video_id}.mp4") -> list[Ben
 def prompt(item: BenchmarkItem) -> str:
     """The question with its options, asking for the letter and the reasoning (AURA evaluates both)."""
     listing = "\n".join(f"{k}. {v}" for k, v in item.options.items())
-    return (f"{item.question}\nOptions:\n{listing}\n\nAnswer with the letter of the correct option, then explain "
-            "the audio-visual evidence that supports it, in this format:\n"
-            "Answer: <letter>\nReasoning: <your reasoning>")
+    return (
+        f"{item.question}\nOptions:\n{listing}\n\nAnswer with the letter of the correct option, then explain "
+        "the audio-visual evidence that supports it, in this format:\n"
+        "Answer: <letter>\nReasoning: <your reasoning>"
+    )
 
 
 def letter_of(answer: str, item: BenchmarkItem) -> str | None:
@@ -135,9 +158,12 @@ def aura_summary(records: Sequence[AuraRecord], reasoning: bool = True) -> dict[
     ran): FCS and CIS are not available."""
     if not records:
         return {"n": 0, "ACC": None, "FCS": None, "CIS": None}
-    return {"n": len(records), "ACC": 100.0 * mean(float(r.correct) for r in records),
-            "FCS": 100.0 * mean(r.fcs if r.correct else 0.0 for r in records) if reasoning else None,
-            "CIS": 100.0 * mean(r.cis if r.correct else 0.0 for r in records) if reasoning else None}
+    return {
+        "n": len(records),
+        "ACC": 100.0 * mean(float(r.correct) for r in records),
+        "FCS": 100.0 * mean(r.fcs if r.correct else 0.0 for r in records) if reasoning else None,
+        "CIS": 100.0 * mean(r.cis if r.correct else 0.0 for r in records) if reasoning else None,
+    }
 
 
 def aura_metrics(records: Sequence[AuraRecord], reasoning: bool = True) -> dict[str, Any]:
@@ -146,8 +172,11 @@ def aura_metrics(records: Sequence[AuraRecord], reasoning: bool = True) -> dict[
     per_task = {code: aura_summary([r for r in records if r.task == code], reasoning) for code, _, _ in TASKS}
     per_task = {k: v for k, v in per_task.items() if v["n"]}
     task_mean = {m: mean(v[m] for v in per_task.values() if v[m] is not None) for m in ("ACC", "FCS", "CIS")}
-    return {"per_task": per_task, "overall": aura_summary(records, reasoning),
-            "task_mean": {"n_tasks": len(per_task), **task_mean}}
+    return {
+        "per_task": per_task,
+        "overall": aura_summary(records, reasoning),
+        "task_mean": {"n_tasks": len(per_task), **task_mean},
+    }
 
 
 def table2_markdown(metrics: Mapping[str, Any], name: str = "model") -> str:

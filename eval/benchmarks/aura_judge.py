@@ -48,19 +48,27 @@ Reply with one JSON object: {"sanitized_reasoning": "<the abstract claim>"}."""
 
 def equivalence_messages(answer: str, item: BenchmarkItem) -> list[dict]:
     correct = f"{item.answer}. {item.options[item.answer]}"
-    return [{"role": "system", "content": _EQUIV},
-            {"role": "user",
-             "content": f"Question: {item.question}\nModel answer: {answer}\nCorrect option: {correct}"}]
+    return [
+        {"role": "system", "content": _EQUIV},
+        {
+            "role": "user",
+            "content": f"Question: {item.question}\nModel answer: {answer}\nCorrect option: {correct}",
+        },
+    ]
 
 
 def fcs_messages(generated: str, gold: str) -> list[dict]:
-    return [{"role": "system", "content": _FCS},
-            {"role": "user", "content": f"GENERATED reasoning:\n{generated}\n\nGROUND-TRUTH reasoning:\n{gold}"}]
+    return [
+        {"role": "system", "content": _FCS},
+        {"role": "user", "content": f"GENERATED reasoning:\n{generated}\n\nGROUND-TRUTH reasoning:\n{gold}"},
+    ]
 
 
 def sanitize_messages(reasoning: str) -> list[dict]:
-    return [{"role": "system", "content": _SANITIZE},
-            {"role": "user", "content": f"Reasoning statement:\n{reasoning}"}]
+    return [
+        {"role": "system", "content": _SANITIZE},
+        {"role": "user", "content": f"Reasoning statement:\n{reasoning}"},
+    ]
 
 
 def parse_equivalence(text: str | None) -> bool:
@@ -106,29 +114,49 @@ class AuraJudges:
         return {"judge": judge, "nli": None if self.nli is None else self.nli.describe()}
 
 
-def score(items: Sequence[BenchmarkItem], answers: Sequence[str], reasonings: Sequence[str],
-          judges: AuraJudges) -> list[dict[str, Any]]:
+def score(
+    items: Sequence[BenchmarkItem], answers: Sequence[str], reasonings: Sequence[str], judges: AuraJudges
+) -> list[dict[str, Any]]:
     """One record per item: ``correct`` (None while undecided), ``fcs``, ``cis`` (0 for a wrong answer,
     None while pending) and everything the judges said; ``error`` names the step that failed."""
     recs: list[dict[str, Any]] = []
     for item, answer, reasoning in zip(items, answers, reasonings):
         letter = letter_of(answer, item)
-        recs.append({"id": item.id, "task": item.task, "answer": answer, "reasoning": reasoning, "letter": letter,
-                     "correct": None if letter is None else letter == item.answer,
-                     "correct_by": "letter" if letter is not None else None, "fcs": None, "cis": None,
-                     "error": None})
+        recs.append(
+            {
+                "id": item.id,
+                "task": item.task,
+                "answer": answer,
+                "reasoning": reasoning,
+                "letter": letter,
+                "correct": None if letter is None else letter == item.answer,
+                "correct_by": "letter" if letter is not None else None,
+                "fcs": None,
+                "cis": None,
+                "error": None,
+            }
+        )
     # 1. answers that name no single letter: the judge decides equivalence with the correct option
     todo = [i for i, r in enumerate(recs) if r["correct"] is None]
     if judges.client is None:
         for i in todo:
             recs[i].update(correct=False, correct_by="unparsed (no judge)")
     elif todo:
-        replies = ask(judges.client, [(equivalence_messages(recs[i]["answer"], items[i]), None) for i in todo],
-                      lambda _, text: parse_equivalence(text), max_tokens=64, retries=judges.parse_retries,
-                      desc="aura answer")
+        replies = ask(
+            judges.client,
+            [(equivalence_messages(recs[i]["answer"], items[i]), None) for i in todo],
+            lambda _, text: parse_equivalence(text),
+            max_tokens=64,
+            retries=judges.parse_retries,
+            desc="aura answer",
+        )
         for i, rep in zip(todo, replies):
-            recs[i].update(equivalence_reply=rep.text, correct_by="judge", correct=rep.value,
-                           error=None if rep.error is None else f"answer judge: {rep.error}")
+            recs[i].update(
+                equivalence_reply=rep.text,
+                correct_by="judge",
+                correct=rep.value,
+                error=None if rep.error is None else f"answer judge: {rep.error}",
+            )
     for r in recs:
         if r["correct"] is False:
             r.update(fcs=0.0, cis=0.0)
@@ -142,9 +170,19 @@ def score(items: Sequence[BenchmarkItem], answers: Sequence[str], reasonings: Se
     reqs = []
     for i in todo:
         gold, gen = items[i].meta["gold_reasoning"], recs[i]["reasoning"]
-        reqs += [(fcs_messages(gen, gold), None), (sanitize_messages(gold), None), (sanitize_messages(gen), None)]
-    replies = ask(judges.client, reqs, lambda j, text: steps[j % 3][1](text), max_tokens=judges.max_tokens,
-                  retries=judges.parse_retries, desc="aura fcs/cis")
+        reqs += [
+            (fcs_messages(gen, gold), None),
+            (sanitize_messages(gold), None),
+            (sanitize_messages(gen), None),
+        ]
+    replies = ask(
+        judges.client,
+        reqs,
+        lambda j, text: steps[j % 3][1](text),
+        max_tokens=judges.max_tokens,
+        retries=judges.parse_retries,
+        desc="aura fcs/cis",
+    )
     pairs = []
     for n, i in enumerate(todo):
         got = replies[3 * n : 3 * n + 3]

@@ -34,7 +34,9 @@ def read_records(path: str | Path, *, list_key: str | None = None) -> list[tuple
     if not path.is_file():
         raise BenchmarkInputError(path, "file", None, "not found")
     text = path.read_text(encoding="utf-8")
-    if path.suffix == ".jsonl" or (path.suffix != ".json" and not text.lstrip().startswith(("[", "{\n", "{\r"))):
+    if path.suffix == ".jsonl" or (
+        path.suffix != ".json" and not text.lstrip().startswith(("[", "{\n", "{\r"))
+    ):
         out = []
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
@@ -44,7 +46,9 @@ def read_records(path: str | Path, *, list_key: str | None = None) -> list[tuple
             except json.JSONDecodeError as err:
                 raise BenchmarkInputError(path, f"line {n}", None, f"not JSON ({err.msg})") from None
             if not isinstance(rec, dict):
-                raise BenchmarkInputError(path, f"line {n}", None, f"expected an object, got {type(rec).__name__}")
+                raise BenchmarkInputError(
+                    path, f"line {n}", None, f"expected an object, got {type(rec).__name__}"
+                )
             out.append((f"line {n}", rec))
         return out
     try:
@@ -57,17 +61,28 @@ def read_records(path: str | Path, *, list_key: str | None = None) -> list[tuple
             raise BenchmarkInputError(path, "top level", list_key, "missing")
         data = data[list_key]
     if not isinstance(data, list):
-        raise BenchmarkInputError(path, "top level", list_key,
-                                  f"expected a list of records, got {type(data).__name__}")
+        raise BenchmarkInputError(
+            path, "top level", list_key, f"expected a list of records, got {type(data).__name__}"
+        )
     label = f"{list_key}[{{}}]" if wrapped else "record {}"
     for i, rec in enumerate(data):
         if not isinstance(rec, dict):
-            raise BenchmarkInputError(path, label.format(i), None, f"expected an object, got {type(rec).__name__}")
+            raise BenchmarkInputError(
+                path, label.format(i), None, f"expected an object, got {type(rec).__name__}"
+            )
     return [(label.format(i), rec) for i, rec in enumerate(data)]
 
 
-def field(path, where: str, rec: Mapping, name: str, types: type | tuple = str, *, optional: bool = False,
-          decode_json: bool = False) -> Any:
+def field(
+    path,
+    where: str,
+    rec: Mapping,
+    name: str,
+    types: type | tuple = str,
+    *,
+    optional: bool = False,
+    decode_json: bool = False,
+) -> Any:
     """``rec[name]`` checked against ``types``. ``decode_json``: a string holding JSON (the Hugging Face
     copies of some benchmarks store nested fields that way) is decoded first."""
     if name not in rec or rec[name] is None:
@@ -83,7 +98,9 @@ def field(path, where: str, rec: Mapping, name: str, types: type | tuple = str, 
             raise BenchmarkInputError(path, where, name, f"a string that is not JSON ({err.msg})") from None
     if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
         want = "/".join(t.__name__ for t in allowed)
-        raise BenchmarkInputError(path, where, name, f"expected {want}, got {type(value).__name__} {value!r:.60}")
+        raise BenchmarkInputError(
+            path, where, name, f"expected {want}, got {type(value).__name__} {value!r:.60}"
+        )
     return value
 
 
@@ -182,7 +199,7 @@ def split_response(text: str) -> tuple[str, str]:
     text = (text or "").strip()
     think = _THINK.search(text)
     if think:
-        rest = text[think.end():].strip()
+        rest = text[think.end() :].strip()
         a = _ANSWER.search(rest)
         return (a.group(1).strip() if a else rest), think.group(1).strip()
     if text.startswith("{"):
@@ -219,8 +236,15 @@ class Reply:
     attempts: int = 0
 
 
-def ask(client, requests: Sequence[tuple[list[dict], int | None]], parse: Callable[[int, str | None], Any], *,
-        max_tokens: int, retries: int = 2, desc: str = "judge") -> list[Reply]:
+def ask(
+    client,
+    requests: Sequence[tuple[list[dict], int | None]],
+    parse: Callable[[int, str | None], Any],
+    *,
+    max_tokens: int,
+    retries: int = 2,
+    desc: str = "judge",
+) -> list[Reply]:
     """Send ``(messages, seed)`` requests through the shared ``ChatClient`` (its cache, retries and
     concurrency bound) and parse each reply with ``parse(request index, text)`` (ValueError: unusable).
     A reply that does not parse is asked again with the seed moved by ``RETRY_SEED_STEP`` (a new
@@ -272,8 +296,9 @@ def mean(values: Iterable[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def grouped(records: Sequence[Mapping], key: Callable[[Mapping], Any], summary: Callable[[Sequence[Mapping]], dict]
-            ) -> dict[str, dict]:
+def grouped(
+    records: Sequence[Mapping], key: Callable[[Mapping], Any], summary: Callable[[Sequence[Mapping]], dict]
+) -> dict[str, dict]:
     """``summary`` of the records of each group, groups in first-seen order; a None key is skipped."""
     groups: dict[str, list] = defaultdict(list)
     for r in records:

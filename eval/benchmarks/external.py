@@ -41,7 +41,9 @@ def _answer(spec, args: BenchArgs, path, where, row: dict) -> tuple[str, str]:
     """(answer, reasoning) of a row, as the benchmark's prediction format reads it."""
     found = spec.prediction(args, row)
     if found is None:
-        raise BenchmarkInputError(path, where, None, f"no prediction field: expected {spec.prediction_format}")
+        raise BenchmarkInputError(
+            path, where, None, f"no prediction field: expected {spec.prediction_format}"
+        )
     return found
 
 
@@ -67,13 +69,26 @@ def score_predictions(args: BenchArgs, predictions: str | Path, *, client=None, 
     reasonings = [preds[i.id][1] for i in given]
     recs = registry.get(args.benchmark).score_answers(bench, given, answers, reasonings)
     records = {i.id: {"item_id": i.id, **r} for i, r in zip(given, recs)}
-    outcomes = [bench.outcome(i, [records[i.id]]) if i.id in records else
-                ItemOutcome(i.id, i.task, i.setting, i.source, i.category, status="skipped", reason="no prediction")
-                for i in items]
+    outcomes = [
+        bench.outcome(i, [records[i.id]])
+        if i.id in records
+        else ItemOutcome(
+            i.id, i.task, i.setting, i.source, i.category, status="skipped", reason="no prediction"
+        )
+        for i in items
+    ]
     ids = {i.id for i in items}
     unused = Counter("matches no selected item" for k in preds if k not in ids)
-    results = assemble(args, bench, items, media_root, outcomes, records, {"predictions": str(predictions)},
-                       {"predictions": {"rows": len(preds), "unused": dict(unused)}})
+    results = assemble(
+        args,
+        bench,
+        items,
+        media_root,
+        outcomes,
+        records,
+        {"predictions": str(predictions)},
+        {"predictions": {"rows": len(preds), "unused": dict(unused)}},
+    )
     results["mode"] = "external predictions"
     if args.output:
         registry.write_reports(results, args.output)

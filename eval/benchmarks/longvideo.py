@@ -46,12 +46,15 @@ class LongVideoPolicy:
         if self.num_frames is None and self.fps is None:
             raise ValueError("LongVideoPolicy needs num_frames or fps")
         if self.audio_window_s <= 0 or self.audio_segments < 1:
-            raise ValueError(f"audio_window_s must be > 0 and audio_segments >= 1, got {self.audio_window_s}, "
-                             f"{self.audio_segments}")
+            raise ValueError(
+                f"audio_window_s must be > 0 and audio_segments >= 1, got {self.audio_window_s}, "
+                f"{self.audio_segments}"
+            )
 
     def frame_policy(self) -> FramePolicy:
-        return FramePolicy(num_frames=self.num_frames, fps=self.fps, max_frames=self.max_frames,
-                           size=self.frame_size)
+        return FramePolicy(
+            num_frames=self.num_frames, fps=self.fps, max_frames=self.max_frames, size=self.frame_size
+        )
 
     def describe(self) -> dict:
         return {"kind": "long_video", **asdict(self)}
@@ -89,8 +92,14 @@ def _source(spec: MediaSpec | str) -> Source:
     return spec
 
 
-def decode_long(spec: MediaSpec | str, root: str | os.PathLike, policy: LongVideoPolicy, *,
-                sample_rate: int = 16000, backend: str = "auto") -> tuple[DecodedMedia, dict]:
+def decode_long(
+    spec: MediaSpec | str,
+    root: str | os.PathLike,
+    policy: LongVideoPolicy,
+    *,
+    sample_rate: int = 16000,
+    backend: str = "auto",
+) -> tuple[DecodedMedia, dict]:
     """Decode a long clip under ``policy``: (DecodedMedia, what was sampled). ``DecodedMedia.duration`` is
     the clip's duration; ``audio`` is the concatenated chunks (at most ``audio_window_s`` seconds)."""
     src = _source(spec)
@@ -101,18 +110,33 @@ def decode_long(spec: MediaSpec | str, root: str | os.PathLike, policy: LongVide
         raise MediaError(f"{src.path}: zero-length clip range [{src.start}, {end}]")
     frames = times = None
     if info.has_video:
-        shown = decode(Combine(video=src, audio=None), root, frames=policy.frame_policy(), sample_rate=sample_rate,
-                       backend=backend)
+        shown = decode(
+            Combine(video=src, audio=None),
+            root,
+            frames=policy.frame_policy(),
+            sample_rate=sample_rate,
+            backend=backend,
+        )
         frames, times = shown.frames, shown.frame_times
     audio, windows = None, []
     if info.has_audio:
         windows = audio_windows(duration, policy.audio_window_s, policy.audio_segments)
         parts = tuple(Source(src.path, src.start + a, src.start + b) for a, b in windows)
-        heard = decode(Combine(video=None, audio=Concat(parts)), root, frames=None, sample_rate=sample_rate,
-                       backend=backend)
+        heard = decode(
+            Combine(video=None, audio=Concat(parts)),
+            root,
+            frames=None,
+            sample_rate=sample_rate,
+            backend=backend,
+        )
         audio = heard.audio
-    media = DecodedMedia(frames=frames, frame_times=times, audio=audio, sample_rate=sample_rate, duration=duration)
-    sampled = {"duration_s": round(duration, 3), "n_frames": 0 if frames is None else int(frames.shape[0]),
-               "frame_times": [] if times is None else [round(float(t), 3) for t in times],
-               "audio_windows": [list(w) for w in windows]}
+    media = DecodedMedia(
+        frames=frames, frame_times=times, audio=audio, sample_rate=sample_rate, duration=duration
+    )
+    sampled = {
+        "duration_s": round(duration, 3),
+        "n_frames": 0 if frames is None else int(frames.shape[0]),
+        "frame_times": [] if times is None else [round(float(t), 3) for t in times],
+        "audio_windows": [list(w) for w in windows],
+    }
     return media, sampled

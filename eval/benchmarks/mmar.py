@@ -62,11 +62,18 @@ def _rubric(path, where, rec) -> list[dict] | None:
     if rubric is None:
         return None
     for i, c in enumerate(rubric):
-        ok = (isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("scoring_point"), str)
-              and isinstance(c.get("choices"), list) and c["choices"]
-              and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in c["choices"]))
+        ok = (
+            isinstance(c, dict)
+            and isinstance(c.get("name"), str)
+            and isinstance(c.get("scoring_point"), str)
+            and isinstance(c.get("choices"), list)
+            and c["choices"]
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in c["choices"])
+        )
         if not ok:
-            raise BenchmarkInputError(path, where, f"rubric[{i}]", "needs name, scoring_point and numeric choices")
+            raise BenchmarkInputError(
+                path, where, f"rubric[{i}]", "needs name, scoring_point and numeric choices"
+            )
     return rubric
 
 
@@ -80,24 +87,45 @@ def read(path: str | Path) -> list[BenchmarkItem]:
             raise BenchmarkInputError(path, where, "choices", f"expected 2+ strings, got {choices!r:.80}")
         answer = field(path, where, rec, "answer")
         if answer not in choices:
-            raise BenchmarkInputError(path, where, "answer", f"{answer!r} is not one of the choices {choices}")
+            raise BenchmarkInputError(
+                path, where, "answer", f"{answer!r} is not one of the choices {choices}"
+            )
         options = dict(zip(LETTERS, choices))
         modality = field(path, where, rec, "modality")
-        meta = {"benchmark": BENCHMARK, "modality": modality, "sub_category": rec.get("sub-category"),
-                "thinking": rec.get("thinking", ""), "cue": rec.get("cue") or [],
-                "rubric": _rubric(path, where, rec), "answer_text": answer, "language": rec.get("language")}
-        items.append(BenchmarkItem(
-            id=rid, task=modality, source=BENCHMARK, category=field(path, where, rec, "category"),
-            question=field(path, where, rec, "question"), options=options, answer=LETTERS[choices.index(answer)],
-            setting="base", template_id=0,
-            media=drop_video(clip(_audio_path(path, where, field(path, where, rec, "audio_path")))), meta=meta))
+        meta = {
+            "benchmark": BENCHMARK,
+            "modality": modality,
+            "sub_category": rec.get("sub-category"),
+            "thinking": rec.get("thinking", ""),
+            "cue": rec.get("cue") or [],
+            "rubric": _rubric(path, where, rec),
+            "answer_text": answer,
+            "language": rec.get("language"),
+        }
+        items.append(
+            BenchmarkItem(
+                id=rid,
+                task=modality,
+                source=BENCHMARK,
+                category=field(path, where, rec, "category"),
+                question=field(path, where, rec, "question"),
+                options=options,
+                answer=LETTERS[choices.index(answer)],
+                setting="base",
+                template_id=0,
+                media=drop_video(clip(_audio_path(path, where, field(path, where, rec, "audio_path")))),
+                meta=meta,
+            )
+        )
     return items
 
 
 def prompt(item: BenchmarkItem) -> str:
     listing = "\n".join(f"{k}. {v}" for k, v in item.options.items())
-    return (f"{item.question}\nChoices:\n{listing}\n\nThink step by step about the audio, then give the final "
-            "answer, in this format:\nReasoning: <your step-by-step reasoning>\nAnswer: <the text of one choice>")
+    return (
+        f"{item.question}\nChoices:\n{listing}\n\nThink step by step about the audio, then give the final "
+        "answer, in this format:\nReasoning: <your step-by-step reasoning>\nAnswer: <the text of one choice>"
+    )
 
 
 # ----------------------------------------------------------------------------- answer correctness
@@ -129,8 +157,9 @@ def is_correct(prediction: str | None, item: BenchmarkItem, protocol: str = "pap
     ``official``: the string-match rule alone, on the prediction as given (``code/evaluation.py`` and
     ``code/evaluation_rubrics.py`` of ddlBoJack/MMAR), so a bare letter is wrong."""
     if protocol == "official":
-        return string_match(item.options[item.answer], prediction or "", list(item.options.values())), \
-            "string match (official)"
+        return string_match(
+            item.options[item.answer], prediction or "", list(item.options.values())
+        ), "string match (official)"
     pred = strip_reasoning(prediction).strip()
     m = _LETTER_ONLY.fullmatch(pred)
     if m and m.group(1) in item.options:
@@ -141,22 +170,30 @@ def is_correct(prediction: str | None, item: BenchmarkItem, protocol: str = "pap
 # ----------------------------------------------------------------------------- rubric judge
 
 
-_SYSTEM = ("You are an impartial, meticulous evaluator. You assess a model's reasoning against a ground-truth "
-           "answer, a reference reasoning and a rubric of criteria. Follow the rubric strictly.")
+_SYSTEM = (
+    "You are an impartial, meticulous evaluator. You assess a model's reasoning against a ground-truth "
+    "answer, a reference reasoning and a rubric of criteria. Follow the rubric strictly."
+)
 
 
 def rubric_messages(item: BenchmarkItem, reasoning: str, answer: str) -> list[dict]:
     rubric = item.meta.get("rubric")
     if not rubric:
         raise ValueError(f"item {item.id}: no rubric to score against")
-    criteria = "\n".join(f"{i + 1}. {c['name']}\n   Scoring rule: {c['scoring_point']}\n"
-                         f"   Allowed scores: {c['choices']}" for i, c in enumerate(rubric))
-    shape = ", ".join(f'{{"name": {json.dumps(c["name"])}, "score": <one of {c["choices"]}>, '
-                      '"justification": "..."}' for c in rubric)
-    user = (f"Question: {item.question}\nCorrect answer: {item.options[item.answer]}\n"
-            f"Reference reasoning: {item.meta.get('thinking', '')}\n\nRubric:\n{criteria}\n\n"
-            f"Model's reasoning:\n{reasoning}\nModel's final answer: {answer}\n\n"
-            f"Score every criterion. Reply with only a JSON list, one object per criterion in order: [{shape}]")
+    criteria = "\n".join(
+        f"{i + 1}. {c['name']}\n   Scoring rule: {c['scoring_point']}\n   Allowed scores: {c['choices']}"
+        for i, c in enumerate(rubric)
+    )
+    shape = ", ".join(
+        f'{{"name": {json.dumps(c["name"])}, "score": <one of {c["choices"]}>, "justification": "..."}}'
+        for c in rubric
+    )
+    user = (
+        f"Question: {item.question}\nCorrect answer: {item.options[item.answer]}\n"
+        f"Reference reasoning: {item.meta.get('thinking', '')}\n\nRubric:\n{criteria}\n\n"
+        f"Model's reasoning:\n{reasoning}\nModel's final answer: {answer}\n\n"
+        f"Score every criterion. Reply with only a JSON list, one object per criterion in order: [{shape}]"
+    )
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -214,31 +251,48 @@ def summary(records: Sequence[MMARRecord], protocol: str = "raters") -> dict[str
         r = [trim_min_max(x.ratings) if x.correct else 0.0 for x in records]
         rubrics, crs = _rubrics_crs(correct, r)
     elif protocol == "accuracy":  # no judge: Avg only
-        return {"n": len(records), "n_correct": sum(correct), "Avg": 100.0 * mean(map(float, correct)),
-                "Rubrics": None, "CRS": None}
+        return {
+            "n": len(records),
+            "n_correct": sum(correct),
+            "Avg": 100.0 * mean(map(float, correct)),
+            "Rubrics": None,
+            "CRS": None,
+        }
     elif protocol == "runs":
         k = {len(x.ratings) for x in records if x.correct}
         if len(k) > 1:
             raise ValueError(f"the runs protocol needs the same number of ratings per item, got {sorted(k)}")
-        runs = [_rubrics_crs(correct, [x.ratings[j] if x.correct else 0.0 for x in records])
-                for j in range(k.pop() if k else 1)]
+        runs = [
+            _rubrics_crs(correct, [x.ratings[j] if x.correct else 0.0 for x in records])
+            for j in range(k.pop() if k else 1)
+        ]
         rubrics, crs = trim_min_max([a for a, _ in runs]), trim_min_max([b for _, b in runs])
     else:
         raise ValueError(f"unknown protocol {protocol!r} (raters | runs | accuracy)")
-    return {"n": len(records), "n_correct": sum(correct), "Avg": 100.0 * mean(map(float, correct)),
-            "Rubrics": 100.0 * rubrics, "CRS": 100.0 * crs}
+    return {
+        "n": len(records),
+        "n_correct": sum(correct),
+        "Avg": 100.0 * mean(map(float, correct)),
+        "Rubrics": 100.0 * rubrics,
+        "CRS": 100.0 * crs,
+    }
 
 
-def mmar_metrics(records: Sequence[MMARRecord], protocols: Sequence[str] = ("raters", "runs")) -> dict[str, Any]:
+def mmar_metrics(
+    records: Sequence[MMARRecord], protocols: Sequence[str] = ("raters", "runs")
+) -> dict[str, Any]:
     """Each protocol (``accuracy`` alone when nothing was judged), overall and by modality / category /
     sub-category."""
     out: dict[str, Any] = {}
     for protocol in protocols:
+
         def summarise(group, protocol=protocol):
             return summary(group, protocol)
 
-        out[protocol] = {"overall": summarise(records),
-                         "modality": grouped(records, lambda r: r.modality, summarise),
-                         "category": grouped(records, lambda r: r.category, summarise),
-                         "sub_category": grouped(records, lambda r: r.sub_category, summarise)}
+        out[protocol] = {
+            "overall": summarise(records),
+            "modality": grouped(records, lambda r: r.modality, summarise),
+            "category": grouped(records, lambda r: r.category, summarise),
+            "sub_category": grouped(records, lambda r: r.sub_category, summarise),
+        }
     return out

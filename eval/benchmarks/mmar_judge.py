@@ -47,22 +47,39 @@ class MMARJudge:
     def describe(self) -> dict:
         if self.client is None:
             return {"judge": None}
-        return {"judge": {**self.client.describe(), "prompt_version": PROMPT_VERSION, "raters": self.raters,
-                          "seeds": self.seeds()}}
+        return {
+            "judge": {
+                **self.client.describe(),
+                "prompt_version": PROMPT_VERSION,
+                "raters": self.raters,
+                "seeds": self.seeds(),
+            }
+        }
 
 
-def score(items: Sequence[BenchmarkItem], answers: Sequence[str], reasonings: Sequence[str],
-          judge: MMARJudge) -> list[dict[str, Any]]:
+def score(
+    items: Sequence[BenchmarkItem], answers: Sequence[str], reasonings: Sequence[str], judge: MMARJudge
+) -> list[dict[str, Any]]:
     """One record per item: ``correct``, ``correct_by``, ``ratings`` (K dicts: seed, reply, per-criterion
     scores, r — or error) and ``error``. A correct item has usable r values only when all K ratings do."""
     recs, requests, owners = [], [], []
     for i, (item, answer, reasoning) in enumerate(zip(items, answers, reasonings)):
         ok, how = is_correct(answer, item, judge.protocol)
-        recs.append({"id": item.id, "modality": item.task, "category": item.category,
-                     "sub_category": item.meta.get("sub_category"), "answer_prediction": answer,
-                     "thinking_prediction": reasoning, "correct": ok, "correct_by": how, "ratings": [],
-                     "protocol": judge.protocol,
-                     "error": None})
+        recs.append(
+            {
+                "id": item.id,
+                "modality": item.task,
+                "category": item.category,
+                "sub_category": item.meta.get("sub_category"),
+                "answer_prediction": answer,
+                "thinking_prediction": reasoning,
+                "correct": ok,
+                "correct_by": how,
+                "ratings": [],
+                "protocol": judge.protocol,
+                "error": None,
+            }
+        )
         if ok and judge.client is not None:
             if not item.meta.get("rubric"):
                 recs[-1]["error"] = "no rubric in the benchmark record"
@@ -73,11 +90,18 @@ def score(items: Sequence[BenchmarkItem], answers: Sequence[str], reasonings: Se
                 owners.append((i, k))
     if judge.client is None or not requests:
         return recs
+
     def parse(j, text):
         return parse_rubric_reply(text, items[owners[j][0]].meta["rubric"])
 
-    replies = ask(judge.client, requests, parse, max_tokens=judge.max_tokens, retries=judge.parse_retries,
-                  desc="mmar rubric")
+    replies = ask(
+        judge.client,
+        requests,
+        parse,
+        max_tokens=judge.max_tokens,
+        retries=judge.parse_retries,
+        desc="mmar rubric",
+    )
     for (i, k), (_, seed), rep in zip(owners, requests, replies):
         rating = {"rater": k, "seed": seed, "reply": rep.text, "attempts": rep.attempts}
         if rep.error is None:

@@ -47,9 +47,17 @@ class _OnePass:
 
     def outcome(self, item, records: list[dict]) -> ItemOutcome:
         rec = records[0]
-        out = ItemOutcome(item.id, item.task, item.setting, item.source, item.category,
-                          vanilla=bool(rec.get("correct")), circular=bool(rec.get("correct")), passes_run=1,
-                          passes_total=1)
+        out = ItemOutcome(
+            item.id,
+            item.task,
+            item.setting,
+            item.source,
+            item.category,
+            vanilla=bool(rec.get("correct")),
+            circular=bool(rec.get("correct")),
+            passes_run=1,
+            passes_total=1,
+        )
         if not self.scored(rec):
             out.status, out.reason = "skipped", f"judge pending: {str(rec.get('error'))[:60]}"
         return out
@@ -125,11 +133,25 @@ class TraceAVBenchmark(_OnePass):
         for j in jobs:
             predicted, rule = traceav.parse_prediction(j.output, list(j.item.options), self.protocol)
             gold = j.item.answer_letters
-            out.append({"task_type": j.item.task, "predicted": list(predicted), "gold": list(gold), "rule": rule,
-                        "correct": bool(predicted) and set(predicted) == set(gold), "abstained": not predicted,
-                        "sampled": self._sampled.get(j.item.id), "protocol": self.protocol})
+            out.append(
+                {
+                    "task_type": j.item.task,
+                    "predicted": list(predicted),
+                    "gold": list(gold),
+                    "rule": rule,
+                    "correct": bool(predicted) and set(predicted) == set(gold),
+                    "abstained": not predicted,
+                    "sampled": self._sampled.get(j.item.id),
+                    "protocol": self.protocol,
+                }
+            )
         return out
 
     def describe(self) -> dict[str, Any]:
-        return {"benchmark": self.name, "passes": 1, "protocol": self.protocol, "sampling": self.policy.describe(),
-                "judge": None}
+        return {
+            "benchmark": self.name,
+            "passes": 1,
+            "protocol": self.protocol,
+            "sampling": self.policy.describe(),
+            "judge": None,
+        }

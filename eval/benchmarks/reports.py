@@ -20,24 +20,42 @@ from cavpref.plotting import pyplot
 
 
 def header(results: dict, title: str) -> list[str]:
-    name = results.get("label") or results["model"].get("name_or_path") or results["model"].get("model") \
-        or results["model"].get("predictions") or "model"
+    name = (
+        results.get("label")
+        or results["model"].get("name_or_path")
+        or results["model"].get("model")
+        or results["model"].get("predictions")
+        or "model"
+    )
     judge = results.get("judge")
-    lines = [f"# {title} — {name}", "",
-             f"- answers: **{results['mode']}**" + (f", model fingerprint `{results['model']['fingerprint'][:16]}`"
-                                                    if results["model"].get("fingerprint") else ""),
-             "- judge: " + (f"`{judge['model']}` ({judge['prompt_version']})" if judge else "none"),
-             f"- protocol: **{results.get('protocol', 'paper')}** (docs/reasoning_benchmarks.md)"]
+    lines = [
+        f"# {title} — {name}",
+        "",
+        f"- answers: **{results['mode']}**"
+        + (
+            f", model fingerprint `{results['model']['fingerprint'][:16]}`"
+            if results["model"].get("fingerprint")
+            else ""
+        ),
+        "- judge: " + (f"`{judge['model']}` ({judge['prompt_version']})" if judge else "none"),
+        f"- protocol: **{results.get('protocol', 'paper')}** (docs/reasoning_benchmarks.md)",
+    ]
     nli = results.get("evaluation", {}).get("nli")
     if nli:
         lines.append(f"- NLI cross-encoder: `{nli['model']}` (entailment = output {nli['entailment_index']})")
     sampling = results.get("evaluation", {}).get("sampling")
     if sampling:
-        lines.append("- long-video sampling: " + ", ".join(f"{k}={v}" for k, v in sampling.items() if k != "kind"))
+        lines.append(
+            "- long-video sampling: " + ", ".join(f"{k}={v}" for k, v in sampling.items() if k != "kind")
+        )
     c = results["counts"]
-    rows = [["items", str(c["items"])], ["evaluated", str(c["evaluated"])], ["skipped", str(c["skipped"])],
-            *[[f"  {k}", str(v)] for k, v in c["skip_reasons"].items()], ["incomplete (run interrupted)",
-                                                                           str(c["incomplete"])]]
+    rows = [
+        ["items", str(c["items"])],
+        ["evaluated", str(c["evaluated"])],
+        ["skipped", str(c["skipped"])],
+        *[[f"  {k}", str(v)] for k, v in c["skip_reasons"].items()],
+        ["incomplete (run interrupted)", str(c["incomplete"])],
+    ]
     if "predictions" in results:
         rows.append(["prediction rows unused", str(sum(results["predictions"]["unused"].values()))])
     return lines + ["", "## Items", ""] + _table(["", "count"], rows)
@@ -47,28 +65,49 @@ def aura_section(results: dict) -> list[str]:
     m = results["metrics"]
     table = aura.table2_markdown(m, results.get("label") or results["model"].get("name_or_path") or "model")
     out = ["## AuraScore (layout of AURA Table 2)", "", table, ""]
-    rows = [[f"{c} ({aura.TITLES[c]})", str(b["n"]), fmt(b["ACC"]), fmt(b["FCS"]), fmt(b["CIS"])]
-            for c, b in m["per_task"].items()]
+    rows = [
+        [f"{c} ({aura.TITLES[c]})", str(b["n"]), fmt(b["ACC"]), fmt(b["FCS"]), fmt(b["CIS"])]
+        for c, b in m["per_task"].items()
+    ]
     o, t = m["overall"], m["task_mean"]
-    rows += [["**overall** (all items)", str(o["n"]), fmt(o["ACC"]), fmt(o["FCS"]), fmt(o["CIS"])],
-             ["task mean (unweighted)", str(t["n_tasks"]), fmt(t["ACC"]), fmt(t["FCS"]), fmt(t["CIS"])]]
-    return out + _table(["Task", "N", "ACC", "FCS", "CIS"], rows) + [
-        "FCS and CIS are 0 for wrong answers (Algorithm 1); the paper defines no combined score.", ""] + (
-        [(f"Official protocol: {m['dropped_empty']} record(s) with an empty answer or reasoning dropped from "
-          "every average (as the released evaluation.py does)."), ""] if m.get("dropped_empty") else [])
+    rows += [
+        ["**overall** (all items)", str(o["n"]), fmt(o["ACC"]), fmt(o["FCS"]), fmt(o["CIS"])],
+        ["task mean (unweighted)", str(t["n_tasks"]), fmt(t["ACC"]), fmt(t["FCS"]), fmt(t["CIS"])],
+    ]
+    return (
+        out
+        + _table(["Task", "N", "ACC", "FCS", "CIS"], rows)
+        + ["FCS and CIS are 0 for wrong answers (Algorithm 1); the paper defines no combined score.", ""]
+        + (
+            [
+                (
+                    f"Official protocol: {m['dropped_empty']} record(s) with an empty answer or reasoning dropped from "
+                    "every average (as the released evaluation.py does)."
+                ),
+                "",
+            ]
+            if m.get("dropped_empty")
+            else []
+        )
+    )
 
 
 def mmar_section(results: dict) -> list[str]:
     m = results["metrics"]
-    names = {"raters": "K raters per item, trimmed mean (released script)",
-             "runs": "K runs, mean of the middle three (Audio-Cogito card)", "accuracy": "no judge: accuracy only"}
+    names = {
+        "raters": "K raters per item, trimmed mean (released script)",
+        "runs": "K runs, mean of the middle three (Audio-Cogito card)",
+        "accuracy": "no judge: accuracy only",
+    }
     out = []
     for protocol, block in m.items():
         out += [f"## {names[protocol]}", ""]
         for group in ("overall", "modality", "category", "sub_category"):
             data = {"all": block["overall"]} if group == "overall" else block[group]
-            rows = [[k, str(v["n"]), str(v["n_correct"]), fmt(v["Avg"]), fmt(v["Rubrics"]), fmt(v["CRS"])]
-                    for k, v in data.items()]
+            rows = [
+                [k, str(v["n"]), str(v["n_correct"]), fmt(v["Avg"]), fmt(v["Rubrics"]), fmt(v["CRS"])]
+                for k, v in data.items()
+            ]
             out += [f"### {group.replace('_', '-')}", ""]
             out += _table([group, "N", "correct", "Avg", "Rubrics", "CRS"], rows)
     return out
@@ -82,28 +121,63 @@ def traceav_section(results: dict) -> list[str]:
     out = []
     if general:
         head = ["", *(f"{per[t]['abbrev']} ({per[t]['dimension']})" for t in general), "Gen. Avg"]
-        out += ["## General sub-tasks (layout of TraceAV-Bench Table 2)", ""] + _table(head, [
-            ["model", *(fmt(per[t]["acc"]) for t in general), fmt(m["gen_avg"]["acc"])],
-            ["random guess", *(fmt(per[t]["random_guess"]) for t in general), fmt(m["gen_avg"]["random_guess"])]])
+        out += ["## General sub-tasks (layout of TraceAV-Bench Table 2)", ""] + _table(
+            head,
+            [
+                ["model", *(fmt(per[t]["acc"]) for t in general), fmt(m["gen_avg"]["acc"])],
+                [
+                    "random guess",
+                    *(fmt(per[t]["random_guess"]) for t in general),
+                    fmt(m["gen_avg"]["random_guess"]),
+                ],
+            ],
+        )
     if mh:
         head = ["", *(per[t]["abbrev"] for t in mh), "MH Avg", "Gen. Avg"]
-        out += ["## Multimodal hallucination (layout of Table 3)", ""] + _table(head, [
-            ["model", *(fmt(per[t]["acc"]) for t in mh), fmt(m["mh_avg"]["acc"]), fmt(m["gen_avg"]["acc"])],
-            ["random guess", *(fmt(per[t]["random_guess"]) for t in mh), fmt(m["mh_avg"]["random_guess"]),
-             fmt(m["gen_avg"]["random_guess"])]])
+        out += ["## Multimodal hallucination (layout of Table 3)", ""] + _table(
+            head,
+            [
+                [
+                    "model",
+                    *(fmt(per[t]["acc"]) for t in mh),
+                    fmt(m["mh_avg"]["acc"]),
+                    fmt(m["gen_avg"]["acc"]),
+                ],
+                [
+                    "random guess",
+                    *(fmt(per[t]["random_guess"]) for t in mh),
+                    fmt(m["mh_avg"]["random_guess"]),
+                    fmt(m["gen_avg"]["random_guess"]),
+                ],
+            ],
+        )
     for name, key in (("Gen. Avg", "gen_avg"), ("MH Avg", "mh_avg")):
         if m[key]["n_subtasks"] and not m[key]["complete"]:
             out += [f"*{name} is over {m[key]['n_subtasks']} sub-tasks only (a subset was evaluated).*", ""]
-    rows = [[d, str(v["n"]), str(v["n_subtasks"]), fmt(v["macro"]), fmt(v["micro"])]
-            for d, v in m["per_dimension"].items()]
+    rows = [
+        [d, str(v["n"]), str(v["n_subtasks"]), fmt(v["macro"]), fmt(v["micro"])]
+        for d, v in m["per_dimension"].items()
+    ]
     out += ["## Per dimension", ""] + _table(["Dimension", "N", "sub-tasks", "macro", "micro"], rows)
-    rows = [[f"{t} ({v['abbrev']})", str(v["n"]), fmt(v["acc"]), str(v["abstained"]), fmt(v["random_guess"]),
-             fmt(v["random_guess_type_aware"])] for t, v in per.items()]
-    out += ["## Per sub-task", ""] + _table(["Sub-task", "N", "Acc", "abstained", "random (one letter)",
-                                             "random (type-aware)"], rows)
-    for title, key in (("Evidence hops (Figure 5a)", "by_hops"),
-                       ("First evidence hop position (Figure 5b)", "by_first_hop"),
-                       ("Question type", "by_question_type")):
+    rows = [
+        [
+            f"{t} ({v['abbrev']})",
+            str(v["n"]),
+            fmt(v["acc"]),
+            str(v["abstained"]),
+            fmt(v["random_guess"]),
+            fmt(v["random_guess_type_aware"]),
+        ]
+        for t, v in per.items()
+    ]
+    out += ["## Per sub-task", ""] + _table(
+        ["Sub-task", "N", "Acc", "abstained", "random (one letter)", "random (type-aware)"], rows
+    )
+    for title, key in (
+        ("Evidence hops (Figure 5a)", "by_hops"),
+        ("First evidence hop position (Figure 5b)", "by_first_hop"),
+        ("Question type", "by_question_type"),
+    ):
         rows = [[k, str(v["n"]), fmt(v["acc"]), str(v["abstained"])] for k, v in m[key].items()]
         out += [f"## {title}", ""] + _table(["", "N", "Acc", "abstained"], rows)
     return out + [f"Abstained (no letter parsed): {m['overall']['abstained']} of {m['overall']['n']}.", ""]
@@ -134,8 +208,10 @@ def mmar_figures(results: dict) -> list:
     m = results["metrics"]
     protocol = next(iter(m))
     groups = [list(m[protocol][g]) for g in ("modality", "category")]
-    series = [{k: [m[protocol][g][x][k] for x in keys] for k in ("Avg", "Rubrics", "CRS")}
-              for g, keys in zip(("modality", "category"), groups)]
+    series = [
+        {k: [m[protocol][g][x][k] for x in keys] for k in ("Avg", "Rubrics", "CRS")}
+        for g, keys in zip(("modality", "category"), groups)
+    ]
     titles = [f"MMAR by {g} ({protocol})" for g in ("modality", "category")]
     return [("mmar_breakdown.png", groups, series, titles)]
 
@@ -144,12 +220,25 @@ def traceav_figures(results: dict) -> list:
     m = results["metrics"]
     per = m["per_subtask"]
     tasks = list(per)
-    series = {"accuracy": [per[t]["acc"] for t in tasks], "random guess": [per[t]["random_guess"] for t in tasks]}
+    series = {
+        "accuracy": [per[t]["acc"] for t in tasks],
+        "random guess": [per[t]["random_guess"] for t in tasks],
+    }
     groups = [list(m["by_hops"]), list(m["by_first_hop"])]
-    return [("traceav_subtasks.png", [[per[t]["abbrev"] for t in tasks]], [series], ["TraceAV-Bench per sub-task"]),
-            ("traceav_breakdowns.png", groups, [{"accuracy": [m[k][x]["acc"] for x in g]}
-                                                for k, g in zip(("by_hops", "by_first_hop"), groups)],
-             ["by evidence hops", "by first-hop position"])]
+    return [
+        (
+            "traceav_subtasks.png",
+            [[per[t]["abbrev"] for t in tasks]],
+            [series],
+            ["TraceAV-Bench per sub-task"],
+        ),
+        (
+            "traceav_breakdowns.png",
+            groups,
+            [{"accuracy": [m[k][x]["acc"] for x in g]} for k, g in zip(("by_hops", "by_first_hop"), groups)],
+            ["by evidence hops", "by first-hop position"],
+        ),
+    ]
 
 
 def draw(figures: list, out_dir: str | Path) -> list[Path]:
@@ -173,5 +262,7 @@ def draw(figures: list, out_dir: str | Path) -> list[Path]:
 def write(results: dict, out_dir: str | Path, title: str, section, figures) -> None:
     """report.md (header + ``section(results)``) and plots/ (``figures(results)``)."""
     out_dir = Path(out_dir)
-    (out_dir / "report.md").write_text("\n".join(header(results, title) + section(results)) + "\n", encoding="utf-8")
+    (out_dir / "report.md").write_text(
+        "\n".join(header(results, title) + section(results)) + "\n", encoding="utf-8"
+    )
     draw(figures(results), out_dir / "plots")

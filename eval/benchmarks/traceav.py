@@ -37,13 +37,21 @@ from cavpref.media.spec import clip
 BENCHMARK = "traceav"
 # task_type -> (dimension, abbreviation), in the order of the paper's Tables 2 and 3
 SUBTASKS: dict[str, tuple[str, str]] = {
-    "av_information_retrieval": ("AVR", "IR"), "av_temporal_sequencing": ("AVR", "TS"),
-    "av_entity_tracking": ("AVR", "ET"), "av_forward_causal_reasoning": ("AVR", "FCR"),
-    "av_backward_causal_reasoning": ("AVR", "BCR"), "av_cross_modality_matching": ("AVR", "CMM"),
-    "av_spatiotemporal_localization": ("AVR", "SL"), "v_spatial_reasoning": ("VR", "SR"),
-    "v_visual_counting": ("VR", "VC"), "a_speech_context": ("AR", "SC"), "a_environmental_sound": ("AR", "ES"),
-    "a_background_music": ("AR", "BM"), "mh_visual_to_audio_deception": ("MH", "V2A"),
-    "mh_audio_to_visual_deception": ("MH", "A2V"), "mh_temporal_splicing_fallacy": ("MH", "TSF"),
+    "av_information_retrieval": ("AVR", "IR"),
+    "av_temporal_sequencing": ("AVR", "TS"),
+    "av_entity_tracking": ("AVR", "ET"),
+    "av_forward_causal_reasoning": ("AVR", "FCR"),
+    "av_backward_causal_reasoning": ("AVR", "BCR"),
+    "av_cross_modality_matching": ("AVR", "CMM"),
+    "av_spatiotemporal_localization": ("AVR", "SL"),
+    "v_spatial_reasoning": ("VR", "SR"),
+    "v_visual_counting": ("VR", "VC"),
+    "a_speech_context": ("AR", "SC"),
+    "a_environmental_sound": ("AR", "ES"),
+    "a_background_music": ("AR", "BM"),
+    "mh_visual_to_audio_deception": ("MH", "V2A"),
+    "mh_audio_to_visual_deception": ("MH", "A2V"),
+    "mh_temporal_splicing_fallacy": ("MH", "TSF"),
 }
 DIMENSIONS = ("AVR", "VR", "AR", "MH")
 GENERAL = tuple(t for t, (d, _) in SUBTASKS.items() if d != "MH")
@@ -60,34 +68,59 @@ def _item(path, where, rec: Mapping, task_type: str) -> BenchmarkItem:
         raise BenchmarkInputError(path, where, "question_type", f"{qtype!r} is not 'single' or 'multiple'")
     correct = field(path, where, rec, "correct_options", list, decode_json=True)
     if not correct or any(c not in options for c in correct) or len(set(correct)) != len(correct):
-        raise BenchmarkInputError(path, where, "correct_options",
-                                  f"{correct!r} is not a set of letters of {list(options)}")
+        raise BenchmarkInputError(
+            path, where, "correct_options", f"{correct!r} is not a set of letters of {list(options)}"
+        )
     if qtype == "single" and len(correct) != 1:
-        raise BenchmarkInputError(path, where, "correct_options",
-                                  f"a single-choice item with {len(correct)} answers")
+        raise BenchmarkInputError(
+            path, where, "correct_options", f"a single-choice item with {len(correct)} answers"
+        )
     trajectory = field(path, where, rec, "trajectory_with_timestamps", list, decode_json=True)
     for i, hop in enumerate(trajectory):
         minute = hop.get("timestamp_minute") if isinstance(hop, dict) else None
         if isinstance(minute, bool) or not isinstance(minute, (int, float)) or minute < 0:
-            raise BenchmarkInputError(path, where, f"trajectory_with_timestamps[{i}].timestamp_minute",
-                                      f"expected a non-negative number, got {minute!r}")
+            raise BenchmarkInputError(
+                path,
+                where,
+                f"trajectory_with_timestamps[{i}].timestamp_minute",
+                f"expected a non-negative number, got {minute!r}",
+            )
     qid = field(path, where, rec, "question_id", (int, str))
     video_id = str(field(path, where, rec, "video_id", (str, int)))
     dim = SUBTASKS[task_type][0]
-    meta = {"benchmark": BENCHMARK, "task_type": task_type, "dimension": dim, "question_type": qtype,
-            "video_id": video_id, "question_id": qid, "answer_text": rec.get("answer_text"),
-            "minute_hop_count": rec.get("minute_hop_count"), "hop_length_label": rec.get("hop_length_label"),
-            "difficulty": rec.get("difficulty"), "trajectory": trajectory}
+    meta = {
+        "benchmark": BENCHMARK,
+        "task_type": task_type,
+        "dimension": dim,
+        "question_type": qtype,
+        "video_id": video_id,
+        "question_id": qid,
+        "answer_text": rec.get("answer_text"),
+        "minute_hop_count": rec.get("minute_hop_count"),
+        "hop_length_label": rec.get("hop_length_label"),
+        "difficulty": rec.get("difficulty"),
+        "trajectory": trajectory,
+    }
     return BenchmarkItem(
-        id=f"{BENCHMARK}/{task_type}/{qid}", task=task_type, source=BENCHMARK, category=dim,
-        question=field(path, where, rec, "question"), options=dict(options), answer=",".join(sorted(correct)),
-        setting="base", template_id=0, media=clip(f"{video_id}.mp4"), meta=meta)
+        id=f"{BENCHMARK}/{task_type}/{qid}",
+        task=task_type,
+        source=BENCHMARK,
+        category=dim,
+        question=field(path, where, rec, "question"),
+        options=dict(options),
+        answer=",".join(sorted(correct)),
+        setting="base",
+        template_id=0,
+        media=clip(f"{video_id}.mp4"),
+        meta=meta,
+    )
 
 
 def _task_type(path, where, value: Any) -> str:
     if value not in SUBTASKS:
-        raise BenchmarkInputError(path, where, "task_type",
-                                  f"unknown sub-task {value!r} (expected one of {list(SUBTASKS)})")
+        raise BenchmarkInputError(
+            path, where, "task_type", f"unknown sub-task {value!r} (expected one of {list(SUBTASKS)})"
+        )
     return value
 
 
@@ -97,10 +130,13 @@ def read(path: str | Path, *, task_type: str | None = None) -> list[BenchmarkIte
     folder (``video_name_mapping.json`` and other non-task files are skipped)."""
     path = Path(path)
     if path.is_dir():
-        files = sorted(p for p in path.iterdir()
-                       if p.suffix in (".json", ".jsonl", ".parquet") and p.stem in SUBTASKS)
+        files = sorted(
+            p for p in path.iterdir() if p.suffix in (".json", ".jsonl", ".parquet") and p.stem in SUBTASKS
+        )
         if not files:
-            raise BenchmarkInputError(path, "folder", None, f"no task files named after {list(SUBTASKS)[:3]}…")
+            raise BenchmarkInputError(
+                path, "folder", None, f"no task files named after {list(SUBTASKS)[:3]}…"
+            )
         return [it for f in files for it in read(f, task_type=task_type)]
     if path.suffix == ".parquet":
         from datasets import Dataset
@@ -125,8 +161,9 @@ def read(path: str | Path, *, task_type: str | None = None) -> list[BenchmarkIte
     for where, rec in records:
         item = _item(path, where, rec, _task_type(path, where, rec.get("task_type") or default))
         if item.id in seen:
-            raise BenchmarkInputError(path, where, "question_id",
-                                      f"duplicate question_id {item.meta['question_id']!r}")
+            raise BenchmarkInputError(
+                path, where, "question_id", f"duplicate question_id {item.meta['question_id']!r}"
+            )
         seen.add(item.id)
         items.append(item)
     return items
@@ -136,8 +173,10 @@ def prompt(item: BenchmarkItem) -> str:
     """A minimal prompt, as the paper's (no chain of thought): letters only."""
     listing = "\n".join(f"{k}. {v}" for k, v in item.options.items())
     if item.meta.get("question_type") == "multiple":
-        ask = ("More than one option may be correct. Answer with the letters of all correct options, "
-               "comma-separated (for example: A,C), and nothing else.")
+        ask = (
+            "More than one option may be correct. Answer with the letters of all correct options, "
+            "comma-separated (for example: A,C), and nothing else."
+        )
     else:
         ask = "Answer with the letter of the correct option only."
     return f"{item.question}\nOptions:\n{listing}\n\n{ask}"
@@ -145,8 +184,10 @@ def prompt(item: BenchmarkItem) -> str:
 
 # ----------------------------------------------------------------------------- parsing and scoring (pure)
 
-_ANSWER_LINE = re.compile(r"\b(?i:answers?)(?:\s+(?i:is|are))?\s*[:：]?\s*[(\[]?"
-                          r"([A-Z](?:\s*(?:,|、|/|&|and|\s)\s*[A-Z])*)[)\]]?(?![A-Za-z])")
+_ANSWER_LINE = re.compile(
+    r"\b(?i:answers?)(?:\s+(?i:is|are))?\s*[:：]?\s*[(\[]?"
+    r"([A-Z](?:\s*(?:,|、|/|&|and|\s)\s*[A-Z])*)[)\]]?(?![A-Za-z])"
+)
 _ARTICLE = re.compile(r"\s+[a-z]")  # "Answer: A man ..." -- "A" is a word, not a letter
 
 
@@ -162,11 +203,15 @@ def _letters(value: Any, valid: Sequence[str]) -> list[str]:
 
 
 _LOWER_LIST = re.compile(r"[(\[]?[a-z][)\]]?(?:\s*(?:,|、|/|&|\band\b)\s*[(\[]?[a-z][)\]]?)*\.?")
-_LOWER_ANSWER = re.compile(r"\b(?i:answers?)(?:\s+(?i:is|are))?\s*[:：]?\s*"
-                           r"([a-z](?:\s*(?:,|、|/|&)\s*[a-z])*)(?![A-Za-z'’])(?!\s+[a-z])")
+_LOWER_ANSWER = re.compile(
+    r"\b(?i:answers?)(?:\s+(?i:is|are))?\s*[:：]?\s*"
+    r"([a-z](?:\s*(?:,|、|/|&)\s*[a-z])*)(?![A-Za-z'’])(?!\s+[a-z])"
+)
 
 
-def parse_prediction(text: str | None, letters: Sequence[str], protocol: str = "paper") -> tuple[tuple[str, ...], str]:
+def parse_prediction(
+    text: str | None, letters: Sequence[str], protocol: str = "paper"
+) -> tuple[tuple[str, ...], str]:
     """(sorted letters, rule). ``protocol="official"``: the released scripts' parser
     (``parse_official``). Otherwise, after dropping ``<think>`` blocks, in order: a JSON ``answer`` field,
     an ``Answer: A,C`` line (lower-case letters too), a response that is only letters ("b", "b,c,d"),
@@ -214,10 +259,12 @@ def parse_official(text: str | None, letters: Sequence[str]) -> tuple[str, ...]:
     upper-cased text (so the article "a" reads as A). Letters are A-D there; here the item's letters."""
     text = text or ""
     cut = text.rfind("</think>")
-    part = (text[cut + len("</think>"):] if cut != -1 else text).strip()
+    part = (text[cut + len("</think>") :] if cut != -1 else text).strip()
     span = "".join(sorted({x.upper() for x in letters}))
     cls = f"[{re.escape(span)}]"
-    m = re.search(rf"(?:answer|choice|options|selected)[:\s]+({cls}(?:\s*[,，/]\s*{cls})*)", part, re.IGNORECASE)
+    m = re.search(
+        rf"(?:answer|choice|options|selected)[:\s]+({cls}(?:\s*[,，/]\s*{cls})*)", part, re.IGNORECASE
+    )
     source = m.group(1) if m else " ".join(re.findall(rf"\b({cls})\b", part.upper()))
     return tuple(sorted(set(re.findall(cls, source.upper()))))
 
@@ -271,8 +318,11 @@ class TraceRecord:
 
 def _acc(records: Sequence[TraceRecord]) -> dict[str, Any]:
     n = len(records)
-    return {"n": n, "acc": None if not n else 100.0 * sum(r.correct for r in records) / n,
-            "abstained": sum(r.abstained for r in records)}
+    return {
+        "n": n,
+        "acc": None if not n else 100.0 * sum(r.correct for r in records) / n,
+        "abstained": sum(r.abstained for r in records),
+    }
 
 
 def traceav_metrics(records: Sequence[TraceRecord]) -> dict[str, Any]:
@@ -283,28 +333,54 @@ def traceav_metrics(records: Sequence[TraceRecord]) -> dict[str, Any]:
     for t in SUBTASKS:
         rs = [r for r in records if r.task_type == t]
         if rs:
-            guess = {s: 100.0 * mean(random_guess(r.n_options, len(r.gold), s) for r in rs)
-                     for s in ("one_letter", "type_aware")}
-            per_task[t] = {**_acc(rs), "abbrev": SUBTASKS[t][1], "dimension": SUBTASKS[t][0],
-                           "random_guess": guess["one_letter"], "random_guess_type_aware": guess["type_aware"]}
+            guess = {
+                s: 100.0 * mean(random_guess(r.n_options, len(r.gold), s) for r in rs)
+                for s in ("one_letter", "type_aware")
+            }
+            per_task[t] = {
+                **_acc(rs),
+                "abbrev": SUBTASKS[t][1],
+                "dimension": SUBTASKS[t][0],
+                "random_guess": guess["one_letter"],
+                "random_guess_type_aware": guess["type_aware"],
+            }
     dims = {}
     for d in DIMENSIONS:
         tasks = [v for t, v in per_task.items() if SUBTASKS[t][0] == d]
         if tasks:
             micro = _acc([r for r in records if SUBTASKS[r.task_type][0] == d])
-            dims[d] = {"macro": mean(v["acc"] for v in tasks), "micro": micro["acc"], "n": micro["n"],
-                       "n_subtasks": len(tasks)}
+            dims[d] = {
+                "macro": mean(v["acc"] for v in tasks),
+                "micro": micro["acc"],
+                "n": micro["n"],
+                "n_subtasks": len(tasks),
+            }
 
     def avg(group):
         present = [per_task[t] for t in group if t in per_task]
-        return {"acc": mean(v["acc"] for v in present), "random_guess": mean(v["random_guess"] for v in present),
-                "n_subtasks": len(present), "complete": len(present) == len(group)}
+        return {
+            "acc": mean(v["acc"] for v in present),
+            "random_guess": mean(v["random_guess"] for v in present),
+            "n_subtasks": len(present),
+            "complete": len(present) == len(group),
+        }
 
     hops = {b: _acc([r for r in records if hop_bin(r.hops) == b]) for b in ("2-4", "5+", "<2")}
-    pos = {b: _acc([r for r in records if position_bin(r.first_minute, r.duration_s) == b])
-           for b in ("first 20%", "20-40%", ">=40%", "unknown")}
-    qtype = {k: _acc([r for r in records if (len(r.gold) > 1) == (k == "multiple")])
-             for k in ("single", "multiple")}
-    return {"overall": _acc(records), "per_subtask": per_task, "per_dimension": dims, "gen_avg": avg(GENERAL),
-            "mh_avg": avg(HALLUCINATION), "by_hops": {k: v for k, v in hops.items() if v["n"]},
-            "by_first_hop": {k: v for k, v in pos.items() if v["n"]}, "by_question_type": qtype}
+    pos = {
+        b: _acc([r for r in records if position_bin(r.first_minute, r.duration_s) == b])
+        for b in ("first 20%", "20-40%", ">=40%", "unknown")
+    }
+    qtype = {
+        k: _acc([r for r in records if (len(r.gold) > 1) == (k == "multiple")])
+        for k in ("single", "multiple")
+    }
+    return {
+        "overall": _acc(records),
+        "per_subtask": per_task,
+        "per_dimension": dims,
+        "gen_avg": avg(GENERAL),
+        "mh_avg": avg(HALLUCINATION),
+        "by_hops": {k: v for k, v in hops.items() if v["n"]},
+        "by_first_hop": {k: v for k, v in pos.items() if v["n"]},
+        "by_question_type": qtype,
+    }

@@ -15,8 +15,10 @@ class AURA(ReasoningBenchmark):
     name = aura.BENCHMARK
     title = "AURA"
     default_max_new_tokens = 512
-    prediction_format = ("'<model_key>_answer' (+ '_reason', with --model_key: the released evaluator's input), "
-                         "'answer'+'reasoning', or 'response'")
+    prediction_format = (
+        "'<model_key>_answer' (+ '_reason', with --model_key: the released evaluator's input), "
+        "'answer'+'reasoning', or 'response'"
+    )
 
     def read(self, args):
         return aura.read(args.data, video_pattern=args.video_pattern)
@@ -36,8 +38,13 @@ class AURA(ReasoningBenchmark):
         kept = recs
         if args.protocol == "official":  # evaluation.py skips a record with an empty answer or reasoning
             kept = [(it, r) for it, r in recs if not aura.official_skip(r.get("answer"), r.get("reasoning"))]
-        out = aura.aura_metrics([aura.AuraRecord(it.task, bool(r["correct"]), r["fcs"] or 0.0, r["cis"] or 0.0)
-                                 for it, r in kept], reasoning=judged)
+        out = aura.aura_metrics(
+            [
+                aura.AuraRecord(it.task, bool(r["correct"]), r["fcs"] or 0.0, r["cis"] or 0.0)
+                for it, r in kept
+            ],
+            reasoning=judged,
+        )
         return {**out, "dropped_empty": len(recs) - len(kept)}
 
     def prediction_key(self, row):

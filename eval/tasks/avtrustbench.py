@@ -41,8 +41,14 @@ class AVTrustBench(Benchmark):
         m = results["metrics"]
         out = dict(m["overall"])
         if m.get("trust"):
-            out["trust"] = {s: {"paired": primary(b["paired"]), "paired_n": b["paired"]["n"],
-                                "false_abstention": b["false_abstention"]} for s, b in m["trust"]["settings"].items()}
+            out["trust"] = {
+                s: {
+                    "paired": primary(b["paired"]),
+                    "paired_n": b["paired"]["n"],
+                    "false_abstention": b["false_abstention"],
+                }
+                for s, b in m["trust"]["settings"].items()
+            }
         return out
 
     def score_summary(self, results):

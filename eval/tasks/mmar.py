@@ -15,7 +15,9 @@ class MMAR(ReasoningBenchmark):
     name = mmar.BENCHMARK
     title = "MMAR-Rubrics"
     default_max_new_tokens = 1024
-    prediction_format = "'answer_prediction' (or 'model_prediction') with 'thinking_prediction', or 'response'"
+    prediction_format = (
+        "'answer_prediction' (or 'model_prediction') with 'thinking_prediction', or 'response'"
+    )
 
     def read(self, args):
         return mmar.read(args.data)
@@ -24,13 +26,24 @@ class MMAR(ReasoningBenchmark):
         from cavpref.eval.benchmarks.mmar_judge import MMARJudge
         from cavpref.eval.benchmarks.plugins import MMARBenchmark
 
-        return MMARBenchmark(MMARJudge(client, raters=args.raters, seed=args.rater_seed, protocol=args.protocol))
+        return MMARBenchmark(
+            MMARJudge(client, raters=args.raters, seed=args.rater_seed, protocol=args.protocol)
+        )
 
     def metrics(self, args, recs, media_root, *, judged) -> dict[str, Any]:
         from cavpref.eval.benchmarks.mmar_judge import ratings_of
 
-        rated = [mmar.MMARRecord(it.id, bool(r["correct"]), ratings_of(r) or (), it.task, it.category,
-                                 it.meta.get("sub_category")) for it, r in recs]
+        rated = [
+            mmar.MMARRecord(
+                it.id,
+                bool(r["correct"]),
+                ratings_of(r) or (),
+                it.task,
+                it.category,
+                it.meta.get("sub_category"),
+            )
+            for it, r in recs
+        ]
         return mmar.mmar_metrics(rated, ("raters", "runs") if judged else ("accuracy",))
 
     def prediction(self, args, row):

@@ -17,7 +17,7 @@ class TraceAV(ReasoningBenchmark):
     title = "TraceAV-Bench"
     default_max_new_tokens = 32
     uses_judge = False
-    prediction_format = "'response' (free text) or 'prediction' (letters: \"A,C\" or [\"A\", \"C\"])"
+    prediction_format = '\'response\' (free text) or \'prediction\' (letters: "A,C" or ["A", "C"])'
 
     def read(self, args):
         return traceav.read(args.data)
@@ -32,10 +32,20 @@ class TraceAV(ReasoningBenchmark):
 
     def metrics(self, args, recs, media_root, *, judged) -> dict[str, Any]:
         lengths = durations_for(args, [it for it, _ in recs], media_root)
-        return traceav.traceav_metrics([
-            traceav.TraceRecord(it.task, tuple(r["predicted"]), it.answer_letters, len(it.options),
-                                len(it.meta["trajectory"]), traceav.first_hop_minute(it.meta["trajectory"]),
-                                lengths.get(it.meta["video_id"])) for it, r in recs])
+        return traceav.traceav_metrics(
+            [
+                traceav.TraceRecord(
+                    it.task,
+                    tuple(r["predicted"]),
+                    it.answer_letters,
+                    len(it.options),
+                    len(it.meta["trajectory"]),
+                    traceav.first_hop_minute(it.meta["trajectory"]),
+                    lengths.get(it.meta["video_id"]),
+                )
+                for it, r in recs
+            ]
+        )
 
     def prediction_key(self, row):
         if {"task_type", "question_id"} <= set(row):

@@ -5,16 +5,31 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref")
-LABELS = {"start": "ZS (start)", "sft": "SFT", "dpo": "DPO", "cavpref_norobust": "CAVPref w/o Robustness",
-          "cavpref": "CAVPref"}
+LABELS = {
+    "start": "ZS (start)",
+    "sft": "SFT",
+    "dpo": "DPO",
+    "cavpref_norobust": "CAVPref w/o Robustness",
+    "cavpref": "CAVPref",
+}
 
 
 # Full-size defaults and the --small (CI pipeline check) ones, for every field left unset (None).
 DEFAULTS = {
-    "num_clips": (96, 12), "hidden_size": (128, 32), "num_hidden_layers": (4, 1), "num_attention_heads": (4, 2),
-    "num_key_value_heads": (2, 1), "intermediate_size": (384, 64), "vision_hidden_size": (64, 32),
-    "vision_depth": (2, 1), "audio_d_model": (64, 32), "audio_layers": (2, 1), "num_frames": (8, 4),
-    "sft_steps": (2000, 6), "pref_steps": (120, 3), "eval_limit": (40, 3),
+    "num_clips": (96, 12),
+    "hidden_size": (128, 32),
+    "num_hidden_layers": (4, 1),
+    "num_attention_heads": (4, 2),
+    "num_key_value_heads": (2, 1),
+    "intermediate_size": (384, 64),
+    "vision_hidden_size": (64, 32),
+    "vision_depth": (2, 1),
+    "audio_d_model": (64, 32),
+    "audio_layers": (2, 1),
+    "num_frames": (8, 4),
+    "sft_steps": (2000, 6),
+    "pref_steps": (120, 3),
+    "eval_limit": (40, 3),
 }
 
 
@@ -29,46 +44,84 @@ class QuickstartConfig:
     (``DEFAULTS``): --small checks the pipeline in about a minute, it says nothing about the science."""
 
     out: str = field(default="runs/quickstart", metadata={"help": "run folder (every stage writes below it)"})
-    small: bool = field(default=False, metadata={"help": "a one-minute pipeline check (CI): tiny world, few steps"})
-    seed: int = field(default=0, metadata={"help": "seed of the world, the splits, the model and the training"})
+    small: bool = field(
+        default=False, metadata={"help": "a one-minute pipeline check (CI): tiny world, few steps"}
+    )
+    seed: int = field(
+        default=0, metadata={"help": "seed of the world, the splits, the model and the training"}
+    )
     num_clips: int | None = field(default=None, metadata={"help": _default("num_clips", "clips per source")})
     # model
     hidden_size: int | None = field(default=None, metadata={"help": _default("hidden_size", "thinker width")})
-    num_hidden_layers: int | None = field(default=None, metadata={
-        "help": _default("num_hidden_layers", "thinker decoder layers")})
-    num_attention_heads: int | None = field(default=None, metadata={
-        "help": _default("num_attention_heads", "thinker attention heads")})
-    num_key_value_heads: int | None = field(default=None, metadata={
-        "help": _default("num_key_value_heads", "thinker key / value heads (grouped-query attention)")})
-    intermediate_size: int | None = field(default=None, metadata={
-        "help": _default("intermediate_size", "thinker MLP width")})
-    vision_hidden_size: int | None = field(default=None, metadata={
-        "help": _default("vision_hidden_size", "vision tower width")})
-    vision_depth: int | None = field(default=None, metadata={"help": _default("vision_depth", "vision tower layers")})
-    audio_d_model: int | None = field(default=None, metadata={"help": _default("audio_d_model", "audio tower width")})
-    audio_layers: int | None = field(default=None, metadata={"help": _default("audio_layers", "audio tower layers")})
-    vocab_size: int = field(default=1500, metadata={"help": "BPE vocabulary, trained on the world's own text"})
-    num_frames: int | None = field(default=None, metadata={
-        "help": _default("num_frames", "video frames per clip (training and evaluation)")})
+    num_hidden_layers: int | None = field(
+        default=None, metadata={"help": _default("num_hidden_layers", "thinker decoder layers")}
+    )
+    num_attention_heads: int | None = field(
+        default=None, metadata={"help": _default("num_attention_heads", "thinker attention heads")}
+    )
+    num_key_value_heads: int | None = field(
+        default=None,
+        metadata={
+            "help": _default("num_key_value_heads", "thinker key / value heads (grouped-query attention)")
+        },
+    )
+    intermediate_size: int | None = field(
+        default=None, metadata={"help": _default("intermediate_size", "thinker MLP width")}
+    )
+    vision_hidden_size: int | None = field(
+        default=None, metadata={"help": _default("vision_hidden_size", "vision tower width")}
+    )
+    vision_depth: int | None = field(
+        default=None, metadata={"help": _default("vision_depth", "vision tower layers")}
+    )
+    audio_d_model: int | None = field(
+        default=None, metadata={"help": _default("audio_d_model", "audio tower width")}
+    )
+    audio_layers: int | None = field(
+        default=None, metadata={"help": _default("audio_layers", "audio tower layers")}
+    )
+    vocab_size: int = field(
+        default=1500, metadata={"help": "BPE vocabulary, trained on the world's own text"}
+    )
+    num_frames: int | None = field(
+        default=None,
+        metadata={"help": _default("num_frames", "video frames per clip (training and evaluation)")},
+    )
     frame_size: int = field(default=56, metadata={"help": "frame height and width in pixels"})
     # training
-    sft_steps: int | None = field(default=None, metadata={
-        "help": _default("sft_steps", "steps of the starting model's SFT")})
-    pref_steps: int | None = field(default=None, metadata={
-        "help": _default("pref_steps", "steps of each Table-5 method")})
+    sft_steps: int | None = field(
+        default=None, metadata={"help": _default("sft_steps", "steps of the starting model's SFT")}
+    )
+    pref_steps: int | None = field(
+        default=None, metadata={"help": _default("pref_steps", "steps of each Table-5 method")}
+    )
     batch_size: int = field(default=8, metadata={"help": "per-device train batch size of every stage"})
-    sft_learning_rate: float = field(default=5e-4, metadata={"help": "learning rate of the starting model's SFT"})
+    sft_learning_rate: float = field(
+        default=5e-4, metadata={"help": "learning rate of the starting model's SFT"}
+    )
     pref_learning_rate: float = field(default=2e-4, metadata={"help": "learning rate of each Table-5 method"})
     beta: float = field(default=0.1, metadata={"help": "the fixed β of every method (and β_y, β_V, β_A)"})
-    calibrate_beta: bool = field(default=False, metadata={
-        "help": "score the data with tiny offline scorers and let CAVPref calibrate β (see the package doc)"})
-    methods: list[str] = field(default_factory=lambda: list(METHODS), metadata={
-        "help": f"the Table-5 methods to train, of {list(METHODS)}"})
+    calibrate_beta: bool = field(
+        default=False,
+        metadata={
+            "help": "score the data with tiny offline scorers and let CAVPref calibrate β (see the package doc)"
+        },
+    )
+    methods: list[str] = field(
+        default_factory=lambda: list(METHODS),
+        metadata={"help": f"the Table-5 methods to train, of {list(METHODS)}"},
+    )
     # evaluation
-    eval_limit: int | None = field(default=None, metadata={
-        "help": _default("eval_limit", "items per task and setting") + "; 0 = all"})
-    eval_mode: str = field(default="likelihood", metadata={"help": "likelihood (option log-likelihood) | generate "
-                                                                   "(the paper's protocol; see the package doc)"})
+    eval_limit: int | None = field(
+        default=None, metadata={"help": _default("eval_limit", "items per task and setting") + "; 0 = all"}
+    )
+    eval_mode: str = field(
+        default="likelihood",
+        metadata={
+            "help": "likelihood (option log-likelihood) | generate "
+            "(the paper's protocol; see the package doc)"
+        },
+    )
 
     def __post_init__(self):
         unknown = sorted(set(self.methods) - set(METHODS))

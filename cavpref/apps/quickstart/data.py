@@ -57,18 +57,25 @@ def clip_captions(clip: dict) -> list[tuple[str, str]]:
     pretraining a real AVLLM has before the paper's "zero-shot" evaluation: without them a randomly
     initialised thinker learns the clean questions' text priors and ignores both streams (measured)."""
     entities = clip.get("instruments") or clip.get("sources") or []
-    seen = sorted((e for e in entities if e.get("visible") and e.get("slot")), key=lambda e: SLOT_ORDER[e["slot"]])
-    heard = sorted((e for e in entities if e.get("sounding")),
-                   key=lambda e: (e["first_onset"], SLOT_ORDER.get(e.get("slot"), 3)))
+    seen = sorted(
+        (e for e in entities if e.get("visible") and e.get("slot")), key=lambda e: SLOT_ORDER[e["slot"]]
+    )
+    heard = sorted(
+        (e for e in entities if e.get("sounding")),
+        key=lambda e: (e["first_onset"], SLOT_ORDER.get(e.get("slot"), 3)),
+    )
+
     def place(e: dict) -> str:
         if not (e.get("visible") and e.get("slot")):
             return "off screen"
         return "in the middle" if e["slot"] == "middle" else f"on the {e['slot']}"
 
     where = [f"{_name(e)} {place(e)}" for e in heard]
-    return [("What do you see, from left to right?", ", ".join(_name(e) for e in seen) or "Nothing"),
-            ("What do you hear, in order of onset?", ", ".join(_name(e) for e in heard) or "Nothing"),
-            ("Which objects are sounding, and where?", ", ".join(where) or "Nothing")]
+    return [
+        ("What do you see, from left to right?", ", ".join(_name(e) for e in seen) or "Nothing"),
+        ("What do you hear, in order of onset?", ", ".join(_name(e) for e in heard) or "Nothing"),
+        ("Which objects are sounding, and where?", ", ".join(where) or "Nothing"),
+    ]
 
 
 def split_clips(data: Path) -> tuple[set[str], set[str]]:
@@ -87,8 +94,9 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
     clip)."""
     train_files, _ = split_clips(data)
     features = load_from_disk(str(data / "preferences"))["train"].features
-    clean = circular_sft_rows(load_items(data, split="train",
-                                    keep=lambda it: it.task == CLEAN_TASK).items, list(features))
+    clean = circular_sft_rows(
+        load_items(data, split="train", keep=lambda it: it.task == CLEAN_TASK).items, list(features)
+    )
     manifest = json.loads((world / "world.json").read_text())
     rows = []
     for source in ("music_avqa", "avqa", "audioset"):
@@ -97,11 +105,21 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
                 continue
             for k, (prompt, response) in enumerate(clip_captions(clip)):
                 row = {name: None for name in features}
-                row.update(id=f"caption:{clip['file']}:{k}", task=CLEAN_TASK, source=source, category="Existential",
-                           prompt=prompt, media=to_json(clip_spec(clip["file"])), chosen=response,
-                           rejected="Nothing" if response != "Nothing" else "Something", source_ids=[clip["file"]])
+                row.update(
+                    id=f"caption:{clip['file']}:{k}",
+                    task=CLEAN_TASK,
+                    source=source,
+                    category="Existential",
+                    prompt=prompt,
+                    media=to_json(clip_spec(clip["file"])),
+                    chosen=response,
+                    rejected="Nothing" if response != "Nothing" else "Something",
+                    source_ids=[clip["file"]],
+                )
                 rows.append(row)
     if not rows:
         raise RuntimeError(f"no train clips of {world / 'world.json'} in {data / 'preferences'}")
-    Dataset.from_list(clean + rows, features=features).shuffle(seed=cfg.seed).save_to_disk(str(stage.dir / "train"))
+    Dataset.from_list(clean + rows, features=features).shuffle(seed=cfg.seed).save_to_disk(
+        str(stage.dir / "train")
+    )
     stage.finish(clean=len(clean), captions=len(rows), clips=len(train_files))

@@ -33,19 +33,36 @@ def world_stage(cfg: QuickstartConfig, stage: Stage) -> None:
 def prep_stage(cfg: QuickstartConfig, stage: Stage, world: Path) -> None:
     """AVTrustBench items of every task + CLEAN and the preference data (``cavpref prep``) from the world, each
     preference row under one CircularEval rotation drawn from (seed, id) (``rotate_options``)."""
-    stats = build(PrepConfig(output_dir=str(stage.dir), world=str(world), tasks=[*TASKS, CLEAN_TASK],
-                             seed=cfg.seed, split_seed=cfg.seed, score=cfg.calibrate_beta, rotate_options=True))
+    stats = build(
+        PrepConfig(
+            output_dir=str(stage.dir),
+            world=str(world),
+            tasks=[*TASKS, CLEAN_TASK],
+            seed=cfg.seed,
+            split_seed=cfg.seed,
+            score=cfg.calibrate_beta,
+            rotate_options=True,
+        )
+    )
     stage.finish(stats_file=str(stage.dir / "stats.json"), items=stats.get("items"))
 
 
 def model_stage(cfg: QuickstartConfig, stage: Stage, data: Path) -> None:
     """A random tiny Qwen2.5-Omni thinker whose tokenizer is trained on the training split's text."""
     build_tiny_qwen_omni(
-        stage.dir, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
-        num_attention_heads=cfg.num_attention_heads, num_key_value_heads=cfg.num_key_value_heads,
-        intermediate_size=cfg.intermediate_size, vision_hidden_size=cfg.vision_hidden_size,
-        vision_depth=cfg.vision_depth, audio_d_model=cfg.audio_d_model, audio_layers=cfg.audio_layers,
-        frame_pixels=cfg.frame_size * cfg.frame_size, extra_corpus=corpus(data), vocab_size=cfg.vocab_size,
+        stage.dir,
+        hidden_size=cfg.hidden_size,
+        num_hidden_layers=cfg.num_hidden_layers,
+        num_attention_heads=cfg.num_attention_heads,
+        num_key_value_heads=cfg.num_key_value_heads,
+        intermediate_size=cfg.intermediate_size,
+        vision_hidden_size=cfg.vision_hidden_size,
+        vision_depth=cfg.vision_depth,
+        audio_d_model=cfg.audio_d_model,
+        audio_layers=cfg.audio_layers,
+        frame_pixels=cfg.frame_size * cfg.frame_size,
+        extra_corpus=corpus(data),
+        vocab_size=cfg.vocab_size,
         seed=cfg.seed,
     )
     stage.finish()
@@ -64,17 +81,42 @@ def train_stage(cfg: QuickstartConfig, stage: Stage, recipe: dict) -> None:
     stage.finish(recipe=str(path))
 
 
-def eval_stage(cfg: QuickstartConfig, stage: Stage, model: Path, data: Path, world: Path, label: str, *,
-               tasks: list[str] | None = None, drop_stream: str | None = None) -> dict:
+def eval_stage(
+    cfg: QuickstartConfig,
+    stage: Stage,
+    model: Path,
+    data: Path,
+    world: Path,
+    label: str,
+    *,
+    tasks: list[str] | None = None,
+    drop_stream: str | None = None,
+) -> dict:
     """The paper protocol on the test split: instruction setting, CircularEval (vanilla = its first pass)."""
-    args = EvalArgs(model=str(model), data=str(data), output=str(stage.dir), tasks=tasks or [*TASKS, CLEAN_TASK],
-                    setting="instruction", circular=True, limit=cfg.eval_limit or None, mode=cfg.eval_mode, label=label,
-                    media_root=str(world), num_frames=cfg.num_frames, frame_height=cfg.frame_size,
-                    frame_width=cfg.frame_size, max_new_tokens=24, no_judge=True, drop_stream=drop_stream)
+    args = EvalArgs(
+        model=str(model),
+        data=str(data),
+        output=str(stage.dir),
+        tasks=tasks or [*TASKS, CLEAN_TASK],
+        setting="instruction",
+        circular=True,
+        limit=cfg.eval_limit or None,
+        mode=cfg.eval_mode,
+        label=label,
+        media_root=str(world),
+        num_frames=cfg.num_frames,
+        frame_height=cfg.frame_size,
+        frame_width=cfg.frame_size,
+        max_new_tokens=24,
+        no_judge=True,
+        drop_stream=drop_stream,
+    )
     results = evaluate(args)
     if not results["metrics"]["counts"]["evaluated"]:
-        raise RuntimeError(f"evaluation {stage.name}: no test items of {args.tasks} in {data} (world too small for "
-                           f"a test split? raise --num_clips)")
+        raise RuntimeError(
+            f"evaluation {stage.name}: no test items of {args.tasks} in {data} (world too small for "
+            f"a test split? raise --num_clips)"
+        )
     stage.finish(label=label)
     return results
 
@@ -89,15 +131,40 @@ def run(cfg: QuickstartConfig) -> dict:
     data = stage("data", prep_stage, world).dir
     init = stage("model_init", model_stage, data).dir
     sft_data = stage("start_data", start_data, world, data).dir
-    start = stage("start", train_stage, recipe(cfg, method="sft", model=init, train=sft_data / "train",
-                                               world=world, out=root / "start", steps=cfg.sft_steps,
-                                               lr=cfg.sft_learning_rate, tasks=[CLEAN_TASK], encoders=True)).dir
+    start = stage(
+        "start",
+        train_stage,
+        recipe(
+            cfg,
+            method="sft",
+            model=init,
+            train=sft_data / "train",
+            world=world,
+            out=root / "start",
+            steps=cfg.sft_steps,
+            lr=cfg.sft_learning_rate,
+            tasks=[CLEAN_TASK],
+            encoders=True,
+        ),
+    ).dir
     prefs = data / "preferences"  # rotated by prep (rotate_options)
     trained = {}
     for method in cfg.methods:
-        trained[method] = stage(method, train_stage, recipe(
-            cfg, method=method, model=start, train=prefs, world=world, out=root / method, steps=cfg.pref_steps,
-            lr=cfg.pref_learning_rate, tasks=list(TASKS))).dir
+        trained[method] = stage(
+            method,
+            train_stage,
+            recipe(
+                cfg,
+                method=method,
+                model=start,
+                train=prefs,
+                world=world,
+                out=root / method,
+                steps=cfg.pref_steps,
+                lr=cfg.pref_learning_rate,
+                tasks=list(TASKS),
+            ),
+        ).dir
     runs = {}
     for name, model in {"start": start, **trained}.items():
         runs[name] = stage(f"eval/{name}", eval_stage, model, data, world, LABELS[name]).dir
@@ -107,9 +174,16 @@ def run(cfg: QuickstartConfig) -> dict:
     report = write_report(cfg, root, runs, recorded)
     print(table5(load_results(runs)))  # the headline table, as the command's output
     say(f"report: {report}")
-    return {"report": str(report), "runs": {k: str(v) for k, v in runs.items()}, "timings": stage.timings,
-            "root": str(root), "world": str(world), "data": str(data), "start": str(start),
-            "pref_data": str(prefs)}
+    return {
+        "report": str(report),
+        "runs": {k: str(v) for k, v in runs.items()},
+        "timings": stage.timings,
+        "root": str(root),
+        "world": str(world),
+        "data": str(data),
+        "start": str(start),
+        "pref_data": str(prefs),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

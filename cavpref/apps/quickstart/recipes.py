@@ -18,9 +18,21 @@ from cavpref.apps.quickstart.config import QuickstartConfig
 from cavpref.apps.quickstart.stages import Stage
 
 
-def recipe(cfg: QuickstartConfig, *, method: str, model: Path, train: Path, world: Path, out: Path,
-           steps: int, lr: float, tasks: list[str], seed: int | None = None, encoders: bool = False,
-           **overrides: Any) -> dict:
+def recipe(
+    cfg: QuickstartConfig,
+    *,
+    method: str,
+    model: Path,
+    train: Path,
+    world: Path,
+    out: Path,
+    steps: int,
+    lr: float,
+    tasks: list[str],
+    seed: int | None = None,
+    encoders: bool = False,
+    **overrides: Any,
+) -> dict:
     """The ``cavpref train`` recipe of one stage on the dataset saved at ``train`` (``overrides``: any other
     recipe key, e.g. ``lambda_a``).
 
@@ -29,22 +41,46 @@ def recipe(cfg: QuickstartConfig, *, method: str, model: Path, train: Path, worl
     with frozen random towers it never learns to see or hear (measured: caption accuracy 0 %, identical
     accuracy with either stream removed) and falls back on the questions' text priors."""
     seed = cfg.seed if seed is None else seed
-    beta = {} if cfg.calibrate_beta and method.startswith("cavpref") else {
-        "beta": cfg.beta, "beta_y": cfg.beta, "beta_v": cfg.beta, "beta_a": cfg.beta}
+    beta = (
+        {}
+        if cfg.calibrate_beta and method.startswith("cavpref")
+        else {"beta": cfg.beta, "beta_y": cfg.beta, "beta_v": cfg.beta, "beta_a": cfg.beta}
+    )
     return {
-        "method": method, **beta,
-        "train_dataset": str(train), "train_tasks": tasks, "media_root": str(world),
-        "output_dir": str(out), "learning_rate": lr, "max_steps": steps, "lr_scheduler_type": "cosine",
-        "warmup_steps": max(1, steps // 20), "per_device_train_batch_size": cfg.batch_size, "seed": seed,
-        "data_seed": seed, "logging_steps": max(1, steps // 20), "save_strategy": "steps",
-        "save_steps": max(1, steps // 2), "save_total_limit": 1, "use_cpu": True, "bf16": False,
-        "activation_checkpointing": False, "dataloader_num_workers": 0, "report_to": "none",
+        "method": method,
+        **beta,
+        "train_dataset": str(train),
+        "train_tasks": tasks,
+        "media_root": str(world),
+        "output_dir": str(out),
+        "learning_rate": lr,
+        "max_steps": steps,
+        "lr_scheduler_type": "cosine",
+        "warmup_steps": max(1, steps // 20),
+        "per_device_train_batch_size": cfg.batch_size,
+        "seed": seed,
+        "data_seed": seed,
+        "logging_steps": max(1, steps // 20),
+        "save_strategy": "steps",
+        "save_steps": max(1, steps // 2),
+        "save_total_limit": 1,
+        "use_cpu": True,
+        "bf16": False,
+        "activation_checkpointing": False,
+        "dataloader_num_workers": 0,
+        "report_to": "none",
         "media_cache_size": 2048,  # a decoded 4-s world clip is 0.33 MB; clips recur across tasks and epochs
         # model keys (AVModelArguments): flat, like every recipe
-        "model_name_or_path": str(model), "dtype": "float32", "lora_r": 0,
+        "model_name_or_path": str(model),
+        "dtype": "float32",
+        "lora_r": 0,
         "shared_prefix": True,  # each (prompt, media) prefix scored once: exact, and ~2x fewer LM tokens for DPO
-        "num_frames": cfg.num_frames, "frame_height": cfg.frame_size, "frame_width": cfg.frame_size,
-        "freeze_vision": not encoders, "freeze_audio": not encoders, "train_projectors": encoders,
+        "num_frames": cfg.num_frames,
+        "frame_height": cfg.frame_size,
+        "frame_width": cfg.frame_size,
+        "freeze_vision": not encoders,
+        "freeze_audio": not encoders,
+        "train_projectors": encoders,
         **overrides,
     }
 

@@ -39,13 +39,19 @@ def category_table(results: dict[str, dict]) -> list[str]:
 
     def cell(res: dict, cat: str) -> float | None:
         tasks = res["metrics"]["settings"].get("instruction", {}).get("tasks", {})
-        vals = [b["categories"][cat]["circular"] for t, b in tasks.items()
-                if t in TASKS and cat in b.get("categories", {}) and b["categories"][cat].get("circular") is not None]
+        vals = [
+            b["categories"][cat]["circular"]
+            for t, b in tasks.items()
+            if t in TASKS
+            and cat in b.get("categories", {})
+            and b["categories"][cat].get("circular") is not None
+        ]
         return sum(vals) / len(vals) if vals else None
 
     cats = [c for c in CATEGORIES if any(cell(r, c) is not None for r in results.values())]
-    return _table(["Method", *cats], [[LABELS.get(n, n), *(fmt(cell(r, c)) for c in cats)]
-                                      for n, r in results.items()])
+    return _table(
+        ["Method", *cats], [[LABELS.get(n, n), *(fmt(cell(r, c)) for c in cats)] for n, r in results.items()]
+    )
 
 
 def table5(results: dict[str, dict], metric: str = "headline") -> str:
@@ -87,25 +93,50 @@ def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timin
     results = load_results(runs)
     chance = clean_chance(root / "data", cfg.eval_limit or None)
     start = results["start"]
-    clean = [[LABELS[n], fmt(task_accuracy(r, CLEAN_TASK, "vanilla")), fmt(task_accuracy(r, CLEAN_TASK, "circular")),
-              fmt(r["metrics"]["overall"].get("unparsed_rate"))] for n, r in results.items()]
+    clean = [
+        [
+            LABELS[n],
+            fmt(task_accuracy(r, CLEAN_TASK, "vanilla")),
+            fmt(task_accuracy(r, CLEAN_TASK, "circular")),
+            fmt(r["metrics"]["overall"].get("unparsed_rate")),
+        ]
+        for n, r in results.items()
+    ]
     plot = plot_methods(results, root / "plots" / "methods.png")
     lines = [
-        "# cavpref quickstart", "",
-        f"config: `{json.dumps(asdict(cfg))}`", "",
-        (f"Starting model (SFT on the clean questions) on CLEAN test, instruction setting: vanilla "
-         f"{fmt(task_accuracy(start, CLEAN_TASK, 'vanilla'))} % (chance {chance:.2f} %), circular "
-         f"{fmt(task_accuracy(start, CLEAN_TASK, 'circular'))} %."), "",
-        "β is fixed for every method (no CLAP / CLIP checkpoints offline; see the module docstring).", "",
-        "## Table 5 layout — CircularEval (instruction setting; difference from the starting model)", "",
-        table5(results), "",
-        "## Table 5 layout — vanilla (first pass only)", "", table5(results, "vanilla"), "",
-        "## CLEAN after training (exposes 'always abstain' collapse: 7 of 9 tasks reward abstention)", "",
+        "# cavpref quickstart",
+        "",
+        f"config: `{json.dumps(asdict(cfg))}`",
+        "",
+        (
+            f"Starting model (SFT on the clean questions) on CLEAN test, instruction setting: vanilla "
+            f"{fmt(task_accuracy(start, CLEAN_TASK, 'vanilla'))} % (chance {chance:.2f} %), circular "
+            f"{fmt(task_accuracy(start, CLEAN_TASK, 'circular'))} %."
+        ),
+        "",
+        "β is fixed for every method (no CLAP / CLIP checkpoints offline; see the module docstring).",
+        "",
+        "## Table 5 layout — CircularEval (instruction setting; difference from the starting model)",
+        "",
+        table5(results),
+        "",
+        "## Table 5 layout — vanilla (first pass only)",
+        "",
+        table5(results, "vanilla"),
+        "",
+        "## CLEAN after training (exposes 'always abstain' collapse: 7 of 9 tasks reward abstention)",
+        "",
         *_table(["Method", "CLEAN vanilla", "CLEAN circular", "unparsed % (all tasks)"], clean),
-        "## Per category (circular, macro over the 9 tasks that have it)", "", *category_table(results),
-        f"Per-source task x category tables: `eval/<method>/report.md`. Plot: `{plot.relative_to(root)}`.", "",
-        "## Stage wall time (when each stage ran; reused stages keep their time)", "",
-        "| stage | seconds |", "| --- | --- |", *[f"| {k} | {v:.1f} |" for k, v in timings.items()],
+        "## Per category (circular, macro over the 9 tasks that have it)",
+        "",
+        *category_table(results),
+        f"Per-source task x category tables: `eval/<method>/report.md`. Plot: `{plot.relative_to(root)}`.",
+        "",
+        "## Stage wall time (when each stage ran; reused stages keep their time)",
+        "",
+        "| stage | seconds |",
+        "| --- | --- |",
+        *[f"| {k} | {v:.1f} |" for k, v in timings.items()],
         f"| total | {sum(timings.values()):.1f} |",
     ]
     path = root / "report.md"
