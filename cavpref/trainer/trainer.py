@@ -17,7 +17,9 @@ TRL's. What changes:
 
 This module is the subclass and its TRL hooks; the pieces live next to it, one job each: ``gather`` (global-batch
 gathers), ``reference`` (reference forward context, precomputed cache), ``metrics`` (the logged names),
-``checkpoint`` (resuming full checkpoints), ``callbacks`` (``JsonlLogger``).
+``checkpoint`` (resuming full checkpoints), ``callbacks`` (``JsonlLogger``), ``objective`` (the SFT and
+preference losses of a micro-batch), ``optimizer_step`` and ``step`` (the optimizer batch as the unit),
+``reports`` (skipped rows, missing streams), ``fsdp``.
 
 ``method`` (config) selects the baseline: sft | dpo | cavpref_norobust | cavpref (paper Table 5).
 """
@@ -25,7 +27,6 @@ gathers), ``reference`` (reference forward context, precomputed cache), ``metric
 from __future__ import annotations
 
 import copy
-import functools
 import os
 from collections import defaultdict
 
@@ -39,31 +40,29 @@ from trl import DPOTrainer
 
 from cavpref.collator import (
     SLOT_FIELDS,
-    SLOTS,
     BadRowError,
     CAVPrefCollator,
     PreferenceBatchSampler,
     check_example,
 )
 from cavpref.config import CAVPrefConfig
-from cavpref.loss import StepContext, beta_input, calibrate_beta, cavpref_loss
 from cavpref.models.base import AVModelIO
 from cavpref.models.step import ModelIOStep
 from cavpref.trainer.callbacks import JsonlLogger
 from cavpref.trainer.checkpoint import load_full_checkpoint
 from cavpref.trainer.fsdp import check_fsdp_modes, fsdp_launch, full_tensor
 from cavpref.trainer.gather import gather_rows, unflatten
-from cavpref.trainer.metrics import log_preference_step
+from cavpref.trainer.objective import ObjectiveMixin
+from cavpref.trainer.optimizer_step import OptimizerStepMixin
 from cavpref.trainer.reference import precompute_reference_logps, reference_forward
 from cavpref.trainer.reports import write_missing_streams, write_skipped
-from cavpref.trainer.step import plan_step
 
 logger = logging.get_logger(__name__)
 
 __all__ = ["CAVPrefTrainer", "JsonlLogger"]
 
 
-class CAVPrefTrainer(DPOTrainer):
+class CAVPrefTrainer(ObjectiveMixin, OptimizerStepMixin, DPOTrainer):
     """DPOTrainer for audio-visual preference data. See the module docstring.
 
     ``model``: the policy (a ``PreTrainedModel``, or a model id / path loaded like ``DPOTrainer`` does);
@@ -311,176 +310,6 @@ class CAVPrefTrainer(DPOTrainer):
                     self.model_io.logps(ref_model, inputs["model_inputs"]).float(), inputs["slots"]
                 )
         return policy, ref
-
-    # ------------------------------------------------------------------ the optimizer step
-
-    def get_batch_samples(self, epoch_iterator, num_batches, device):
-        """Trainer draws a step's micro-batches here, before any forward: compute the step's context (counts,
-        β range, exact normaliser; ``cavpref.trainer.step``) over all of them and all ranks, attach it to each."""
-        batches, num_items = super().get_batch_samples(epoch_iterator, num_batches, device)
-        self._step_skipped, self._step_loss = False, 0.0
-        self._step_micro, self._step_w2 = 0, {}
-        self._guard_optimizer_step()
-        # A micro-batch whose rows were all unusable (skip_bad_rows) holds no sample: the step is planned
-        # over the others (its rows are counted in skipped_rows.json, not in the objective).
-        planned = [b for b in batches if not b.get("empty")]
-        if planned and all("eta" in b for b in planned):
-            batches_all, batches = batches, planned
-            if self.args.method == "sft":
-                ctx = StepContext(len(batches))
-                tokens = sum(self._sft_tokens(b).sum() for b in batches)
-                total = self._gather(tokens.to(torch.float32).reshape(1).to(self.accelerator.device)).sum()
-                for b in batches:
-                    b["step"], b["step_tokens"] = ctx, total
-            else:
-                ctx = plan_step(self, batches)
-                for b in batches:
-                    b["step"] = ctx
-            batches = batches_all
-        return batches, num_items
-
-    def training_step(self, model, inputs, num_items_in_batch=None):
-        was_skipped = self._step_skipped
-        loss = super().training_step(model, inputs, num_items_in_batch)
-        if self._step_skipped:
-            # A skipped step adds nothing to the logged loss: cancel what its earlier micro-batches returned.
-            back = -self._step_loss if not was_skipped else 0.0
-            self._step_loss = 0.0
-            return torch.zeros_like(loss) + back
-        self._step_loss += float(loss)
-        return loss
-
-    def _guard_optimizer_step(self):
-        """Make the optimizer's ``step`` a no-op for a skipped step (momentum would otherwise still move the
-        weights on a zero gradient) and report it as skipped, which is how Trainer's loop knows not to step the
-        LR scheduler (``accelerator.optimizer_step_was_skipped``, the mechanism fp16 overflow uses)."""
-        opt = self.optimizer
-        if opt is None or getattr(opt, "_cavpref_guarded", False):
-            return
-        inner = opt.step
-
-        @functools.wraps(inner)  # keeps torch's LR-scheduler marker on the optimizer's step
-        def step(*a, **kw):
-            if self._step_skipped:
-                self._skipped_steps_window += 1
-                self._skipped_steps_total += 1
-                opt._is_overflow = True
-                return None
-            opt._is_overflow = False  # (a grad scaler, when there is one, sets it again inside ``inner``)
-            return inner(*a, **kw)
-
-        opt.step = step
-        opt._cavpref_guarded = True
-
-    def _non_finite(self, inputs, policy, ref) -> list[tuple[str, str]]:
-        """(example id, message naming the row and field) for every needed log-prob that is NaN / inf."""
-        problems = []
-        ids = inputs["example_ids"]
-        for which, vals in (("policy", policy), ("reference", ref)):
-            if vals is None:
-                continue
-            for s in SLOTS:
-                need = inputs["slots"][s].to(vals[s].device) >= 0
-                bad = need & ~torch.isfinite(vals[s].detach())
-                for i in bad.nonzero().flatten().tolist():
-                    resp, media = SLOT_FIELDS[s]
-                    value = float(vals[s][i].detach())
-                    msg = f"example '{ids[i]}' row {s} ({resp} under {media}): {which} log-prob is {value}"
-                    problems.append((ids[i], msg))
-        return problems
-
-    def _sft_loss(self, inputs, policy, mode):
-        """Token-mean NLL of the chosen response under the presented media, normalised by the global token
-        count so DDP averaging reproduces the one-process gradient."""
-        tokens = self._sft_tokens(inputs).to(policy["y_w"].device)
-        n_local = tokens.sum().to(torch.float32)
-        sum_local = policy["y_w"].sum()
-        step = inputs.get("step")
-        micro = step.micro_batches if step is not None else 1
-        # the optimizer batch's token count (every micro-batch, every rank) when the step was planned
-        n_global = (
-            inputs["step_tokens"].to(n_local.device)
-            if step is not None
-            else self._gather(n_local.reshape(1)).sum()
-        )
-        sum_global = self._gather(sum_local.detach().reshape(1)).sum()
-        value = -micro * sum_global / n_global  # averaged over the step's micro-batches: the step's value
-        world = self.accelerator.num_processes
-        surrogate = -world * micro * sum_local / n_global
-        loss = value + surrogate - surrogate.detach()
-        self._metrics[mode]["sft/nll_per_token"].append(float(value))
-        self._metrics[mode]["rows/policy"].append(float(self._gather(inputs["num_rows"].reshape(1)).sum()))
-        return loss
-
-    @staticmethod
-    def _sft_tokens(inputs) -> torch.Tensor:
-        """Response tokens of each sample's chosen row (SFT's normaliser)."""
-        labels = inputs["model_inputs"].get("labels")
-        if labels is None:
-            raise KeyError("method=sft needs the model_io batch to carry 'labels' (response tokens != -100)")
-        tokens = (labels != -100).sum(-1)
-        return tokens[inputs["slots"]["y_w"].to(tokens.device)]
-
-    def _betas(self, inputs, device, step: StepContext | None = None) -> dict[str, torch.Tensor | float]:
-        """Per-sample β; calibrated components use the optimizer batch's ΔS range when the step was planned."""
-        step = step if step is not None else inputs.get("step")
-        present = {"y": None, "v": inputs["eta"].bool(), "a": inputs["gamma"].bool()}
-        betas = {}
-        for comp, fixed in self.args.fixed_betas.items():
-            if fixed is not None:
-                betas[comp] = float(fixed)
-            else:
-                mask = present[comp].to(device) if present[comp] is not None else None
-                betas[comp] = calibrate_beta(
-                    beta_input(inputs["scores"][comp].to(device), self.args.beta_delta),
-                    scale=self.args.beta_scale,
-                    offset=self.args.beta_offset,
-                    mask=mask,
-                    gather=self._gather,
-                    bounds=step.bounds.get(comp) if step is not None else None,
-                )
-        return betas
-
-    def _preference_loss(self, inputs, policy, ref, mode):
-        device = policy["y_w"].device
-        eta, gamma = inputs["eta"].to(device), inputs["gamma"].to(device)
-        betas = self._betas(inputs, device)
-        out = cavpref_loss(
-            policy,
-            ref,
-            beta=betas,
-            lambdas=self.args.lambdas,
-            eta=eta,
-            gamma=gamma,
-            robust=self.args.robust_mode,
-            gather=self._gather,
-            world_size=self.accelerator.num_processes,
-            step=inputs.get("step"),
-        )
-        self._log_step(inputs, out, betas, policy, ref, mode)
-        step = inputs.get("step")
-        if step is not None:
-            m = self._metrics[mode]
-            for comp, c in step.components.items():
-                if not c.n:
-                    continue
-                if comp not in out.components:  # absent from this micro-batch: adds 0 to the step's mean
-                    m[f"{comp}/loss"].append(0.0)
-                else:  # Σ w² over the step, for the effective sample size 1 / Σ w²
-                    w = self._gather(out.components[comp].weights.detach())
-                    self._step_w2[comp] = self._step_w2.get(comp, 0.0) + float(w.pow(2).sum())
-            self._step_micro += 1
-            if self._step_micro == step.micro_batches:
-                for comp, c in step.components.items():
-                    if c.n:
-                        m[f"{comp}/n"].append(float(c.n))
-                        if self._step_w2.get(comp):
-                            m[f"{comp}/ess"].append(1.0 / self._step_w2[comp])
-                self._step_micro, self._step_w2 = 0, {}
-        return out.loss
-
-    def _log_step(self, inputs, out, betas, policy, ref, mode):
-        log_preference_step(self._metrics[mode], self._gather, inputs, out, betas, policy, ref)
 
     # ------------------------------------------------------------------ reference precomputation
 
