@@ -292,8 +292,8 @@ def missing_stream_counts(items, records: list[dict]) -> dict[str, dict[str, int
         for stream in streams:
             counts[task_of[item_id]][stream] += 1
     if counts:
-        print(
-            "[cavpref] evaluated with a missing stream (the file lacks it): "
+        logger.warning(
+            "evaluated with a missing stream (the file lacks it): "
             + ", ".join(f"{t}: {dict(c)}" for t, c in sorted(counts.items()))
             + " (--missing_stream error refuses)"
         )
