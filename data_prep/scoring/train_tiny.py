@@ -197,31 +197,7 @@ def train_tiny_clap(cfg: TinyScorerConfig) -> dict:
                 waves.append(audio[s : s + win])
                 labels.append(heard)
     feats = fe(waves, sampling_rate=cfg.sample_rate, return_tensors="pt")["input_features"]
-    by_label: dict[str, list[int]] = {}
-    for i, heard in enumerate(labels):
-        for lab in heard:
-            by_label.setdefault(lab, []).append(i)
-    names = sorted(by_label)
-    tok = processor.tokenizer(names, padding=True, return_tensors="pt")
-    row = {n: i for i, n in enumerate(names)}
-
-    def inputs(batch):
-        t = [row[lab] for lab, _ in batch]
-        return {
-            "input_ids": tok["input_ids"][t],
-            "attention_mask": tok["attention_mask"][t],
-            "input_features": feats[[i for _, i in batch]],
-        }
-
-    losses = _train(model, inputs, by_label, cfg, "clap")
-    model.save_pretrained(out)
-    processor.save_pretrained(out)
-    info = _write_info(out, cfg, "clap", clips, len(waves), names, losses)
-    logger.info(
-        f"tiny CLAP: {len(waves)} windows of {len(clips)} train clips, loss {losses[0]:.3f} -> "
-        f"{np.mean(losses[-20:]):.3f}; saved to {out}"
-    )
-    return info
+    return _fit_and_save(model, processor, out, cfg, "clap", clips, labels, "input_features", feats)
 
 
 def train_tiny_clip(cfg: TinyScorerConfig) -> dict:
@@ -244,9 +220,19 @@ def train_tiny_clip(cfg: TinyScorerConfig) -> dict:
         frames += list(dm.frames)
         labels += [seen] * len(dm.frames)
     pixels = processor.image_processor(images=frames, return_tensors="pt")["pixel_values"]
+    return _fit_and_save(model, processor, out, cfg, "clip", clips, labels, "pixel_values", pixels)
+
+
+def _fit_and_save(
+    model, processor, out: Path, cfg, kind: str, clips, labels: list, media_key: str, media
+) -> dict:
+    """Contrastive training on (media row, one of its labels) pairs, then save model + processor + training.json.
+
+    ``labels[i]`` is the set of entity names of media row ``i`` (heard for CLAP, seen for CLIP); each batch draws
+    distinct labels (``_train``), so no negative is the positive's own label."""
     by_label: dict[str, list[int]] = {}
-    for i, seen in enumerate(labels):
-        for lab in seen:
+    for i, names_i in enumerate(labels):
+        for lab in names_i:
             by_label.setdefault(lab, []).append(i)
     names = sorted(by_label)
     tok = processor.tokenizer(names, padding=True, return_tensors="pt")
@@ -257,15 +243,15 @@ def train_tiny_clip(cfg: TinyScorerConfig) -> dict:
         return {
             "input_ids": tok["input_ids"][t],
             "attention_mask": tok["attention_mask"][t],
-            "pixel_values": pixels[[i for _, i in batch]],
+            media_key: media[[i for _, i in batch]],
         }
 
-    losses = _train(model, inputs, by_label, cfg, "clip")
+    losses = _train(model, inputs, by_label, cfg, kind)
     model.save_pretrained(out)
     processor.save_pretrained(out)
-    info = _write_info(out, cfg, "clip", clips, len(frames), names, losses)
+    info = _write_info(out, cfg, kind, clips, len(labels), names, losses)
     logger.info(
-        f"tiny CLIP: {len(frames)} frames of {len(clips)} train clips, loss {losses[0]:.3f} -> "
+        f"tiny {kind.upper()}: {len(labels)} examples of {len(clips)} train clips, loss {losses[0]:.3f} -> "
         f"{np.mean(losses[-20:]):.3f}; saved to {out}"
     )
     return info
