@@ -29,9 +29,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cavpref.apps.quickstart import QuickstartConfig, Stages, eval_stage, recipe, task_accuracy
-from cavpref.apps.quickstart.data import start_data
-from cavpref.apps.quickstart.pipeline import model_stage, prep_stage, train_stage, world_stage
+from cavpref.apps.quickstart import QuickstartConfig, Stages, eval_stage, task_accuracy
+from cavpref.apps.quickstart.pipeline import start_stages
 from cavpref.data import CLEAN_TASK
 from cavpref.parsing import parse_args
 
@@ -65,28 +64,8 @@ def _science():
 
 
 def build_start(cfg: QuickstartConfig, stage: Stages) -> dict:
-    root = Path(cfg.out)
-    world = stage("world", world_stage).dir
-    data = stage("data", prep_stage, world).dir
-    init = stage("model_init", model_stage, data).dir
-    sft_data = stage("start_data", start_data, world, data).dir
-    start = stage(
-        "start",
-        train_stage,
-        recipe(
-            cfg,
-            method="sft",
-            model=init,
-            train=sft_data / "train",
-            world=world,
-            out=root / "start",
-            steps=cfg.sft_steps,
-            lr=cfg.sft_learning_rate,
-            tasks=[CLEAN_TASK],
-            encoders=True,
-        ),
-    ).dir
-    return {"root": str(root), "world": str(world), "data": str(data), "start": str(start)}
+    world, data, start = start_stages(cfg, stage)
+    return {"root": str(Path(cfg.out)), "world": str(world), "data": str(data), "start": str(start)}
 
 
 def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str]) -> dict:

@@ -121,12 +121,9 @@ def eval_stage(
     return results
 
 
-def run(cfg: QuickstartConfig) -> dict:
-    """Every stage under ``cfg.out`` (reusing finished ones), then ``report.md``; returns the stage folders."""
+def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path]:
+    """(world, prep output, starting model) folders: the stages every run shares up to the starting SFT."""
     root = Path(cfg.out)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "quickstart_config.json").write_text(json.dumps(asdict(cfg), indent=1))
-    stage = Stages(cfg, root)
     world = stage("world", world_stage).dir
     data = stage("data", prep_stage, world).dir
     init = stage("model_init", model_stage, data).dir
@@ -147,6 +144,16 @@ def run(cfg: QuickstartConfig) -> dict:
             encoders=True,
         ),
     ).dir
+    return world, data, start
+
+
+def run(cfg: QuickstartConfig) -> dict:
+    """Every stage under ``cfg.out`` (reusing finished ones), then ``report.md``; returns the stage folders."""
+    root = Path(cfg.out)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "quickstart_config.json").write_text(json.dumps(asdict(cfg), indent=1))
+    stage = Stages(cfg, root)
+    world, data, start = start_stages(cfg, stage)
     prefs = data / "preferences"  # rotated by prep (rotate_options)
     trained = {}
     for method in cfg.methods:
