@@ -1,6 +1,6 @@
 """Argument groups every ``cavpref eval`` command shares, declared once.
 
-``ModelArguments`` (what answers: a checkpoint or an OpenAI-compatible endpoint) and ``JudgeArguments`` (the
+``EvalModelArguments`` (what answers: a checkpoint or an OpenAI-compatible endpoint) and ``JudgeArguments`` (the
 LLM judge and its cache) are mixed into ``eval.pipeline.EvalArgs`` (AVTrustBench) and
 ``eval.benchmarks.pipeline.BenchArgs`` (AURA / MMAR / TraceAV-Bench) next to
 ``cavpref.media.args.MediaArguments``, so a key means the same thing in every command and config file.
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 
 @dataclass
-class ModelArguments:
+class EvalModelArguments:
     """The model that answers: a local checkpoint, or an OpenAI-compatible server."""
 
     model: str = field(

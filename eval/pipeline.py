@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cavpref.eval.args import JudgeArguments, ModelArguments
+from cavpref.eval.args import JudgeArguments, EvalModelArguments
 from cavpref.eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
 from cavpref.eval.extract import ABSTAIN, Extraction, is_correct
 from cavpref.eval.loader import DataError, LoadResult, load_items
@@ -33,7 +33,7 @@ logger = logging.get_logger(__name__)
 
 
 @dataclass
-class EvalArgs(ModelArguments, MediaArguments, JudgeArguments):
+class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments):
     """Every field is a ``--flag`` and a YAML key of ``cavpref eval avtrustbench | score | prompts``."""
 
     data: str = field(default="", metadata={"help": "prep output folder, datasets folder, or JSONL of items"})

@@ -39,11 +39,11 @@ def test_registering_twice_under_one_name_fails():
 
 
 def test_shared_argument_groups_are_declared_once():
-    from cavpref.eval.args import JudgeArguments, ModelArguments
+    from cavpref.eval.args import JudgeArguments, EvalModelArguments
 
     from cavpref.media.args import MediaArguments
 
-    for group in (MediaArguments, ModelArguments, JudgeArguments):
+    for group in (MediaArguments, EvalModelArguments, JudgeArguments):
         for args in (EvalArgs, BenchArgs):
             assert issubclass(args, group)
         for f in fields(group):  # no re-declaration in the subclasses' own bodies

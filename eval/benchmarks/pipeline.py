@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cavpref.eval import registry
-from cavpref.eval.args import JudgeArguments, ModelArguments
+from cavpref.eval.args import JudgeArguments, EvalModelArguments
 from cavpref.eval.benchmarks.longvideo import LongVideoPolicy
 
 from cavpref.media.args import MediaArguments
@@ -27,7 +27,7 @@ PROTOCOLS = ("paper", "official")
 
 
 @dataclass
-class BenchArgs(ModelArguments, MediaArguments, JudgeArguments):
+class BenchArgs(EvalModelArguments, MediaArguments, JudgeArguments):
     """Every field is a ``--flag`` (and a YAML key) of ``cavpref eval aura|mmar|traceav`` and ``eval score``."""
 
     benchmark: str = field(
