@@ -141,3 +141,26 @@ def test_degenerate_components_warn_once_and_are_counted(fx, model_io, prefs, tm
     assert "sample(s) in this optimizer batch" in warned[0]
     counts = [r for r in tr.state.log_history if any(k.startswith("count/degenerate/") for k in r)]
     assert counts and sum(v for k, v in counts[-1].items() if k.startswith("count/degenerate/")) >= 2
+
+
+def test_no_grad_passes_pause_checkpointing_without_piling_up_embedding_hooks(fx, model_io, prefs, tmp_path):
+    """Full fine-tuning, activation checkpointing, live reference (copied policy) and the exact normaliser's pass:
+    3 steps of 2 micro-batches = 9 no-grad forwards. Pausing checkpointing used to re-enable it each time, adding
+    one input-embedding forward hook per forward that was never removed (the forward slows step after step)."""
+    data = prefs.select(range(4))
+    tr = trainer(
+        fx,
+        model_io,
+        data,
+        tmp_path,
+        per_device_train_batch_size=1,
+        gradient_accumulation_steps=2,
+        max_steps=3,
+        activation_checkpointing=True,
+        reference="model",
+    )
+    emb = tr.accelerator.unwrap_model(tr.model).get_input_embeddings()
+    tr.train()
+    assert len(emb._forward_hooks) <= 1, len(emb._forward_hooks)
+    flags = [m.gradient_checkpointing for m in tr.model.modules() if hasattr(m, "gradient_checkpointing")]
+    assert flags and any(flags)

@@ -97,6 +97,20 @@ def test_the_micro_batch_normalizer_is_an_approximation(fx, one_process, tmp_pat
     assert rel(approx, ref) > 1e-3
 
 
+def test_the_exact_pass_runs_only_when_the_step_has_several_micro_batches(fx, tmp_path, monkeypatch):
+    """One micro-batch is the optimizer batch: its in-graph normaliser is exact, the no-grad pass is skipped
+    (and the gradient still equals the accumulated, exact-pass one, see the property test)."""
+    import cavpref.trainer.step as step
+
+    calls = []
+    real = step.exact_normalizers
+    monkeypatch.setattr(step, "exact_normalizers", lambda *a: calls.append(1) or real(*a))
+    grad_probe.step_gradients([case("paper", "mixed", 8, 1)], fx, tmp_path / "one")
+    assert calls == []
+    grad_probe.step_gradients([case("paper", "mixed", 4, 2)], fx, tmp_path / "two")
+    assert calls == [1]
+
+
 @pytest.mark.parametrize("mode", SAMPLERS)
 def test_sampler_optimizer_batches_do_not_depend_on_the_split(mode):
     """Every split of an optimizer batch of 8 sees the same samples in each optimizer step; rank r's g-th

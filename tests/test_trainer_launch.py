@@ -251,3 +251,58 @@ def test_sweep_trains_evaluates_and_plots(fx, tmp_path):
         r["accuracy"] is None and r["train"]["loss"] > 0
         for r in json.loads((out / "sweep.json").read_text())["axes"]["lambda_a"]
     )
+
+
+def test_a_rank_with_no_usable_row_drops_the_step_on_every_rank(fx, tmp_path):
+    """2 gloo processes, batch 1 each, one of the step's two rows fails to decode (skip_bad_rows): one rank's
+    micro-batch is empty. Planning the step over the other rank's rows alone would give the ranks different
+    collective calls (a hang or mixed-up gathers); the step is dropped on both ranks instead: no weight moves,
+    the step is counted as skipped, both rows are in skipped_rows.json."""
+    from datasets import load_from_disk
+
+    from cavpref.media.spec import from_json, to_json
+
+    rows = load_from_disk(str(fx["prefs"])).select(range(2)).to_list()
+    spec = from_json(rows[1]["media"])
+    rows[1]["media"] = to_json(type(spec)(path="missing.mp4"))  # the second row's media does not exist
+    from datasets import Dataset
+
+    Dataset.from_list(rows).save_to_disk(str(tmp_path / "prefs"))
+    rec = recipe(
+        fx,
+        tmp_path / "r.yaml",
+        train_dataset=str(tmp_path / "prefs"),
+        per_device_train_batch_size=1,
+        max_steps=1,
+        skip_bad_rows=True,
+    )
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(ROOT / "recipes/accelerate/cpu_2proc.yaml"),
+        "--main_process_port",
+        port,
+        str(ROOT / "scripts/train.py"),
+        str(rec),
+        "--output_dir",
+        str(tmp_path / "run"),
+    ]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = tmp_path / "run"
+    report = json.loads((run / "skipped_rows.json").read_text())
+    ids = {r["id"] for r in report["rows"]}
+    assert {rows[0]["id"], rows[1]["id"]} <= ids, report
+    logs = [json.loads(x) for x in (run / "logs.jsonl").read_text().splitlines()]
+    assert any(r.get("count/skipped_steps", 0) >= 1 for r in logs), logs
+    assert not any("loss" in r for r in logs if "train_loss" not in r), logs
+    start, end = (
+        load_file(str(Path(fx["model"]) / "model.safetensors")),
+        load_file(str(run / "model.safetensors")),
+    )
+    assert max(float((start[k] - end[k]).abs().max()) for k in start if k in end) == 0.0

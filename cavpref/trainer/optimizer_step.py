@@ -29,6 +29,7 @@ class OptimizerStepMixin:
         self._guard_optimizer_step()
         # A micro-batch whose rows were all unusable (skip_bad_rows) holds no sample: the step is planned
         # over the others (its rows are counted in skipped_rows.json, not in the objective).
+        self._drop_step_if_a_rank_is_empty(batches)
         planned = [b for b in batches if not b.get("empty")]
         if planned and all("eta" in b for b in planned):
             batches_all, batches = batches, planned
@@ -44,6 +45,29 @@ class OptimizerStepMixin:
                     b["step"] = ctx
             batches = batches_all
         return batches, num_items
+
+    def _drop_step_if_a_rank_is_empty(self, batches: list[dict]) -> None:
+        """On several ranks, a micro-batch with no usable row on one rank drops the whole step on every rank.
+
+        Every rank must make the same collective calls: planning the step over the non-empty micro-batches would
+        give the ranks different numbers of micro-batches (and of gathers), which hangs or mixes up the
+        collectives. The step is skipped everywhere (no optimizer or scheduler step, nothing logged as loss), the
+        other rows of the step are listed in skipped_rows.json with the reason; a single process plans over its
+        other micro-batches instead."""
+        if self.accelerator.num_processes == 1:
+            return
+        local = torch.tensor([sum(1 for b in batches if b.get("empty"))], device=self.accelerator.device)
+        if int(self._gather(local).sum()) == 0:
+            return
+        reason = "step skipped: a micro-batch of this optimizer step had no usable row on some rank"
+        for b in batches:
+            if not b.get("empty"):
+                ids = [str(i) for i in b.get("example_ids", [])] or ["?"]
+                skipped = list(b.get("skipped") or []) + [(i, reason) for i in ids]
+                b.clear()
+                b.update({"empty": True, "skipped": skipped})
+        self._step_skipped = True
+        self._log_counts["skipped_steps"] += 1
 
     def training_step(self, model, inputs, num_items_in_batch=None):
         was_skipped = self._step_skipped

@@ -15,11 +15,11 @@ from datasets import Dataset, concatenate_datasets, load_from_disk
 from datasets.fingerprint import Hasher
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
-from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import use_adapter
 
 from cavpref.collator import REF_COLUMNS, SLOTS
 from cavpref.models.step import inner_model
+from cavpref.trainer.checkpointing import checkpointing_paused
 from cavpref.trainer.gather import unflatten
 
 # Model I/O settings that change log-probs (besides the weights, hashed separately): part of the cache key.
@@ -55,12 +55,7 @@ def reference_forward(trainer):
     if trainer.ref_model is None and is_peft_model(inner_model(trainer.model)):
         unwrapped = inner_model(trainer.model)
         ctx = use_adapter(unwrapped, adapter_name="ref" if "ref" in unwrapped.peft_config else None)
-    no_ckpt = (
-        disable_gradient_checkpointing(trainer.model, trainer.args.gradient_checkpointing_kwargs)
-        if trainer.args.gradient_checkpointing
-        else contextlib.nullcontext()
-    )
-    with torch.no_grad(), no_ckpt, ctx:
+    with torch.no_grad(), checkpointing_paused(trainer.model), ctx:
         yield
 
 

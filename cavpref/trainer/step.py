@@ -8,7 +8,8 @@ is where the step's context is computed, over every micro-batch and every rank (
 * β's min-max range of ΔS — dataset columns only, so this costs nothing;
 * with ``robust_normalizer: exact`` and a robust method, Eq. 5's log-sum-exp: a no-grad policy forward (and a
   reference forward unless the reference log-probs are precomputed) over the step's micro-batches, before the
-  weighted backward of each. ``micro_batch`` skips that pass and uses each micro-batch's own normaliser weighted by
+  weighted backward of each. When the step is a single micro-batch on every rank (no gradient accumulation),
+  that micro-batch is the optimizer batch and the loss's own in-graph normaliser is the exact one: no extra pass. ``micro_batch`` skips that pass and uses each micro-batch's own normaliser weighted by
   its share of the step (exact when the step is one micro-batch on all ranks; an approximation otherwise).
 
 It also warns once (and counts, ``count/degenerate/<component>``) when a component has fewer than
@@ -22,8 +23,8 @@ import contextlib
 
 import torch
 from transformers.utils import logging
-from trl.models.utils import disable_gradient_checkpointing
 
+from cavpref.trainer.checkpointing import checkpointing_paused
 from cavpref.loss import (
     COMPONENTS,
     ComponentStep,
@@ -40,12 +41,7 @@ logger = logging.get_logger(__name__)
 @contextlib.contextmanager
 def policy_no_grad(trainer):
     """The policy forward of the exact normaliser: no grad, no activation checkpointing (nothing to recompute)."""
-    no_ckpt = (
-        disable_gradient_checkpointing(trainer.model, trainer.args.gradient_checkpointing_kwargs)
-        if trainer.args.gradient_checkpointing
-        else contextlib.nullcontext()
-    )
-    with torch.no_grad(), no_ckpt:
+    with torch.no_grad(), checkpointing_paused(trainer.model):
         yield
 
 
@@ -69,7 +65,10 @@ def plan_step(trainer, batches: list[dict]) -> StepContext:
             bounds[comp] = beta_bounds(beta_input(d, args.beta_delta), present[comp], gather)
     ctx = StepContext(len(batches), {c: ComponentStep(counts[c]) for c in COMPONENTS}, bounds)
     _check_degenerate(trainer, ctx)
-    if args.robust_mode != "none" and args.robust_normalizer == "exact":
+    # One micro-batch on every rank: that micro-batch (gathered) is the optimizer batch, and the loss's in-graph
+    # normaliser is already exact — the no-grad pass would compute the same number at the cost of a forward.
+    micro = int(gather(torch.tensor([len(batches)], device=device)).max())
+    if args.robust_mode != "none" and args.robust_normalizer == "exact" and micro > 1:
         lse = exact_normalizers(trainer, batches, ctx)
         ctx = StepContext(
             ctx.micro_batches, {c: ComponentStep(counts[c], lse.get(c)) for c in COMPONENTS}, bounds
