@@ -100,7 +100,7 @@ def test_the_micro_batch_normalizer_is_an_approximation(fx, one_process, tmp_pat
 def test_the_exact_pass_runs_only_when_the_step_has_several_micro_batches(fx, tmp_path, monkeypatch):
     """One micro-batch is the optimizer batch: its in-graph normaliser is exact, the no-grad pass is skipped
     (and the gradient still equals the accumulated, exact-pass one, see the property test)."""
-    import cavpref.trainer.step as step
+    from cavpref.trainer import step
 
     calls = []
     real = step.exact_normalizers

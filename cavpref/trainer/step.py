@@ -24,7 +24,6 @@ import contextlib
 import torch
 from transformers.utils import logging
 
-from cavpref.trainer.checkpointing import checkpointing_paused
 from cavpref.loss import (
     COMPONENTS,
     ComponentStep,
@@ -34,6 +33,7 @@ from cavpref.loss import (
     component_ell,
     robust_sign,
 )
+from cavpref.trainer.checkpointing import checkpointing_paused
 
 logger = logging.get_logger(__name__)
 
