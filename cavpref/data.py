@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cavpref.media.spec import MediaSpec, from_json, to_json
-
 from cavpref import task_registry
+from cavpref.media.spec import MediaSpec, from_json, to_json
 
 # The paper's nine tasks and CLEAN: the built-in defaults (``cavpref.task_registry``). Code that must also see
 # tasks added later (a tenth task's module) asks the registry (``task_registry.task_names()``, ...) instead.
@@ -170,7 +169,8 @@ class PreferenceExample:
         self.media = _spec_json(self.media)
         if not task_registry.is_task(self.task):
             raise ValueError(
-                f"preference {self.id}: unknown task {self.task!r} (expected one of {task_registry.task_names()})"
+                f"preference {self.id}: unknown task {self.task!r} "
+                f"(expected one of {task_registry.task_names()})"
             )
         if isinstance(self.visual, dict):
             self.visual = AnchorPair(**self.visual)

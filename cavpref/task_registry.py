@@ -148,7 +148,9 @@ def declare_table(table: Mapping[str, Mapping[str, Any]], where: str = "task tab
                 dimension=facts["dimension"],
                 abstains=bool(facts["abstains"]),
                 switches=tuple(facts["switches"]),
-                released_switches=tuple(facts["released_switches"]) if facts.get("released_switches") else None,
+                released_switches=(
+                    tuple(facts["released_switches"]) if facts.get("released_switches") else None
+                ),
             )
         except (KeyError, TypeError) as err:
             raise ValueError(f"{where}: task {name!r}: bad entry {dict(facts)!r} ({err})") from None

@@ -79,8 +79,8 @@ class DataArguments:
 
 
 def prep_manifest(dataset: str | None) -> tuple[str | None, dict | None]:
-    """The ``manifest.json`` prep wrote next to a preference folder (``OUT/preferences`` -> ``OUT/manifest.json``;
-    the folder itself is looked in too): (path, contents), or (None, None) when there is none."""
+    """The ``manifest.json`` prep wrote next to a preference folder (``OUT/preferences`` ->
+    ``OUT/manifest.json``; the folder itself is looked in too): (path, contents), or (None, None) if none."""
     if not dataset:
         return None, None
     for folder in (os.path.dirname(os.path.normpath(dataset)), dataset):

@@ -24,7 +24,9 @@ fi
 "$ENV_DIR/bin/python" -m pip install --upgrade pip
 "$ENV_DIR/bin/python" -m pip install "numpy<2"
 "$ENV_DIR/bin/python" -m pip install -e ".[laion_clap,dev]" "numpy<2"
-"$ENV_DIR/bin/python" -c "import laion_clap, numpy; from importlib.metadata import version; \
-print('laion_clap', version('laion_clap'), 'numpy', numpy.__version__)"
+# Versions without importing laion_clap: its import loads three hub tokenizers (see docs/scoring.md "Offline").
+"$ENV_DIR/bin/python" -c "import numpy, torch, transformers; from importlib.metadata import version; \
+print('laion_clap', version('laion_clap'), 'numpy', numpy.__version__, 'torch', torch.__version__, \
+'transformers', transformers.__version__)"
 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$ENV_DIR/bin/python" -m pytest -q -p no:cacheprovider \
   tests/test_scoring_backends.py -k laion -rs

@@ -129,10 +129,10 @@ def test_prep_generates_the_tenth_task_and_writes_its_facts(prepped):
         "switches": [0, 1],
         "released_switches": None,
     }
-    items, prefs = load_outputs(prepped["out"])
+    _, prefs = load_outputs(prepped["out"])
     sat = [p for s in prefs.values() for p in s if p.task == "SAT"]
     assert sat and all(p.audio is not None and p.visual is None for p in sat)  # its draft's audio anchor
-    assert "The clip is silent, so I cannot answer." in {p.chosen for p in sat}  # the base setting's abstention
+    assert "The clip is silent, so I cannot answer." in {p.chosen for p in sat}  # base-setting abstention
 
 
 class _Capture(logging.Handler):
@@ -168,12 +168,13 @@ def test_train_learns_the_task_from_the_manifest_and_its_switches_reach_the_loss
     run = trained["run"]
     loss = json.loads((run / "loss.json").read_text())
     manifest = str(prepped["out"] / "manifest.json")
-    assert loss["switches"]["SAT"] == [0, 1] and loss["switch_table_source"] == f"{manifest} (switch_table.paper)"
+    assert loss["switches"]["SAT"] == [0, 1]
+    assert loss["switch_table_source"] == f"{manifest} (switch_table.paper)"
     assert f"switch table (eta, gamma per task): {manifest} (switch_table.paper)" in trained["log"]
     metrics = logged(run)
     # γ = 1: the audio term is in the loss, per task too; η = 0: no visual term
     assert metrics["a/n"] == 2 and "task/SAT/a_loss" in metrics and metrics["a/loss"] > 0
-    assert not any(k.startswith("v/") or k.startswith("task/SAT/v_") for k in metrics)
+    assert not any(k.startswith(("v/", "task/SAT/v_")) for k in metrics)
 
 
 def test_a_recipe_switch_table_wins_over_the_manifest(prepped, tmp_path, caplog):

@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 import torch
 
-
 Gather = Callable[[torch.Tensor], torch.Tensor]
 
 

@@ -268,7 +268,7 @@ def save_laion_clap_text_side(root: str | os.PathLike, seed: int = 0) -> Path:
     roberta_tok = RobertaTokenizer(vocab=_byte_vocab(specials), merges=[], model_max_length=77)
     for name in ("roberta-base", "facebook/bart-base"):
         roberta_tok.save_pretrained(root / name)
-    bert_vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set("abcdefghijklmnopqrstuvwxyz0123456789"))]
+    bert_vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrstuvwxyz0123456789"]
     (root / "bert-base-uncased").mkdir(parents=True, exist_ok=True)
     (root / "bert-base-uncased" / "vocab.txt").write_text("\n".join(bert_vocab) + "\n")
     BertTokenizer.from_pretrained(str(root / "bert-base-uncased")).save_pretrained(root / "bert-base-uncased")
