@@ -104,8 +104,12 @@ class LaionClap:
     def __init__(
         self, checkpoint: str, device: str = "cpu", amodel: str = "HTSAT-tiny", fusion: bool = False
     ):
+        import importlib.util
         import os
 
+        # the package first: importing it needs the hub ids below, so its OSError is caught with them
+        if importlib.util.find_spec("laion_clap") is None:
+            _optional("laion_clap", "laion_clap")  # raises, saying how to install the extra
         if not os.path.isfile(checkpoint):
             raise FileNotFoundError(
                 f"laion_clap backend: clap_model must be a checkpoint file (.pt), got {checkpoint!r}"
