@@ -240,3 +240,28 @@ def test_resolve_switch_table(tmp_path):
     args = cfg()
     assert "no prep manifest.json" in resolve_switch_table(args, DataArguments(train_dataset=str(tmp_path)))
     assert args.switch_table is None and args.switches()["CAT"] == (0, 0)
+
+
+def test_the_core_registry_takes_tasks_as_data_and_names_conflicts():
+    from cavpref.data import PreferenceExample
+
+    table = {"XT": {"dimension": "Adversarial attack", "abstains": False, "switches": [1, 1]}}
+    try:
+        assert task_registry.declare_table(table, where="m.json") == ["XT"]
+        assert task_registry.declare_table(table, where="m.json") == []  # idempotent
+        assert task_registry.switch_table()["XT"] == (1, 1)
+        assert "XT" in task_registry.dimensions()["Adversarial attack"]
+        row = {"id": "x", "task": "XT", "source": "s", "category": "Count", "prompt": "p", "media": None}
+        row.update(chosen="a", rejected="b")
+        assert PreferenceExample(**row).task == "XT"  # rows of a declared task are accepted
+        with pytest.raises(ValueError, match="m.json: task 'XT' is declared twice"):
+            task_registry.declare_table({"XT": {**table["XT"], "switches": [0, 1]}}, where="m.json")
+    finally:
+        task_registry.forget_task("XT")
+    with pytest.raises(ValueError, match="unknown task 'XT'"):
+        PreferenceExample(**row)
+    with pytest.raises(ValueError, match="m.json: task 'YT': bad entry"):
+        task_registry.declare_table({"YT": {"dimension": "Adversarial attack"}}, where="m.json")
+    with pytest.raises(ValueError, match="built in"):
+        task_registry.forget_task("MAT")
+    assert not task_registry.is_task("XT") and task_registry.is_task("MAT")
