@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from cavpref.data import ALL_TASKS
+from cavpref import task_registry
 from cavpref.models.base import AVModelIO, ModelIOError, Row
 from cavpref.sampler import PreferenceBatchSampler  # noqa: F401 - re-exported (its home before the split)
 
@@ -75,13 +75,19 @@ def available_slots(example: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def check_example(
-    example: Mapping[str, Any], slots: Sequence[str], calibrated: Sequence[str] = (), where: str = ""
+    example: Mapping[str, Any],
+    slots: Sequence[str],
+    calibrated: Sequence[str] = (),
+    where: str = "",
+    tasks: Sequence[str] | None = None,
 ) -> list[str]:
-    """Problems that make ``example`` unusable for ``slots``; empty when it is fine. Cheap: no decoding."""
+    """Problems that make ``example`` unusable for ``slots``; empty when it is fine. Cheap: no decoding.
+    ``tasks``: the run's tasks (its switch table's keys); default every declared task."""
     problems = []
     ident = f"{where}example {example.get('id', '?')!r} (task {example.get('task', '?')})"
-    if example.get("task") not in ALL_TASKS:
-        problems.append(f"{ident}: field 'task' = {example.get('task')!r} is not one of {ALL_TASKS}")
+    tasks = tuple(tasks) if tasks is not None else task_registry.task_names()
+    if example.get("task") not in tasks:
+        problems.append(f"{ident}: field 'task' = {example.get('task')!r} is not one of {tasks}")
     if not isinstance(example.get("prompt"), str) or not example["prompt"].strip():
         problems.append(f"{ident}: field 'prompt' is missing or empty")
     for slot in slots:
@@ -127,6 +133,11 @@ class CAVPrefCollator:
         if self.cache_size > 0:  # per process: each dataloader worker keeps its own
             self._decode = functools.lru_cache(maxsize=self.cache_size)(self._decode)
 
+    @property
+    def task_index(self) -> dict[str, int]:
+        """task -> its ``task_ids`` value: the position in the run's switch table."""
+        return {t: i for i, t in enumerate(self.switches)}
+
     def slots_for(self, example: Mapping[str, Any]) -> tuple[str, ...]:
         if self.method == "all":
             return available_slots(example)
@@ -149,7 +160,7 @@ class CAVPrefCollator:
         missing: list[tuple[str, str, str]] = []  # (example id, task, stream) trained without that stream
         for ex in examples:
             slots = self.slots_for(ex)
-            problems = check_example(ex, slots, self.calibrated)
+            problems = check_example(ex, slots, self.calibrated, tasks=tuple(self.switches))
             if not problems:
                 problems = self._decode_all(ex, slots, media)
             if not problems:
@@ -248,7 +259,8 @@ class CAVPrefCollator:
             "slots": {s: torch.tensor(v, dtype=torch.long) for s, v in slot_idx.items()},
             "eta": torch.tensor([int("v_w" in s) for _, s in kept], dtype=torch.long),
             "gamma": torch.tensor([int("a_w" in s) for _, s in kept], dtype=torch.long),
-            "task_ids": torch.tensor([ALL_TASKS.index(ex["task"]) for ex, _ in kept], dtype=torch.long),
+            # index into the run's task table (the switches' keys): the metrics read the names back from it
+            "task_ids": torch.tensor([self.task_index[ex["task"]] for ex, _ in kept], dtype=torch.long),
             "scores": {
                 c: torch.tensor([_float(ex.get(col)) for ex, _ in kept], dtype=torch.float32)
                 for c, col in SCORE_FIELDS.items()

@@ -15,7 +15,7 @@ from typing import Any
 
 from trl import DPOConfig
 
-from cavpref.data import ALL_TASKS
+from cavpref import task_registry
 from cavpref.loss import BETA_DELTAS, PAPER_LAMBDAS, ROBUST_MODES, switches_for
 
 # The four rows of the paper's Table 5.
@@ -134,7 +134,11 @@ class CAVPrefConfig(DPOConfig):
     )
     switch_table: dict | str | None = field(
         default=None,
-        metadata={"help": "Per-task overrides of (η, γ), e.g. '{\"CAT\": [0, 1]}'"},
+        metadata={
+            "help": "Per-task overrides of (η, γ), e.g. '{\"CAT\": [0, 1]}'. Unset: `cavpref train` uses the "
+            "table prep wrote to manifest.json next to train_dataset (switch_table.<switch_variant>), else the "
+            "declared tasks' defaults"
+        },
     )
     sampler: str = field(
         default="mixed",
@@ -264,8 +268,8 @@ class CAVPrefConfig(DPOConfig):
         """(η, γ) for every task. SFT and DPO have no anchor terms: all zeros."""
         table = _parse_switch_table(self.switch_table)
         if self.method in ("sft", "dpo"):
-            return {t: (0, 0) for t in ALL_TASKS}
-        return {t: switches_for(t, self.switch_variant, table) for t in ALL_TASKS}
+            return {t: (0, 0) for t in task_registry.task_names()}
+        return {t: switches_for(t, self.switch_variant, table) for t in task_registry.task_names()}
 
     def loss_summary(self) -> dict[str, Any]:
         """The resolved loss settings, written next to the run's config for the record."""
@@ -296,9 +300,11 @@ def _parse_switch_table(table: dict | None) -> dict[str, tuple[int, int]] | None
         return None
     out = {}
     for task, value in table.items():
-        if task not in ALL_TASKS:
+        if not task_registry.is_task(task):
             raise ValueError(
-                f"CAVPrefConfig.switch_table: unknown task {task!r} (expected one of {ALL_TASKS})"
+                f"CAVPrefConfig.switch_table: unknown task {task!r} (expected one of "
+                f"{task_registry.task_names()}; a new task is declared by its data_prep module or by the "
+                "prep manifest's task table)"
             )
         if isinstance(value, dict):
             value = (value.get("eta", 0), value.get("gamma", 0))

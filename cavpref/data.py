@@ -10,23 +10,25 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cavpref import task_registry
 from cavpref.media.spec import MediaSpec, from_json, to_json
 
-TASKS = ("MCIT", "ICIT", "MVIT", "MAIT", "COT-Stitch", "COT-Swap", "CAT", "MVT", "MAT")
+# The paper's nine tasks and CLEAN: the built-in defaults (``cavpref.task_registry``). Code that must also see
+# tasks added later (a tenth task's module) asks the registry (``task_registry.task_names()``, ...) instead.
+TASKS = tuple(t.name for t in task_registry.BUILTIN_TASKS if t.dimension != task_registry.REFERENCE)
 # The unperturbed questions, with the correct answer among the options: not an AVTrustBench task, but the
 # reference every perturbation is measured against (the quickstart's SFT data and its "clean accuracy",
 # which shows whether a trained model still answers or has collapsed to abstaining everywhere).
 CLEAN_TASK = "CLEAN"
 ALL_TASKS = TASKS + (CLEAN_TASK,)
 DIMENSIONS = {
-    "Adversarial attack": ("MCIT", "ICIT", "MVIT", "MAIT"),
-    "Compositional reasoning": ("COT-Stitch", "COT-Swap", "CAT"),
-    "Modality-specific dependency": ("MVT", "MAT"),
+    d: tuple(t.name for t in task_registry.BUILTIN_TASKS if t.dimension == d)
+    for d in task_registry.DIMENSION_NAMES[:3]
 }
 CATEGORIES = ("Existential", "Localization", "Count", "Temporal", "Comparative", "World knowledge")
 SETTINGS = ("base", "instruction")
 # Tasks whose correct response is to abstain ("None of the above" / "the audio is missing" / ...).
-ABSTAIN_TASKS = ("MCIT", "ICIT", "MVIT", "MAIT", "COT-Swap", "MVT", "MAT")
+ABSTAIN_TASKS = tuple(t.name for t in task_registry.BUILTIN_TASKS if t.abstains)
 NONE_OF_THE_ABOVE = "None of the above"
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -63,8 +65,10 @@ class BenchmarkItem:
 
     def __post_init__(self):
         self.media = _spec_json(self.media)
-        if self.benchmark == "avtrustbench" and self.task not in ALL_TASKS:
-            raise ValueError(f"item {self.id}: unknown task {self.task!r} (expected one of {ALL_TASKS})")
+        if self.benchmark == "avtrustbench" and not task_registry.is_task(self.task):
+            raise ValueError(
+                f"item {self.id}: unknown task {self.task!r} (expected one of {task_registry.task_names()})"
+            )
         if self.setting not in SETTINGS:
             raise ValueError(f"item {self.id}: unknown setting {self.setting!r}")
         if self.answer is not None and any(x not in self.options for x in self.answer_letters):
@@ -76,7 +80,7 @@ class BenchmarkItem:
     def benchmark(self) -> str:
         """Which benchmark the item belongs to: ``meta["benchmark"]``, default "avtrustbench". Items of the
         other benchmarks (AURA, MMAR, TraceAV-Bench) keep their own task names, so only AVTrustBench items
-        are checked against ``TASKS``. Kept in ``meta`` so the Arrow schema does not change."""
+        are checked against the declared tasks (``cavpref.task_registry``). Kept in ``meta`` so the Arrow schema does not change."""
         return (
             str(self.meta.get("benchmark", "avtrustbench")) if isinstance(self.meta, dict) else "avtrustbench"
         )
@@ -163,9 +167,10 @@ class PreferenceExample:
 
     def __post_init__(self):
         self.media = _spec_json(self.media)
-        if self.task not in ALL_TASKS:
+        if not task_registry.is_task(self.task):
             raise ValueError(
-                f"preference {self.id}: unknown task {self.task!r} (expected one of {ALL_TASKS})"
+                f"preference {self.id}: unknown task {self.task!r} "
+                f"(expected one of {task_registry.task_names()})"
             )
         if isinstance(self.visual, dict):
             self.visual = AnchorPair(**self.visual)

@@ -57,32 +57,28 @@ from typing import Callable, Mapping
 import torch
 import torch.nn.functional as F
 
-from cavpref.data import ALL_TASKS
+from cavpref import task_registry
 
 Gather = Callable[[torch.Tensor], torch.Tensor]
 COMPONENTS = ("y", "v", "a")
 ROBUST_MODES = ("paper", "worst_case", "none")
 PAPER_LAMBDAS = {"y": 1.0, "v": 1.0, "a": 0.8}
 
-# Eq. 6 switches (eta: visual term, gamma: audio term). The released reference code also sets gamma on
-# COT-Swap (both streams are perturbed there); ``variant="released"`` reproduces that.
-_ETA_TASKS = {"MVIT", "MVT", "COT-Swap"}
-_GAMMA_TASKS = {"paper": {"MAIT", "MAT"}, "released": {"MAIT", "MAT", "COT-Swap"}}
-DEFAULT_SWITCHES = {t: (int(t in _ETA_TASKS), int(t in _GAMMA_TASKS["paper"])) for t in ALL_TASKS}
+# Eq. 6 switches (eta: visual term, gamma: audio term) of the built-in tasks; each task's come from its
+# ``cavpref.task_registry`` entry (a task added later brings its own). The released reference code also sets
+# gamma on COT-Swap (both streams are perturbed there); ``variant="released"`` reproduces that.
+DEFAULT_SWITCHES = {t.name: t.switch_pair("paper") for t in task_registry.BUILTIN_TASKS}
 
 
 def switches_for(
     task: str, variant: str = "paper", table: Mapping[str, tuple[int, int]] | None = None
 ) -> tuple[int, int]:
-    """(eta, gamma) for a task. ``table`` (a recipe's override) wins over the built-in variants."""
+    """(eta, gamma) for a task. ``table`` (a recipe's override) wins over the declared task's variants."""
     if table is not None and task in table:
         eta, gamma = table[task]
         return int(eta), int(gamma)
-    if task not in DEFAULT_SWITCHES:
-        raise KeyError(f"unknown task {task!r}; expected one of {ALL_TASKS}")
-    if variant not in _GAMMA_TASKS:
-        raise ValueError(f"unknown switch variant {variant!r}; expected 'paper' or 'released'")
-    return int(task in _ETA_TASKS), int(task in _GAMMA_TASKS[variant])
+    info = task_registry.task_info(task)  # KeyError naming the declared tasks
+    return info.switch_pair(variant)
 
 
 BETA_DELTAS = ("signed", "abs")

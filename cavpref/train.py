@@ -61,13 +61,53 @@ class DataArguments:
     )
 
     def __post_init__(self):
-        from cavpref.data import ALL_TASKS
+        from cavpref import task_registry
 
-        unknown = sorted(set(self.train_tasks or ()) - set(ALL_TASKS))
+        # The dataset declares its tasks: the task table prep wrote next to it (a task added by a module of
+        # its own is then known here without that module, before the recipe's switch_table is checked).
+        path, manifest = prep_manifest(self.train_dataset)
+        if manifest and isinstance(manifest.get("tasks"), dict):
+            added = task_registry.declare_table(manifest["tasks"], where=str(path))
+            if added:
+                logger.info(f"{path}: declares task(s) {added}")
+        unknown = sorted(set(self.train_tasks or ()) - set(task_registry.task_names()))
         if unknown:
             raise ValueError(
-                f"DataArguments.train_tasks: unknown task(s) {unknown}; choose from {list(ALL_TASKS)}"
+                f"DataArguments.train_tasks: unknown task(s) {unknown}; choose from "
+                f"{list(task_registry.task_names())}"
             )
+
+
+def prep_manifest(dataset: str | None) -> tuple[str | None, dict | None]:
+    """The ``manifest.json`` prep wrote next to a preference folder (``OUT/preferences`` ->
+    ``OUT/manifest.json``; the folder itself is looked in too): (path, contents), or (None, None) if none."""
+    if not dataset:
+        return None, None
+    for folder in (os.path.dirname(os.path.normpath(dataset)), dataset):
+        path = os.path.join(folder, "manifest.json")
+        if os.path.isfile(path):
+            try:
+                with open(path) as f:
+                    return path, json.load(f)
+            except ValueError as err:
+                raise ValueError(f"{path}: not valid JSON ({err})") from None
+    return None, None
+
+
+def resolve_switch_table(train_args, data_args) -> str:
+    """Which Eq. 6 switch table the run uses, in words: the recipe's ``switch_table`` when it sets one, else
+    the table prep wrote to the dataset's manifest (``switch_table.<switch_variant>``), else the declared
+    tasks' defaults. The manifest's table is copied into ``train_args.switch_table``."""
+    if train_args.switch_table:
+        return "the recipe's switch_table"
+    path, manifest = prep_manifest(data_args.train_dataset)
+    table = ((manifest or {}).get("switch_table") or {}).get(train_args.switch_variant)
+    if not table:
+        where = f"{path} has no switch_table.{train_args.switch_variant}" if path else "no prep manifest.json"
+        return f"the declared tasks' {train_args.switch_variant} defaults ({where} next to the dataset)"
+    train_args.switch_table = {t: list(v) for t, v in table.items()}
+    train_args.switches()  # validates it, naming the task
+    return f"{path} (switch_table.{train_args.switch_variant})"
 
 
 LEGACY_SECTION = "model"
@@ -182,8 +222,9 @@ def parse(argv: list[str]):
     from cavpref.models.config import AVModelArguments
 
     with tempfile.TemporaryDirectory(prefix="cavpref-recipe-") as tmp:
-        train_args, data_args, model_args = parse_args(
-            [CAVPrefConfig, DataArguments, AVModelArguments], flatten_legacy(argv, tmp), prog="cavpref train"
+        # DataArguments first: the dataset's manifest declares its tasks before the switch_table is checked
+        data_args, train_args, model_args = parse_args(
+            [DataArguments, CAVPrefConfig, AVModelArguments], flatten_legacy(argv, tmp), prog="cavpref train"
         )
     # One field, one meaning: TRL's trust_remote_code also governs how the model I/O loads the model.
     model_args.trust_remote_code = train_args.trust_remote_code
@@ -231,7 +272,9 @@ def defining_keys() -> list[str]:
     return [f.name for t in (DataArguments, AVModelArguments) for f in dataclasses.fields(t)]
 
 
-def write_run_files(output_dir: str, train_args, data_args, model_args, changed_on_resume=None) -> None:
+def write_run_files(
+    output_dir: str, train_args, data_args, model_args, changed_on_resume=None, switch_source=None
+) -> None:
     os.makedirs(output_dir, exist_ok=True)
     resolved = resolved_config(train_args, data_args, model_args)
     with open(os.path.join(output_dir, "run_config.yaml"), "w") as f:
@@ -242,6 +285,7 @@ def write_run_files(output_dir: str, train_args, data_args, model_args, changed_
         json.dump(
             {
                 **train_args.loss_summary(),
+                **({"switch_table_source": switch_source} if switch_source else {}),
                 "seed": train_args.seed,
                 "data_seed": train_args.data_seed,
                 **({"changed_on_resume": changed_on_resume} if changed_on_resume else {}),
@@ -352,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
             "is required: add `model_name_or_path: <folder or hub id>` to the recipe, or pass "
             "--model_name_or_path"
         )
+    switch_source = resolve_switch_table(train_args, data_args)
+    logger.warning(f"switch table (eta, gamma per task): {switch_source}")
     resume = train_args.resume_from_checkpoint
     if resume in ("last", "auto", "true", "True"):
         resume = last_complete_checkpoint(train_args.output_dir)
@@ -378,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
                 defining_keys(),
                 True,
             )
-        write_run_files(train_args.output_dir, train_args, data_args, model_args, changed)
+        write_run_files(train_args.output_dir, train_args, data_args, model_args, changed, switch_source)
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(train_args.output_dir)
     if train_args.save_merged:

@@ -25,7 +25,7 @@ from typing import Any
 from cavpref.data_prep.tasks import task_spec
 from cavpref.eval import circular as circ
 from cavpref.eval.choice_judge import JUDGE_ERROR, ChoiceJudge, build_query
-from cavpref.eval.extract import ABSTAIN, ABSTENTION_RESPONSES, Extraction, is_correct, match_choice
+from cavpref.eval.extract import ABSTAIN, Extraction, abstention_response, is_correct, match_choice
 from cavpref.eval.metrics import ItemOutcome
 from cavpref.eval.runner import Job, PassRequest
 from cavpref.eval.trust import record_key
@@ -81,14 +81,18 @@ class AVTrustBench:
         if self.opt.mode == "likelihood":
             candidates = [f"{x}. {t}" for x, t in options.items()]
             if self._abstain_candidate(item, abstain):
-                candidates.append(ABSTENTION_RESPONSES[item.task])
+                candidates.append(abstention_response(item.task))
         return PassRequest(
             prompt, candidates, {"options": options, "answer": answer, "abstain_letter": abstain}
         )
 
     @staticmethod
     def _abstain_candidate(item: BenchmarkItem, abstain_letter: str | None) -> bool:
-        return abstain_letter is None and item.task in ABSTENTION_RESPONSES and task_spec(item.task).abstains
+        return (
+            abstain_letter is None
+            and abstention_response(item.task) is not None
+            and task_spec(item.task).abstains
+        )
 
     # ----- scoring -----------------------------------------------------------------------------------------
     def score(self, jobs: list[Job]) -> list[dict]:

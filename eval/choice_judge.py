@@ -64,7 +64,8 @@ class JudgeQuery:
 def build_query(
     question: str, options: Mapping[str, str], response: str, *, task: str, masked_answer: str | None = None
 ) -> JudgeQuery:
-    extras = list(JUDGE_EXTRA_OPTIONS.get(task, ()))
+    spec = TASK_SPECS.get(task)  # a task registered after this import (a plugin loaded late): its spec
+    extras = list(JUDGE_EXTRA_OPTIONS.get(task) or (spec.judge_options if spec else ()))
     if masked_answer and task in ("MCIT", "ICIT"):
         extras.insert(0, masked_answer)
     free = [x for x in LETTERS if x not in options]

@@ -45,6 +45,18 @@ ABSTENTION_RESPONSES: dict[str, str] = {
 }
 
 
+def abstention_response(task: str) -> str | None:
+    """``task``'s short abstention response; a task registered after this module was imported (a plugin
+    loaded late) is read from its spec."""
+    spec = TASK_SPECS.get(task)
+    return ABSTENTION_RESPONSES.get(task) or (spec.abstention_response if spec else None) or None
+
+
+def _task_patterns(task: str) -> tuple[str, ...]:
+    spec = TASK_SPECS.get(task)
+    return tuple(ABSTENTIONS.get(task) or (spec.abstention_patterns if spec else ()))
+
+
 @dataclass(frozen=True)
 class Extraction:
     """What a response chose: ``choice`` is an option letter, ``ABSTAIN`` or ``None`` (unparsed);
@@ -68,7 +80,7 @@ def is_correct(choice: str | None, answer: str | None) -> bool:
 
 def abstention_patterns(task: str, extra: Mapping[str, Sequence[str]] | None = None) -> list[re.Pattern]:
     """The compiled abstention regexes of ``task`` (common ones included), plus ``extra[task]``."""
-    raw = list(ABSTENTIONS["_common"]) + list(ABSTENTIONS.get(task, ()))
+    raw = list(ABSTENTIONS["_common"]) + list(_task_patterns(task))
     if extra:
         raw += list(extra.get("_common", ())) + list(extra.get(task, ()))
     return [_compile(p) for p in raw]

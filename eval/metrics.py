@@ -12,7 +12,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from cavpref.data import CATEGORIES, DIMENSIONS, TASKS
+from cavpref import task_registry
+from cavpref.data import CATEGORIES
 
 
 @dataclass
@@ -97,7 +98,7 @@ def task_block(outcomes: Sequence[ItemOutcome], circular: bool) -> dict:
 def dimension_means(tasks: dict[str, dict]) -> dict[str, float | None]:
     """Macro mean of the headline accuracy of each dimension's tasks that were evaluated."""
     out = {}
-    for dim, members in DIMENSIONS.items():
+    for dim, members in task_registry.dimensions().items():
         vals = [primary(tasks[t]) for t in members if t in tasks and primary(tasks[t]) is not None]
         out[dim] = round(sum(vals) / len(vals), 2) if vals else None
     return out
@@ -125,11 +126,11 @@ def counts(outcomes: Sequence[ItemOutcome]) -> dict:
 
 
 def summarize(outcomes: Sequence[ItemOutcome], *, circular: bool) -> dict:
-    """Everything results.json reports, per setting then per task (TASKS order)."""
+    """Everything results.json reports, per setting then per task (the items' tasks, in declaration order)."""
     settings = {}
     for setting, group in sorted(_by(outcomes, "setting").items()):
         by_task = _by(group, "task")
-        tasks = {t: task_block(by_task[t], circular) for t in _ordered(by_task, TASKS)}
+        tasks = {t: task_block(by_task[t], circular) for t in task_registry.order(by_task)}
         settings[setting] = {
             "overall": accuracy_block(group, circular),
             "dimensions": dimension_means(tasks),

@@ -25,7 +25,8 @@ from cavpref.eval.runner import Job, RunConfig, Runner
 from cavpref.eval.trust import references, trust_summary
 from transformers.utils import logging
 
-from cavpref.data import ALL_TASKS, CLEAN_TASK, TASKS
+from cavpref import task_registry
+from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.media.args import MediaArguments
 from cavpref.media.spec import drop_video, mute, to_json
 
@@ -85,9 +86,11 @@ class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments):
         MediaArguments.__post_init__(self)
         if self.vanilla:
             self.circular = False
-        unknown = sorted(set(self.tasks) - set(ALL_TASKS))
+        unknown = sorted(set(self.tasks) - set(task_registry.task_names()))
         if unknown:
-            raise ValueError(f"--tasks: unknown task(s) {unknown}; choose from {list(ALL_TASKS)}")
+            raise ValueError(
+                f"--tasks: unknown task(s) {unknown}; choose from {list(task_registry.task_names())}"
+            )
         if self.setting not in (None, "base", "instruction"):
             raise ValueError(f"--setting must be base or instruction, got {self.setting!r}")
         if self.mode not in ("generate", "likelihood"):

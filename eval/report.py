@@ -14,7 +14,7 @@ from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
 from cavpref.eval.trust import REFERENCES
 
-from cavpref.data import ALL_TASKS, DIMENSIONS, TASKS
+from cavpref import task_registry
 from cavpref.plotting import pyplot
 
 CATEGORY_ABBR = {
@@ -25,7 +25,11 @@ CATEGORY_ABBR = {
     "Comparative": "Co",
     "World knowledge": "WK",
 }
-DIMENSION_OF = {t: d for d, ts in DIMENSIONS.items() for t in ts}
+
+
+def _dimension_of(task: str) -> str:
+    """The declared task's dimension ("" for CLEAN and names no task declares)."""
+    return next((d for d, ts in task_registry.dimensions().items() if task in ts), "")
 
 
 def render_markdown(results: dict) -> str:
@@ -65,7 +69,7 @@ def render_markdown(results: dict) -> str:
         rows = [
             [
                 t,
-                DIMENSION_OF.get(t, ""),
+                _dimension_of(t),
                 str(b["n"]),
                 fmt(b["circular"]),
                 fmt(b["vanilla"]),
@@ -105,8 +109,8 @@ def render_markdown(results: dict) -> str:
     base, inst = (m["settings"].get(s, {}).get("tasks", {}) for s in ("base", "instruction"))
     rows = [
         [t, c, f"{fmt(primary(base[t]['categories'][c]))} / {fmt(primary(inst[t]['categories'][c]))}"]
-        for t in TASKS
-        if t in base and t in inst
+        for t in base
+        if t in inst and t in task_registry.benchmark_tasks()
         for c in base[t]["categories"]
         if c in inst[t]["categories"]
     ]
@@ -244,7 +248,7 @@ def plot(results: dict, out_dir: str | Path) -> list[Path]:
         fig.savefig(path, dpi=120)
         plt.close(fig)
         written.append(path)
-    dims = list(DIMENSIONS)
+    dims = list(task_registry.dimensions())
     angles = np.linspace(0, 2 * np.pi, len(dims), endpoint=False).tolist()
     fig = plt.figure(figsize=(4.5, 4.5))
     ax = fig.add_subplot(polar=True)
@@ -308,7 +312,8 @@ def compare(
     def abstained(run: dict, task: str) -> float | None:
         return trust(run).get("tasks", {}).get(task, {}).get("abstention_rate")
 
-    tasks = [t for t in ALL_TASKS if any(value(r, t) is not None for r in runs)]
+    named_tasks = {t for r in runs for t in r["metrics"]["settings"].get(chosen(r), {}).get("tasks", {})}
+    tasks = [t for t in task_registry.order(named_tasks) if any(value(r, t) is not None for r in runs)]
     with_pairs = any(paired(r) is not None for r in runs)
     cols = tasks + (["Paired"] if with_pairs else [])
 
@@ -326,7 +331,7 @@ def compare(
     rows += [[label, *(fmt(cell(ref, c)) for c in cols)] for label, ref in ref_rows]
     out = _table(["Method", *cols], rows) + _protocols(runs, labels, metric)
     named = [*zip(labels, runs), *ref_rows]
-    perturbed = [t for t in tasks if t in TASKS]
+    perturbed = [t for t in tasks if t in task_registry.benchmark_tasks()]
     if with_pairs:
         out += [
             "",

@@ -29,7 +29,8 @@ from collections.abc import Iterable, Sequence
 
 from cavpref.eval.metrics import ItemOutcome, percent, summarize
 
-from cavpref.data import ALL_TASKS, CLEAN_TASK, BenchmarkItem
+from cavpref import task_registry
+from cavpref.data import CLEAN_TASK, BenchmarkItem
 
 REFERENCES = ("always abstain", "never abstain")
 
@@ -76,8 +77,7 @@ def pair_up(
 
 
 def _order(keys: Iterable[str]) -> list[str]:
-    keys = set(keys)
-    return [t for t in ALL_TASKS if t in keys] + sorted(keys - set(ALL_TASKS))
+    return task_registry.order(keys)
 
 
 def trust_summary(outcomes: Sequence[ItemOutcome], *, circular: bool) -> dict:

@@ -3,7 +3,7 @@ constructors (no weights downloaded), scoring the same clips as the transformers
 
 ``open_clip`` is a dev dependency (``pip install 'cavpref[open_clip]'``). ``laion_clap`` pins numpy<2, so it
 lives in its own environment (``scripts/laion_clap_env.sh``, docs/scoring.md); its test is skipped where the
-package is missing."""
+package is not importable, and runs offline (local folders named like the hub ids laion_clap loads)."""
 
 import numpy as np
 import pytest
@@ -59,20 +59,27 @@ def test_open_clip_backend_scores_the_same_clips_as_transformers(hf_models, tmp_
     assert avsm.shape == (6,) and avsm[4] == 0 and avsm[5] == 0 and (avsm[:4] > 0).all()
 
 
-def test_laion_clap_backend_scores_the_same_clips_as_transformers(hf_models, tmp_path):
-    laion_clap = pytest.importorskip("laion_clap")  # its own env: scripts/laion_clap_env.sh
+def test_laion_clap_backend_scores_the_same_clips_as_transformers(hf_models, tmp_path, monkeypatch):
+    import importlib.util
+
+    if importlib.util.find_spec("laion_clap") is None:  # its own env: laion-clap pins numpy<2
+        pytest.skip("laion_clap is not importable here (it pins numpy<2: run scripts/laion_clap_env.sh)")
+    from cavpref.data_prep.scoring.tiny import save_laion_clap_text_side
+
     clap, clip = hf_models
-    torch.manual_seed(0)
-    try:  # the package's own constructor: a random HTSAT-tiny audio tower; its text side is roberta-base
-        module = laion_clap.CLAP_Module(
-            enable_fusion=False, amodel="HTSAT-tiny", tmodel="roberta", device="cpu"
-        )
-    except OSError as err:  # laion_clap builds its tokenizer / text tower from the HF hub id "roberta-base"
-        pytest.skip(
-            f"laion_clap needs roberta-base in the local HF cache (nothing is downloaded here): {err}"
-        )
+    # Offline: laion_clap loads bert-base-uncased / roberta-base / facebook/bart-base by name (three tokenizers
+    # at import, the RoBERTa text tower in CLAP_Module); local folders of those names in the working directory
+    # (tiny tokenizers, a one-layer random RoBERTa) are taken first, so nothing is looked up on the hub.
+    monkeypatch.chdir(save_laion_clap_text_side(tmp_path / "hub"))
+    import laion_clap
+
+    torch.manual_seed(0)  # the package's own constructor: a random HTSAT-tiny audio tower, RoBERTa text tower
+    module = laion_clap.CLAP_Module(enable_fusion=False, amodel="HTSAT-tiny", tmodel="roberta", device="cpu")
     ckpt = tmp_path / "tiny_laion_clap.pt"
-    torch.save({"state_dict": module.model.state_dict()}, ckpt)
+    state = module.model.state_dict()
+    # laion_clap's loader deletes this key, which its released checkpoints (older transformers) carry
+    state["text_branch.embeddings.position_ids"] = torch.arange(80)[None]
+    torch.save({"state_dict": state}, ckpt)
     common = {"clip_model": clip, "progress": False}
     hf = Scorers(ScoringConfig(clap_model=clap, **common))
     lc = Scorers(ScoringConfig(clap_backend="laion_clap", clap_model=str(ckpt), **common))
@@ -82,3 +89,12 @@ def test_laion_clap_backend_scores_the_same_clips_as_transformers(hf_models, tmp
         assert s.shape == (6,) and np.isfinite(s).all() and ((0 <= s) & (s <= 1)).all()
         assert s[5] == 0 and (s[:5] > 0).all()  # "no-audio" scores 0 in both
     assert lc.clap.encoder.sample_rate == 48_000
+    assert not np.allclose(s_hf, s_lc)  # two different models, really used
+    again = Scorers(ScoringConfig(clap_backend="laion_clap", clap_model=str(ckpt), **common))
+    assert np.array_equal(again.clap.score(media, TEXTS), s_lc)  # deterministic, from the saved checkpoint
+    # the backend is the library: the same number from the package's own preprocessing and embeddings
+    wave = lc.clap.reader.audio(media[0], 48_000).load()  # 1 s: one window, repeat-padded by the package
+    audio = module.get_audio_embedding_from_data(x=[wave], use_tensor=False)[0]
+    text = module.get_text_embedding([TEXTS[0]], use_tensor=False)[0]
+    cos = float(audio @ text / (np.linalg.norm(audio) * np.linalg.norm(text)))
+    assert s_lc[0] == pytest.approx(float(to_unit_interval(np.array([cos]))[0]), abs=1e-5)

@@ -10,14 +10,13 @@ from collections.abc import Callable
 
 import torch
 
-from cavpref.data import ALL_TASKS
-
 Gather = Callable[[torch.Tensor], torch.Tensor]
 
 
-def log_preference_step(m, gather, inputs, out, betas, policy, ref) -> None:
+def log_preference_step(m, gather, inputs, out, betas, policy, ref, task_names) -> None:
     """Append one step's metrics to ``m`` (a trainer's ``_metrics[mode]``): per component and per task, over the
-    global batch (every rank runs the same gathers)."""
+    global batch (every rank runs the same gathers). ``task_names``: the run's tasks in ``task_ids`` order (the
+    keys of the collator's switch table)."""
     m["loss/total"].append(float(out.loss.detach()))
     m["rows/policy"].append(float(gather(inputs["num_rows"].reshape(1)).sum()))
     tasks = gather(inputs["task_ids"].to(out.loss.device))
@@ -38,9 +37,9 @@ def log_preference_step(m, gather, inputs, out, betas, policy, ref) -> None:
             m[f"{comp}/n"].append(float(present.sum()))
         for t in tasks[present].unique().tolist():
             sel = present & (tasks == t)
-            m[f"task/{ALL_TASKS[t]}/{comp}_loss"].append(float(ell[sel].mean()))
-            m[f"task/{ALL_TASKS[t]}/{comp}_margin"].append(float(margins[sel].mean()))
-            m[f"task/{ALL_TASKS[t]}/{comp}_reward_accuracy"].append(float((margins[sel] > 0).float().mean()))
+            m[f"task/{task_names[t]}/{comp}_loss"].append(float(ell[sel].mean()))
+            m[f"task/{task_names[t]}/{comp}_margin"].append(float(margins[sel].mean()))
+            m[f"task/{task_names[t]}/{comp}_reward_accuracy"].append(float((margins[sel] > 0).float().mean()))
     # TRL's names for the y pair, so dashboards built for DPOTrainer keep working.
     rew_w = gather((policy["y_w"] - ref["y_w"]).detach())
     rew_l = gather((policy["y_l"] - ref["y_l"]).detach())

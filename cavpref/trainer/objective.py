@@ -124,4 +124,6 @@ class ObjectiveMixin:
         return out.loss
 
     def _log_step(self, inputs, out, betas, policy, ref, mode):
-        log_preference_step(self._metrics[mode], self._gather, inputs, out, betas, policy, ref)
+        # task_ids index the collator's switch table (the run's tasks)
+        names = tuple(getattr(self.data_collator, "switches", None) or self._switches)
+        log_preference_step(self._metrics[mode], self._gather, inputs, out, betas, policy, ref, names)

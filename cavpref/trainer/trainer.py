@@ -190,7 +190,13 @@ class CAVPrefTrainer(ObjectiveMixin, OptimizerStepMixin, DPOTrainer):
         for i in range(len(dataset)):
             ex = {c: table[c][i] for c in columns}
             slots = collator.slots_for(ex) if collator is not None else ("y_w", "y_l")
-            found = check_example(ex, slots, calibrated, where=f"{dataset_name} row {i}: ")
+            found = check_example(
+                ex,
+                slots,
+                calibrated,
+                where=f"{dataset_name} row {i}: ",
+                tasks=tuple(collator.switches) if collator is not None else None,
+            )
             if found:
                 problems.append((str(ex.get("id", i)), "; ".join(found)))
             else:

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cavpref.data_prep.tasks import GENERATORS
 from cavpref.data_prep.tasks.common import LLMConfig, TaskOptions
 
-from cavpref.data import ALL_TASKS, SETTINGS, TASKS
+from cavpref.data import SETTINGS, TASKS
 
 SPLITS = ("train", "validation", "test")
 FORMATS = ("arrow", "parquet", "jsonl")
@@ -41,7 +42,10 @@ class PrepConfig:
     audioset_ontology: str | None = field(default=None, metadata={"help": "ontology.json (T1/T2 tables)"})
     tasks: list[str] = field(
         default_factory=lambda: list(TASKS),
-        metadata={"help": "tasks to generate (default: the nine benchmark tasks; CLEAN is extra)"},
+        metadata={
+            "help": "tasks to generate (default: the nine benchmark tasks; CLEAN and tasks of modules of their "
+            "own, see docs/data_prep.md 'Adding a task', are extra)"
+        },
     )
     settings: list[str] = field(
         default_factory=lambda: list(SETTINGS),
@@ -142,7 +146,7 @@ class PrepConfig:
             bad = [
                 x
                 for x in getattr(self, name)
-                if x not in {"tasks": ALL_TASKS, "settings": SETTINGS, "formats": FORMATS}[name]
+                if x not in {"tasks": tuple(GENERATORS), "settings": SETTINGS, "formats": FORMATS}[name]
             ]
             if bad:
                 raise ValueError(f"PrepConfig.{name}: unknown value(s) {bad}")

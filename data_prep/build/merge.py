@@ -90,6 +90,7 @@ def merge(output_dir: str | os.PathLike, shard_dirs: list[str]) -> dict[str, Any
         "shard_fingerprints": sorted(m["fingerprint"] for m in manifests.values()),
         "files": output_files(out),
         "switch_table": manifests[first].get("switch_table"),
+        "tasks": manifests[first].get("tasks"),
     }
     (out / "manifest.json").write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
     return stats

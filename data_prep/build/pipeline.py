@@ -30,6 +30,7 @@ from cavpref.data_prep.tasks.schema import write_outputs
 from transformers import HfArgumentParser
 from transformers.utils import logging
 
+from cavpref import task_registry
 from cavpref.data import PreferenceExample
 
 logger = logging.get_logger(__name__)
@@ -124,6 +125,9 @@ def build(config: PrepConfig) -> dict[str, Any]:
         "output_only": {k: getattr(config, k) for k in _NOT_FINGERPRINTED},
         # Eq. 6 switches of the tasks' TaskSpecs ({task: [eta, gamma]}): the trainer's switch_table as data
         "switch_table": {v: switch_table(v) for v in ("paper", "released")},
+        # the core's facts of every declared task: a training process learns a task added by a module of its
+        # own from here (cavpref.task_registry.declare_table), without importing that module
+        "tasks": task_registry.task_table(),
         "seconds": round(time.perf_counter() - t0, 3),
         "versions": versions(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),

@@ -91,7 +91,12 @@ def _optional(module: str, extra: str):
 
 
 class LaionClap:
-    """The original ``laion_clap`` package (optional extra: it pins numpy<2, keep it in its own env)."""
+    """The original ``laion_clap`` package (optional extra: it pins numpy<2, keep it in its own env).
+
+    laion_clap resolves three hub ids by name (``tiny.LAION_CLAP_HUB_IDS``): its ``training.data`` module loads
+    their tokenizers at import and ``CLAP_Module`` builds its RoBERTa text tower from ``roberta-base`` before the
+    checkpoint overwrites the weights. They come from the HF cache, or — offline — from local folders of those
+    names in the working directory (``from_pretrained`` takes a local folder first; docs/scoring.md)."""
 
     sample_rate = 48_000
     window_samples = 480_000
@@ -99,24 +104,33 @@ class LaionClap:
     def __init__(
         self, checkpoint: str, device: str = "cpu", amodel: str = "HTSAT-tiny", fusion: bool = False
     ):
+        import importlib.util
         import os
 
-        laion_clap = _optional("laion_clap", "laion_clap")
+        # the package first: importing it needs the hub ids below, so its OSError is caught with them
+        if importlib.util.find_spec("laion_clap") is None:
+            _optional("laion_clap", "laion_clap")  # raises, saying how to install the extra
         if not os.path.isfile(checkpoint):
             raise FileNotFoundError(
                 f"laion_clap backend: clap_model must be a checkpoint file (.pt), got {checkpoint!r}"
             )
-        self.model = laion_clap.CLAP_Module(enable_fusion=fusion, amodel=amodel, device=device)
-        self.model.load_ckpt(checkpoint)
+        try:
+            laion_clap = _optional("laion_clap", "laion_clap")
+            self.model = laion_clap.CLAP_Module(enable_fusion=fusion, amodel=amodel, device=device)
+        except OSError as err:  # a hub id laion_clap loads by name is neither cached nor a local folder
+            raise OSError(
+                "laion_clap backend: laion_clap loads 'bert-base-uncased', 'roberta-base' and "
+                "'facebook/bart-base' by name; put them in the HF cache or, offline, run from a folder holding "
+                f"local copies of those names (docs/scoring.md 'The laion_clap environment'): {err}"
+            ) from err
+        self.model.load_ckpt(checkpoint, verbose=False)
         self.logit_scale = float(self.model.model.logit_scale_a.detach().exp())
         self.fingerprint = fingerprint(backend="laion_clap", model=checkpoint, amodel=amodel, fusion=fusion)
 
     def embed_audio(self, waves: list[np.ndarray]) -> np.ndarray:
-        # Repeat-pad short windows as the package's own preprocessing does; int16 round trip as in its README.
-        x = np.stack(
-            [np.resize(w, self.window_samples) if len(w) < self.window_samples else w for w in waves]
-        )
-        x = (np.clip(x, -1, 1) * 32767).astype(np.int16).astype(np.float32) / 32767
+        # The package's own preprocessing: int16 round trip, repeat-padding of a short window (one window at
+        # most reaches here: the scorer cuts long audio into windows).
+        x = [np.asarray(w, dtype=np.float32) for w in waves]
         return as_unit_numpy(torch.as_tensor(self.model.get_audio_embedding_from_data(x=x, use_tensor=False)))
 
     def embed_text(self, texts: list[str]) -> np.ndarray:

@@ -248,3 +248,40 @@ def save_tiny_open_clip(path: str | os.PathLike, seed: int = 0, image_size: int 
     checkpoint = path / "open_clip_model.pt"
     torch.save({"state_dict": model.state_dict()}, checkpoint)
     return config, checkpoint
+
+
+# The hub ids laion_clap reads by name: its ``training.data`` module loads three tokenizers at import, and
+# ``CLAP_Module(tmodel="roberta")`` builds its text tower with ``RobertaModel.from_pretrained("roberta-base")``.
+LAION_CLAP_HUB_IDS = ("bert-base-uncased", "roberta-base", "facebook/bart-base")
+
+
+def save_laion_clap_text_side(root: str | os.PathLike, seed: int = 0) -> Path:
+    """Folders named like the hub ids laion_clap loads (``LAION_CLAP_HUB_IDS``) under ``root``: a byte-level
+    tokenizer in each, and in ``roberta-base`` a tiny random ``RobertaModel`` (hidden size 768, the width
+    laion_clap's text projection expects; one layer). ``from_pretrained(name)`` takes a local folder of that
+    name first, so laion_clap imports and builds offline with ``root`` as the working directory."""
+    from transformers import BertTokenizer, RobertaConfig, RobertaModel, RobertaTokenizer
+
+    root = Path(root)
+    torch.manual_seed(seed)
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    roberta_tok = RobertaTokenizer(vocab=_byte_vocab(specials), merges=[], model_max_length=77)
+    for name in ("roberta-base", "facebook/bart-base"):
+        roberta_tok.save_pretrained(root / name)
+    bert_vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrstuvwxyz0123456789"]
+    (root / "bert-base-uncased").mkdir(parents=True, exist_ok=True)
+    (root / "bert-base-uncased" / "vocab.txt").write_text("\n".join(bert_vocab) + "\n")
+    BertTokenizer.from_pretrained(str(root / "bert-base-uncased")).save_pretrained(root / "bert-base-uncased")
+    config = RobertaConfig(
+        vocab_size=len(roberta_tok),
+        hidden_size=768,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=80,  # 77 tokens + RoBERTa's padding offset
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+    )
+    RobertaModel(config).save_pretrained(root / "roberta-base")
+    return root

@@ -31,8 +31,8 @@ from cavpref.data_prep.tasks.context import Context, make_context
 from cavpref.data_prep.tasks.spec import task_spec
 from tqdm.auto import tqdm
 
+from cavpref import task_registry
 from cavpref.data import (
-    ALL_TASKS,
     LETTERS,
     NONE_OF_THE_ABOVE,
     SETTINGS,
@@ -186,8 +186,8 @@ def run(
     """The loop every ``generate`` shares: eligible records (the task's sources, ``select``) in key order,
     one draft each, emitted for every setting. A record that cannot make an item is counted in ``skips``
     under its reason, so eligible = made + skipped; ``skips['eligible']`` holds the eligible count."""
-    if task not in ALL_TASKS:
-        raise ValueError(f"unknown task {task!r}")
+    if not task_registry.is_task(task):
+        raise ValueError(f"unknown task {task!r} (declared: {task_registry.task_names()})")
     bad = [s for s in settings if s not in SETTINGS]
     if bad or not settings:
         raise ValueError(f"settings must be a non-empty subset of {SETTINGS}, got {list(settings)}")

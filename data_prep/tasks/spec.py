@@ -6,9 +6,11 @@ the generators (sources, templates, the base-setting abstention sentence), prep 
 writes to ``manifest.json``), and the evaluator (abstention phrases of the choice extraction, the short
 abstention response of likelihood scoring, the judge's extra options). The core never imports this
 module: the loss receives the switch table as data (``CAVPrefConfig.switch_table``, or the table prep
-writes), see docs/data_prep.md "Adding a task".
+writes), see docs/data_prep.md "Adding a task". ``register_task`` also declares the facts the core needs
+(name, dimension, abstains, switches) in ``cavpref.task_registry``, so rows, the collator, the loss and the
+trainer's ``train_tasks`` accept the task without an edit to the core.
 
-This module imports nothing of the package, so every layer may read it without a cycle.
+This module imports only the core's task registry, so every layer may read it without a cycle.
 """
 
 from __future__ import annotations
@@ -16,12 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-DIMENSION_NAMES = (
-    "Adversarial attack",
-    "Compositional reasoning",
-    "Modality-specific dependency",
-    "Reference",
-)
+from cavpref import task_registry
+from cavpref.task_registry import DIMENSION_NAMES, TaskInfo
 
 
 @dataclass(frozen=True)
@@ -64,6 +62,10 @@ class TaskSpec:
     def switch_pair(self, variant: str = "paper") -> tuple[int, int]:
         return self.released_switches if variant == "released" and self.released_switches else self.switches
 
+    def info(self) -> TaskInfo:
+        """The facts the core needs (``cavpref.task_registry``)."""
+        return TaskInfo(self.name, self.dimension, self.abstains, self.switches, self.released_switches)
+
 
 TASK_SPECS: dict[str, TaskSpec] = {}
 
@@ -72,8 +74,15 @@ def register_task(spec: TaskSpec) -> TaskSpec:
     """Add a task (its module calls this at import); a second spec of the same name is an error."""
     if spec.name in TASK_SPECS and TASK_SPECS[spec.name] != spec:
         raise ValueError(f"task {spec.name!r} is declared twice")
+    task_registry.declare_task(spec.info())  # a built-in task's facts must equal the core's
     TASK_SPECS[spec.name] = spec
     return spec
+
+
+def unregister_task(name: str) -> None:
+    """Remove a task added by a module of its own (a test's clean-up); the built-in tasks stay."""
+    task_registry.forget_task(name)
+    TASK_SPECS.pop(name, None)
 
 
 def task_spec(name: str) -> TaskSpec:
