@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import yaml
 from transformers.utils import logging
 
+from cavpref.manifest import prep_manifest, resolve_switch_table
 from cavpref.parsing import config_argv, parse_args
 
 logger = logging.get_logger(__name__)
@@ -76,38 +77,6 @@ class DataArguments:
                 f"DataArguments.train_tasks: unknown task(s) {unknown}; choose from "
                 f"{list(task_registry.task_names())}"
             )
-
-
-def prep_manifest(dataset: str | None) -> tuple[str | None, dict | None]:
-    """The ``manifest.json`` prep wrote next to a preference folder (``OUT/preferences`` ->
-    ``OUT/manifest.json``; the folder itself is looked in too): (path, contents), or (None, None) if none."""
-    if not dataset:
-        return None, None
-    for folder in (os.path.dirname(os.path.normpath(dataset)), dataset):
-        path = os.path.join(folder, "manifest.json")
-        if os.path.isfile(path):
-            try:
-                with open(path) as f:
-                    return path, json.load(f)
-            except ValueError as err:
-                raise ValueError(f"{path}: not valid JSON ({err})") from None
-    return None, None
-
-
-def resolve_switch_table(train_args, data_args) -> str:
-    """Which Eq. 6 switch table the run uses, in words: the recipe's ``switch_table`` when it sets one, else
-    the table prep wrote to the dataset's manifest (``switch_table.<switch_variant>``), else the declared
-    tasks' defaults. The manifest's table is copied into ``train_args.switch_table``."""
-    if train_args.switch_table:
-        return "the recipe's switch_table"
-    path, manifest = prep_manifest(data_args.train_dataset)
-    table = ((manifest or {}).get("switch_table") or {}).get(train_args.switch_variant)
-    if not table:
-        where = f"{path} has no switch_table.{train_args.switch_variant}" if path else "no prep manifest.json"
-        return f"the declared tasks' {train_args.switch_variant} defaults ({where} next to the dataset)"
-    train_args.switch_table = {t: list(v) for t, v in table.items()}
-    train_args.switches()  # validates it, naming the task
-    return f"{path} (switch_table.{train_args.switch_variant})"
 
 
 LEGACY_SECTION = "model"

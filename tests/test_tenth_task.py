@@ -217,7 +217,8 @@ def test_evaluation_reads_the_tenth_task_from_the_items(prepped, trained, tmp_pa
 def test_resolve_switch_table(tmp_path):
     """Unit level: the recipe's table, else the manifest's (by switch_variant), else the declared defaults."""
     from cavpref.config import CAVPrefConfig
-    from cavpref.train import DataArguments, resolve_switch_table
+    from cavpref.manifest import resolve_switch_table
+    from cavpref.train import DataArguments
 
     out = tmp_path / "prep"
     (out / "preferences").mkdir(parents=True)
