@@ -341,7 +341,7 @@ def _first_step(fx, model_io, dataset, tmp_path, **kw):
     [
         ("dpo", [8, 8], 1, "exact"),
         ("cavpref_norobust", [12, 12], 3, "exact"),
-        ("cavpref", [12, 12, 12], 3, "exact"),  # the exact normaliser's no-grad pass first (its ref reused)
+        ("cavpref", [12, 12], 3, "exact"),  # one micro-batch is the optimizer batch: no extra no-grad pass
         ("cavpref", [12, 12], 3, "micro_batch"),
     ],
 )
@@ -350,8 +350,8 @@ def test_step0_loss_by_hand_and_rows_per_forward(
 ):
     """At step 0 the policy is the reference: every margin is 0, every per-sample loss is log 2, and each
     aggregation (mean, soft-min, soft-max) of equal values is log 2 — total = log 2 × active components.
-    One policy forward and one reference forward, each with exactly the rows the method needs (robust
-    CAVPref with the exact normaliser: one more no-grad pair of them, before the backward)."""
+    One policy forward and one reference forward, each with exactly the rows the method needs (the exact
+    normaliser's no-grad pass runs only when a step accumulates several micro-batches)."""
     data = prefs.select([i for i, t in enumerate(prefs["task"]) if t in ("MCIT", "MVIT", "MAIT", "COT-Swap")])
     log, calls = _first_step(fx, model_io, data, tmp_path, method=method, robust_normalizer=normalizer)
     assert calls == rows
@@ -388,14 +388,23 @@ def test_reference_options_give_the_same_training(fx, model_io, prefs, tmp_path)
     runs = {}
     for name, kw in (("model", {}), ("precomputed", {"precompute_ref_log_probs": True})):
         counting = CountingModelIO(model_io)
-        tr = trainer(fx, counting, data, tmp_path / name, max_steps=2, per_device_train_batch_size=2, **kw)
+        tr = trainer(
+            fx,
+            counting,
+            data,
+            tmp_path / name,
+            max_steps=2,
+            per_device_train_batch_size=1,
+            gradient_accumulation_steps=2,
+            **kw,
+        )
         n_pre = len(counting.calls)
         tr.train()
         runs[name] = ([r["loss"] for r in tr.state.log_history if "loss" in r], n_pre, counting.calls[n_pre:])
     assert runs["model"][0] == pytest.approx(runs["precomputed"][0], abs=1e-5)
-    # per step: policy forwards only (the exact normaliser's no-grad one, then the one with grad)
-    assert runs["precomputed"][1] > 0 and len(runs["precomputed"][2]) == 4
-    assert len(runs["model"][2]) == 6  # + one reference forward, shared by both passes
+    # per step of 2 micro-batches: policy forwards only (the exact normaliser's no-grad ones, then those with grad)
+    assert runs["precomputed"][1] > 0 and len(runs["precomputed"][2]) == 8
+    assert len(runs["model"][2]) == 12  # + one reference forward per micro-batch, shared by both passes
     cached = CountingModelIO(model_io)
     tr = trainer(fx, cached, data, tmp_path / "precomputed", precompute_ref_log_probs=True)
     assert cached.calls == [] and "ref_a_l" in tr.train_dataset.column_names
@@ -473,8 +482,8 @@ def test_composed_avllm_trains_with_the_same_trainer(fx, prefs, tmp_path):
     counting = CountingModelIO(composed)
     tr = trainer(fx, counting, data, tmp_path, model=model, max_steps=2, learning_rate=1e-2)
     tr.train()
-    # per step: policy and reference, 12 distinct rows each, and the exact normaliser's no-grad policy pass
-    assert counting.calls == [12] * 6
+    # per step: policy and reference, 12 distinct rows each (one micro-batch: no exact-normaliser pass)
+    assert counting.calls == [12] * 4
     first, second = tr.state.log_history[0], tr.state.log_history[1]
     assert first["loss"] == pytest.approx(3 * LOG2, abs=1e-5) and first["v/n"] == 2 and first["a/n"] == 1
     assert second["y/margin"] != 0.0
