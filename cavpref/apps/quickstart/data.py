@@ -103,7 +103,7 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
         for clip in manifest.get(source, []):
             if clip["file"] not in train_files:
                 continue
-            for k, (prompt, response) in enumerate(clip_captions(clip)):
+            for k, (prompt, response) in enumerate(clip_captions(clip) * cfg.caption_repeats):
                 row = {name: None for name in features}
                 row.update(
                     id=f"caption:{clip['file']}:{k}",
