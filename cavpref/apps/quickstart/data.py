@@ -92,8 +92,8 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
     test items) plus
     ``clip_captions`` of every *train* clip, ``cfg.caption_repeats`` times (a clip of the test split never
     appears: the split is by source clip). The captions are the only rows that name every entity on screen
-    (left to right) and every one heard, so their share of the SFT data decides how much of the start's training teaches it
-    to perceive (docs/quickstart_start.md)."""
+    (left to right) and every one heard, so their share of the SFT data sets how much of the start's
+    training teaches it to perceive (measured: docs/quickstart_start.md)."""
     train_files, _ = split_clips(data)
     features = load_from_disk(str(data / "preferences"))["train"].features
     clean = circular_sft_rows(
