@@ -29,10 +29,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from cavpref.eval.loader import load_items
+
 from cavpref.apps.quickstart import QuickstartConfig, Stages, eval_stage, task_accuracy
 from cavpref.apps.quickstart.pipeline import start_stages
 from cavpref.data import CLEAN_TASK
-from cavpref.eval.loader import load_items
 from cavpref.parsing import parse_args
 
 
