@@ -29,6 +29,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from cavpref.eval.loader import load_items
+
 from cavpref.apps.quickstart import QuickstartConfig, Stages, eval_stage, task_accuracy
 from cavpref.apps.quickstart.pipeline import start_stages
 from cavpref.data import CLEAN_TASK
@@ -68,6 +70,24 @@ def build_start(cfg: QuickstartConfig, stage: Stages) -> dict:
     return {"root": str(Path(cfg.out)), "world": str(world), "data": str(data), "start": str(start)}
 
 
+def circular_by_category(run: Path, data: Path) -> dict[str, list[int]]:
+    """{"source/category": [items right on every CircularEval pass, items]} of one CLEAN evaluation, from
+    its per-pass records: which questions lose accuracy without a stream (a Localization item needs the
+    video, a World-knowledge one does not)."""
+    category = {it.id: f"{it.source}/{it.category}" for it in load_items(data, split="test").items}
+    passes: dict[str, list[bool]] = {}
+    for path in sorted(run.glob("records.rank*.jsonl")):
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            passes.setdefault(rec["item_id"], []).append(bool(rec["correct"]))
+    out: dict[str, list[int]] = {}
+    for item, ok in passes.items():
+        counts = out.setdefault(category.get(item, "?"), [0, 0])
+        counts[0] += all(ok)
+        counts[1] += 1
+    return dict(sorted(out.items()))
+
+
 def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str]) -> dict:
     lines, captions = _science().caption_probe(cfg, qs)
     clean = {}
@@ -89,6 +109,7 @@ def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str]) ->
             ).read_text()
         )
         clean[drop or "both"] = {m: task_accuracy(res, CLEAN_TASK, m) for m in ("circular", "vanilla")}
+        clean[drop or "both"]["categories"] = circular_by_category(stage.root / name, Path(qs["data"]))
     return {"captions": captions, "caption_clips": lines[-1], "clean": clean}
 
 
@@ -124,6 +145,9 @@ def main(argv=None) -> int:
     (Path(cfg.out) / "perception.json").write_text(json.dumps(out, indent=1))
     print(HEADER)
     print(row(cfg, m))
+    print("\nCLEAN circular by question category (right on every pass / items):")
+    for name, res in m["clean"].items():
+        print(f"- {name}: " + ", ".join(f"{k} {a}/{n}" for k, (a, n) in res["categories"].items()))
     return 0
 
 

@@ -92,6 +92,26 @@ def test_second_run_reuses_every_stage(small_run, capsys):
     assert second < first / 3, (first, second)
 
 
+def test_caption_repeats_multiplies_only_the_caption_rows(small_run, tmp_path):
+    from datasets import load_from_disk
+
+    from cavpref.apps.quickstart.data import start_data
+    from cavpref.apps.quickstart.stages import Stage
+
+    out, _ = small_run
+    cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
+    once = Stage(out, "start_data").info()
+    once_repeats = cfg.caption_repeats
+    cfg.caption_repeats = once_repeats + 2
+    stage = Stage(tmp_path, "start_data")
+    start_data(cfg, stage, out / "world", out / "data")
+    more = stage.info()
+    assert more["clean"] == once["clean"] and more["clips"] == once["clips"]
+    assert more["captions"] * once_repeats == once["captions"] * (once_repeats + 2) > 0
+    ids = load_from_disk(str(stage.dir / "train"))["id"]
+    assert len(ids) == len(set(ids)) == more["clean"] + more["captions"]
+
+
 def test_clean_chance_is_mean_inverse_option_count(tmp_path):
     from datasets import Dataset, DatasetDict
 

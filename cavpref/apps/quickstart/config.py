@@ -96,6 +96,15 @@ class QuickstartConfig:
         default=None, metadata={"help": _default("pref_steps", "steps of each Table-5 method")}
     )
     batch_size: int = field(default=8, metadata={"help": "per-device train batch size of every stage"})
+    caption_repeats: int = field(
+        default=4,
+        metadata={
+            "help": "times each train clip's captions (see / hear / who sounds where) appear in the starting "
+            "model's SFT data, next to one copy of every CircularEval view of CLEAN's train items (default "
+            "size, test clips: 4 -> see / hear / where 60 / 75 / 30 %; 1 -> 36 / 58 / 15 %; "
+            "docs/quickstart_start.md)"
+        },
+    )
     sft_learning_rate: float = field(
         default=5e-4, metadata={"help": "learning rate of the starting model's SFT"}
     )
@@ -127,6 +136,8 @@ class QuickstartConfig:
         unknown = sorted(set(self.methods) - set(METHODS))
         if unknown:
             raise ValueError(f"--methods: unknown {unknown}; choose from {list(METHODS)}")
+        if self.caption_repeats < 1:
+            raise ValueError(f"--caption_repeats must be >= 1, got {self.caption_repeats}")
         if self.eval_mode not in ("likelihood", "generate"):  # checked now, not after the training stages
             raise ValueError(f"--eval_mode must be likelihood or generate, got {self.eval_mode!r}")
         for name, (full, small) in DEFAULTS.items():

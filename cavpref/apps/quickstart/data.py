@@ -90,8 +90,10 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
     ``circular_sft_rows``: without them the starting model learns letter priors, CLEAN CircularEval was 0 %
     even by option likelihood, 78.8 % vanilla; with them 70.6 % circular / 78.1 % vanilla on all 146 CLEAN
     test items) plus
-    ``clip_captions`` of every *train* clip (a clip of the test split never appears: the split is by source
-    clip)."""
+    ``clip_captions`` of every *train* clip, ``cfg.caption_repeats`` times (a clip of the test split never
+    appears: the split is by source clip). The captions are the only rows that name every entity on screen
+    (left to right) and every one heard, so their share of the SFT data sets how much of the start's
+    training teaches it to perceive (measured: docs/quickstart_start.md)."""
     train_files, _ = split_clips(data)
     features = load_from_disk(str(data / "preferences"))["train"].features
     clean = circular_sft_rows(
@@ -103,7 +105,7 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
         for clip in manifest.get(source, []):
             if clip["file"] not in train_files:
                 continue
-            for k, (prompt, response) in enumerate(clip_captions(clip)):
+            for k, (prompt, response) in enumerate(clip_captions(clip) * cfg.caption_repeats):
                 row = {name: None for name in features}
                 row.update(
                     id=f"caption:{clip['file']}:{k}",
