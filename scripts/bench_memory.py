@@ -11,7 +11,8 @@ layer's bytes. Full fine-tuning and LoRA (the recipes' r=16, dropout 0.05, 7 pro
 
 from __future__ import annotations
 
-import argparse
+import sys
+from dataclasses import dataclass, field
 
 import torch
 
@@ -59,13 +60,18 @@ def saved_bytes(model, tokens: int) -> int:
     return sum(seen.values())
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--width", choices=sorted(WIDTHS), default="tiny")
-    ap.add_argument("--dtype", choices=sorted(DTYPE_BYTES), default="float32")
-    ap.add_argument("--tokens", type=int, default=64)
-    ap.add_argument("--modes", default="full,lora")
-    args = ap.parse_args()
+@dataclass
+class BenchMemoryArguments:
+    width: str = field(default="tiny", metadata={"help": "tiny (h 32) or real (h 3584, i 18944, 28 / 4 heads)"})
+    dtype: str = field(default="float32", metadata={"help": "float32 | bfloat16 | float16"})
+    tokens: int = field(default=64, metadata={"help": "sequence length of the measured forward"})
+    modes: str = field(default="full,lora", metadata={"help": "comma-separated: full, lora"})
+
+
+def main(argv: list[str] | None = None) -> None:
+    from cavpref.parsing import parse_args
+
+    (args,) = parse_args([BenchMemoryArguments], sys.argv[1:] if argv is None else argv, prog="bench_memory.py")
     torch.manual_seed(0)
     b = DTYPE_BYTES[args.dtype]
     print(f"width={args.width} dtype={args.dtype} tokens={args.tokens}")
