@@ -21,9 +21,10 @@ Counted from Qwen2-style decoder layers (the Qwen2.5-Omni thinker's) and checked
 - full fine-tuning:  2·(f·h + f + 2·b·h)  +  b·(2h + 2kv) + f·n_h  +  4·b·i
   (two RMSNorms: fp32 input, fp32 rsqrt, normalised output and the projections' flattened input; attention:
   rotated q and k, v, output, fp32 log-sum-exp; MLP: gate, silu(gate), up, their product)
-- LoRA (frozen base):  2·(f·h + f)  +  b·(2h + 2kv) + f·n_h  +  3·b·i  +  Σ_adapted [(b + m)·d_in + b·r]
-  (frozen linears and norm weights save no inputs; each adapted linear saves its dropout mask (m = 1 byte, 0
-  without dropout, when the input itself is kept instead: b·d_in) and lora_A's output)
+- LoRA (frozen base):  2·(f·h + f)  +  b·(2h + 2kv) + f·n_h  +  3·b·i  +  Σ_adapted [2·a·d_in + a·r]
+  (frozen linears and norm weights save no inputs; each adapted linear computes in the adapter dtype, a = 4:
+  PEFT keeps adapters in fp32, and saves the dropout mask and lora_A's input, both d_in wide, and lora_A's
+  output; without dropout one d_in copy)
 - with activation checkpointing: b·h per layer (the layer input) plus one layer's saved set (recomputed in the
   backward) — the standard non-reentrant checkpoint per decoder layer.
 - output head, per response token: 4·V (fp32 log-softmax of the picked logits; prompt positions never reach it).
@@ -99,6 +100,7 @@ class LoraShape:
     rank: int
     dropout: bool
     input_dims: tuple[int, ...]
+    adapter_bytes: int = 4  # PEFT keeps adapter weights in fp32 (autocast_adapter_dtype) and computes there
 
 
 def lora_input_dims(shape: DecoderShape, targets: list[str]) -> tuple[int, ...]:
@@ -114,8 +116,8 @@ def layer_saved_bytes(shape: DecoderShape, act_bytes: int, lora: LoraShape | Non
     attention = b * (2 * h + 2 * kv) + FP32 * shape.heads
     if lora is None:
         return 2 * (FP32 * h + FP32 + 2 * b * h) + attention + 4 * b * i
-    mask = 1 if lora.dropout else 0
-    adapters = sum((b + mask) * d + b * lora.rank for d in lora.input_dims)
+    a, copies = lora.adapter_bytes, 2 if lora.dropout else 1
+    adapters = sum(copies * a * d + a * lora.rank for d in lora.input_dims)
     return 2 * (FP32 * h + FP32) + attention + 3 * b * i + adapters
 
 
