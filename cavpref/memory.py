@@ -65,7 +65,9 @@ def sharding_from_accelerate(config: dict, zero_stage: int | None = None) -> Sha
     kind = str(config.get("distributed_type", "NO")).upper()
     world = int(config.get("num_processes", 1) or 1) * max(1, int(config.get("num_machines", 1) or 1))
     if kind == "DEEPSPEED":
-        stage = zero_stage if zero_stage is not None else (config.get("deepspeed_config") or {}).get("zero_stage")
+        stage = (
+            zero_stage if zero_stage is not None else (config.get("deepspeed_config") or {}).get("zero_stage")
+        )
         if stage is None:
             raise ValueError("DeepSpeed config without a ZeRO stage (zero_optimization.stage)")
         return Sharding("zero3" if int(stage) >= 3 else "zero2", world)
@@ -219,6 +221,8 @@ def estimate(
             "optimizer": states.optimizer,
             "buffers": states.buffers,
             "reference": reference_bytes(total_params, weight_bytes, sharding) if reference else 0,
-            "activations": activation_bytes(shape, tokens, response_tokens, weight_bytes, checkpointing, lora),
+            "activations": activation_bytes(
+                shape, tokens, response_tokens, weight_bytes, checkpointing, lora
+            ),
         }
     )

@@ -32,12 +32,31 @@ def build(width: str, layers: int):
     t = max(1, half // 4)
     section = [t, (half - t) // 2, half - t - (half - t) // 2]
     cfg = Qwen2_5OmniThinkerConfig(
-        vision_config=dict(hidden_size=32, intermediate_size=64, depth=1, num_heads=2, out_hidden_size=h,
-                           fullatt_block_indexes=[0]),
-        audio_config=dict(d_model=32, encoder_layers=1, encoder_attention_heads=2, encoder_ffn_dim=64, output_dim=h),
-        text_config=dict(hidden_size=h, intermediate_size=i, num_attention_heads=nh, num_key_value_heads=kv,
-                         num_hidden_layers=layers, vocab_size=vocab, tie_word_embeddings=False,
-                         rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": section}),
+        vision_config={
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "depth": 1,
+            "num_heads": 2,
+            "out_hidden_size": h,
+            "fullatt_block_indexes": [0],
+        },
+        audio_config={
+            "d_model": 32,
+            "encoder_layers": 1,
+            "encoder_attention_heads": 2,
+            "encoder_ffn_dim": 64,
+            "output_dim": h,
+        },
+        text_config={
+            "hidden_size": h,
+            "intermediate_size": i,
+            "num_attention_heads": nh,
+            "num_key_value_heads": kv,
+            "num_hidden_layers": layers,
+            "vocab_size": vocab,
+            "tie_word_embeddings": False,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": section},
+        },
         vision_start_token_id=vocab - 2,
     )
     cfg._attn_implementation = "sdpa"
@@ -62,7 +81,9 @@ def saved_bytes(model, tokens: int) -> int:
 
 @dataclass
 class BenchMemoryArguments:
-    width: str = field(default="tiny", metadata={"help": "tiny (h 32) or real (h 3584, i 18944, 28 / 4 heads)"})
+    width: str = field(
+        default="tiny", metadata={"help": "tiny (h 32) or real (h 3584, i 18944, 28 / 4 heads)"}
+    )
     dtype: str = field(default="float32", metadata={"help": "float32 | bfloat16 | float16"})
     tokens: int = field(default=64, metadata={"help": "sequence length of the measured forward"})
     modes: str = field(default="full,lora", metadata={"help": "comma-separated: full, lora"})
@@ -71,7 +92,9 @@ class BenchMemoryArguments:
 def main(argv: list[str] | None = None) -> None:
     from cavpref.parsing import parse_args
 
-    (args,) = parse_args([BenchMemoryArguments], sys.argv[1:] if argv is None else argv, prog="bench_memory.py")
+    (args,) = parse_args(
+        [BenchMemoryArguments], sys.argv[1:] if argv is None else argv, prog="bench_memory.py"
+    )
     torch.manual_seed(0)
     b = DTYPE_BYTES[args.dtype]
     print(f"width={args.width} dtype={args.dtype} tokens={args.tokens}")
@@ -87,7 +110,9 @@ def main(argv: list[str] | None = None) -> None:
             del model
         per_layer = (measured[1] - measured[0]) / args.tokens
         lora = (
-            LoraShape(16, True, lora_input_dims(shape, AVModelArguments(model_name_or_path="-").lora_target_modules))
+            LoraShape(
+                16, True, lora_input_dims(shape, AVModelArguments(model_name_or_path="-").lora_target_modules)
+            )
             if mode == "lora"
             else None
         )

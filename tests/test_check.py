@@ -44,9 +44,14 @@ def test_7b_lora_recipe_on_meta(inputs, capsys):
     """The published 7B thinker config on meta: 8.93 B parameters; LoRA r=16 on the 7 projections of 28 layers
     (196 modules): r * (d_in + d_out) summed = 1,441,792 per layer."""
     argv = [
-        str(ROOT / "recipes/qwen2.5-omni-7b/lora_cavpref.yaml"), *_data(inputs),
-        "--processor_path", str(inputs["model"]), "--accelerate_config",
-        str(ROOT / "recipes/accelerate/deepspeed_zero3.yaml"), "--sample_rows", "3",
+        str(ROOT / "recipes/qwen2.5-omni-7b/lora_cavpref.yaml"),
+        *_data(inputs),
+        "--processor_path",
+        str(inputs["model"]),
+        "--accelerate_config",
+        str(ROOT / "recipes/accelerate/deepspeed_zero3.yaml"),
+        "--sample_rows",
+        "3",
     ]
     out = check.run(argv)
     assert out["total"] == 8_931_813_888
@@ -62,8 +67,14 @@ def test_7b_lora_recipe_on_meta(inputs, capsys):
 
 def test_7b_full_recipe_needs_reference_and_sharding(inputs):
     argv = [
-        str(ROOT / "recipes/qwen2.5-omni-7b/full_cavpref.yaml"), *_data(inputs),
-        "--processor_path", str(inputs["model"]), "--sample_rows", "2", "--gpu_memory_gb", "80",
+        str(ROOT / "recipes/qwen2.5-omni-7b/full_cavpref.yaml"),
+        *_data(inputs),
+        "--processor_path",
+        str(inputs["model"]),
+        "--sample_rows",
+        "2",
+        "--gpu_memory_gb",
+        "80",
     ]
     one = check.run(argv)
     assert one["trainable"] == 7_070_619_136 + 544_997_376  # LM + untied lm_head; encoders frozen

@@ -28,19 +28,27 @@ def test_layer_bytes_full_finetuning_by_hand():
 
 
 def test_layer_bytes_lora_by_hand():
-    dims = lora_input_dims(QWEN7B, ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+    dims = lora_input_dims(
+        QWEN7B, ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
     assert dims == (3584,) * 6 + (18944,)
     lora = LoraShape(rank=16, dropout=True, input_dims=dims)
     base = 2 * (4 * 3584 + 4) + 2 * (2 * 3584 + 2 * 512) + 4 * 28 + 3 * 2 * 18944
-    adapters = 2 * 4 * (6 * 3584 + 18944) + 7 * 4 * 16  # fp32 adapters: dropout mask + lora_A input, lora_A out
-    assert layer_saved_bytes(QWEN7B, 2, lora) == base + adapters == 482_872  # measured, scripts/bench_memory.py
+    adapters = (
+        2 * 4 * (6 * 3584 + 18944) + 7 * 4 * 16
+    )  # fp32 adapters: dropout mask + lora_A input, lora_A out
+    assert (
+        layer_saved_bytes(QWEN7B, 2, lora) == base + adapters == 482_872
+    )  # measured, scripts/bench_memory.py
 
 
 def test_checkpointing_keeps_layer_inputs_plus_one_layer():
     per = layer_saved_bytes(QWEN7B, 2)
     assert activation_bytes(QWEN7B, 10, 0, 2, False) == 10 * 28 * per
     assert activation_bytes(QWEN7B, 10, 0, 2, True) == 10 * (28 * 3584 * 2 + per)
-    assert activation_bytes(QWEN7B, 10, 3, 2, True) - activation_bytes(QWEN7B, 10, 0, 2, True) == 3 * 4 * 152064
+    assert (
+        activation_bytes(QWEN7B, 10, 3, 2, True) - activation_bytes(QWEN7B, 10, 0, 2, True) == 3 * 4 * 152064
+    )
 
 
 def test_state_bytes_zero_paper_formulas():
@@ -56,11 +64,15 @@ def test_state_bytes_zero_paper_formulas():
 
 
 def test_sharding_from_accelerate_configs():
-    assert sharding_from_accelerate({"distributed_type": "MULTI_GPU", "num_processes": 8}) == Sharding("ddp", 8)
+    assert sharding_from_accelerate({"distributed_type": "MULTI_GPU", "num_processes": 8}) == Sharding(
+        "ddp", 8
+    )
     assert sharding_from_accelerate({"distributed_type": "DEEPSPEED", "num_processes": 8}, 3) == Sharding(
         "zero3", 8
     )
-    assert sharding_from_accelerate({"distributed_type": "DEEPSPEED", "num_processes": 2}, 2).strategy == "zero2"
+    assert (
+        sharding_from_accelerate({"distributed_type": "DEEPSPEED", "num_processes": 2}, 2).strategy == "zero2"
+    )
     assert sharding_from_accelerate({"distributed_type": "FSDP", "num_processes": 8}) == Sharding("fsdp", 8)
     assert sharding_from_accelerate({"distributed_type": "NO"}) == Sharding("single", 1)
     with pytest.raises(ValueError, match="ZeRO stage"):
@@ -69,9 +81,18 @@ def test_sharding_from_accelerate_configs():
 
 def test_estimate_sums_parts_and_verdict():
     est = estimate(
-        total_params=1000, trainable_params=100, weight_bytes=2, sharding=Sharding("single"), reference=True,
-        shape=QWEN7B, tokens=0, response_tokens=0, checkpointing=True,
+        total_params=1000,
+        trainable_params=100,
+        weight_bytes=2,
+        sharding=Sharding("single"),
+        reference=True,
+        shape=QWEN7B,
+        tokens=0,
+        response_tokens=0,
+        checkpointing=True,
     )
-    assert est.parts["reference"] == 2000 and est.total == 2000 + 600 + 2000  # weights + 6T (grads, 2 moments) + reference
+    assert (
+        est.parts["reference"] == 2000 and est.total == 2000 + 600 + 2000
+    )  # weights + 6T (grads, 2 moments) + reference
     assert est.verdict(6000, headroom=0.1) == "fits"
     assert est.verdict(6000, headroom=0.25) == "does not fit"

@@ -42,14 +42,22 @@ def test_one_cavpref_step_real_width(tmp_path):
     rc = train_main(
         [
             str(ROOT / "recipes/tiny/cavpref.yaml"),
-            "--model_name_or_path", str(model),
-            "--train_dataset", str(inputs["prefs"]),
-            "--media_root", str(inputs["media"]),
-            "--output_dir", str(out),
-            "--max_steps", "1",
-            "--per_device_train_batch_size", "2",
-            "--save_strategy", "no",
-            "--lora_r", "16",
+            "--model_name_or_path",
+            str(model),
+            "--train_dataset",
+            str(inputs["prefs"]),
+            "--media_root",
+            str(inputs["media"]),
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "1",
+            "--per_device_train_batch_size",
+            "2",
+            "--save_strategy",
+            "no",
+            "--lora_r",
+            "16",
         ]
     )
     assert rc == 0

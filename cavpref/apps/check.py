@@ -25,7 +25,8 @@ class CheckArguments:
     """Keys of ``cavpref check`` only (the recipe's keys are ``cavpref train``'s)."""
 
     accelerate_config: str | None = field(
-        default=None, metadata={"help": "accelerate config YAML: its sharding and num_processes (None: one GPU)"}
+        default=None,
+        metadata={"help": "accelerate config YAML: its sharding and num_processes (None: one GPU)"},
     )
     num_gpus: int | None = field(default=None, metadata={"help": "override the config's num_processes"})
     gpu_memory_gb: float = field(default=80.0, metadata={"help": "memory of one GPU (GiB) for the verdict"})
@@ -34,7 +35,8 @@ class CheckArguments:
     )
     sample_rows: int = field(default=8, metadata={"help": "dataset rows collated to count tokens"})
     model_config: str | None = field(
-        default=None, metadata={"help": "config.json to build the model from (when the checkpoint is not on disk)"}
+        default=None,
+        metadata={"help": "config.json to build the model from (when the checkpoint is not on disk)"},
     )
     processor_path: str | None = field(
         default=None, metadata={"help": "folder with the processor (None: the checkpoint folder)"}
@@ -75,11 +77,15 @@ def model_config(model_args, check):
     elif path in PUBLISHED:
         raw, where = PUBLISHED[path], f"published config of {path} (cavpref.models.published)"
     else:
-        raise FileNotFoundError(f"{path}: no config.json on disk and no published config; pass --model_config")
+        raise FileNotFoundError(
+            f"{path}: no config.json on disk and no published config; pass --model_config"
+        )
     if raw.get("model_type") == "qwen2_5_omni":
         return Qwen2_5OmniConfig(**raw).thinker_config, where
     if raw.get("model_type") != "qwen2_5_omni_thinker":
-        raise ValueError(f"{where}: model_type {raw.get('model_type')!r}: cavpref check sizes the Qwen2.5-Omni thinker")
+        raise ValueError(
+            f"{where}: model_type {raw.get('model_type')!r}: cavpref check sizes the Qwen2.5-Omni thinker"
+        )
     return Qwen2_5OmniThinkerConfig(**raw), where
 
 
@@ -96,9 +102,11 @@ def meta_model(config, model_args):
         total = sum(p.numel() for p in model.parameters())
         model = prepare_model(model, model_args, QwenOmniModelIO)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    layer = sum(p.numel() for p in model.get_base_model().model.language_model.layers[0].parameters()) if hasattr(
-        model, "get_base_model"
-    ) else sum(p.numel() for p in model.model.language_model.layers[0].parameters())
+    layer = (
+        sum(p.numel() for p in model.get_base_model().model.language_model.layers[0].parameters())
+        if hasattr(model, "get_base_model")
+        else sum(p.numel() for p in model.model.language_model.layers[0].parameters())
+    )
     return model, total, trainable, layer
 
 
@@ -116,9 +124,15 @@ def count_tokens(train_args, data_args, model_args, check, config) -> dict:
     rows = load_preferences(
         data_args.train_dataset, data_args.train_split, check.sample_rows, data_args.train_tasks
     )
-    calibrated = [c for c, b in train_args.fixed_betas.items() if b is None] if train_args.method != "sft" else []
+    calibrated = (
+        [c for c, b in train_args.fixed_betas.items() if b is None] if train_args.method != "sft" else []
+    )
     collator = CAVPrefCollator(
-        io, train_args.switches(), train_args.method, calibrated, media_root=train_args.media_root,
+        io,
+        train_args.switches(),
+        train_args.method,
+        calibrated,
+        media_root=train_args.media_root,
         frames=model_args.frame_policy(),
     )
     batch = collator([rows[i] for i in range(len(rows))])["model_inputs"]
@@ -171,13 +185,24 @@ def run(argv: list[str]) -> dict:
     _, total, trainable, layer = meta_model(config, model_args)
     tc = config.text_config
     shape = DecoderShape(
-        tc.hidden_size, tc.intermediate_size, tc.num_hidden_layers, tc.num_attention_heads,
-        tc.num_key_value_heads, tc.vocab_size, getattr(tc, "head_dim", None),
+        tc.hidden_size,
+        tc.intermediate_size,
+        tc.num_hidden_layers,
+        tc.num_attention_heads,
+        tc.num_key_value_heads,
+        tc.vocab_size,
+        getattr(tc, "head_dim", None),
     )
     lora = None
     if model_args.lora_r > 0:
-        lora = LoraShape(model_args.lora_r, model_args.lora_dropout > 0, lora_input_dims(shape, model_args.lora_target_modules))
-    tokens = count_tokens(train_args, data_args, model_args, check, config) if data_args.train_dataset else None
+        lora = LoraShape(
+            model_args.lora_r,
+            model_args.lora_dropout > 0,
+            lora_input_dims(shape, model_args.lora_target_modules),
+        )
+    tokens = (
+        count_tokens(train_args, data_args, model_args, check, config) if data_args.train_dataset else None
+    )
     shard = sharding(check)
     wbytes = DTYPE_BYTES.get(model_args.dtype, 4 if not train_args.bf16 else 2)
     per_device = train_args.per_device_train_batch_size
@@ -185,24 +210,34 @@ def run(argv: list[str]) -> dict:
     if tokens is not None:
         for ckpt in (False, True):
             est = estimate(
-                total_params=total, trainable_params=trainable, weight_bytes=wbytes, sharding=shard,
-                reference=needs_reference_model(train_args, model_args), shape=shape,
-                tokens=int(round(tokens["lm_tokens_per_sample"] * per_device)),
-                response_tokens=int(round(tokens["response_per_sample"] * per_device)),
-                checkpointing=ckpt, lora=lora, largest_unit_params=layer,
+                total_params=total,
+                trainable_params=trainable,
+                weight_bytes=wbytes,
+                sharding=shard,
+                reference=needs_reference_model(train_args, model_args),
+                shape=shape,
+                tokens=round(tokens["lm_tokens_per_sample"] * per_device),
+                response_tokens=round(tokens["response_per_sample"] * per_device),
+                checkpointing=ckpt,
+                lora=lora,
+                largest_unit_params=layer,
             )
             out["checkpointing" if ckpt else "no_checkpointing"] = est
     out["gpu_bytes"] = int(check.gpu_memory_gb * GIB)
     out["headroom"] = check.headroom
-    out["recipe_checkpointing"] = bool(train_args.activation_checkpointing or train_args.gradient_checkpointing)
+    out["recipe_checkpointing"] = bool(
+        train_args.activation_checkpointing or train_args.gradient_checkpointing
+    )
     return out
 
 
 def _table(out: dict) -> str:
     lines = [
         f"model config: {out['config']}",
-        f"parameters: {out['total']:,} total, {out['trainable']:,} trainable "
-        f"({100 * out['trainable'] / out['total']:.2f} %)",
+        (
+            f"parameters: {out['total']:,} total, {out['trainable']:,} trainable "
+            f"({100 * out['trainable'] / out['total']:.2f} %)"
+        ),
         f"sharding: {out['sharding'].strategy} over {out['sharding'].world_size} GPU(s)",
     ]
     t = out["tokens"]
@@ -210,10 +245,14 @@ def _table(out: dict) -> str:
         return "\n".join(lines + ["no train_dataset: tokens and activations not estimated"])
     lines += [
         f"sample: {t['samples']} samples -> {t['rows']} rows ({t['rows'] / t['samples']:.2f} rows per sample)",
-        f"tokens per row: video {t['video']:.1f}  audio {t['audio']:.1f}  text {t['text']:.1f}  "
-        f"= {t['row_tokens']:.1f}",
-        f"language-model tokens per sample (shared prefix as the recipe says): {t['lm_tokens_per_sample']:.1f}; "
-        f"response tokens per sample: {t['response_per_sample']:.1f}",
+        (
+            f"tokens per row: video {t['video']:.1f}  audio {t['audio']:.1f}  text {t['text']:.1f}  "
+            f"= {t['row_tokens']:.1f}"
+        ),
+        (
+            f"language-model tokens per sample (shared prefix as the recipe says): {t['lm_tokens_per_sample']:.1f}; "
+            f"response tokens per sample: {t['response_per_sample']:.1f}"
+        ),
         "",
     ]
     a, b = out["no_checkpointing"], out["checkpointing"]
