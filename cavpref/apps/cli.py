@@ -22,6 +22,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "read source datasets and build AVTrustBench items + preference data",
     ),
     "train": ("cavpref.train:main", "train with a recipe (SFT / DPO / CAVPref)"),
+    "check": (
+        "cavpref.apps.check:main",
+        "dry run before renting GPUs: parameters, tokens per row, memory per GPU vs --gpu_memory_gb",
+    ),
     "eval": ("cavpref.eval.cli:main", "evaluate a checkpoint (avtrustbench, compare, score, ...)"),
     "model": (
         "cavpref.apps.model_cli:main",

@@ -1,0 +1,284 @@
+"""``cavpref check RECIPE.yaml [--accelerate_config X] [--gpu_memory_gb 80]``: a dry run before renting GPUs.
+
+Reads the recipe exactly as ``cavpref train`` does (same dataclasses, same overrides), builds the model on the
+meta device (its config from the checkpoint folder, ``--model_config FILE``, or the published values of a known
+hub id), applies the recipe's LoRA, counts parameters, collates a sample of the recipe's real rows through the
+model I/O (real processor arithmetic) and prints tokens per row and per micro-batch, then the per-GPU memory
+estimate of ``cavpref.memory`` under the accelerate config's sharding, with a verdict against the GPU size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+
+import yaml
+
+GIB = 1024**3
+
+
+@dataclass
+class CheckArguments:
+    """Keys of ``cavpref check`` only (the recipe's keys are ``cavpref train``'s)."""
+
+    accelerate_config: str | None = field(
+        default=None,
+        metadata={"help": "accelerate config YAML: its sharding and num_processes (None: one GPU)"},
+    )
+    num_gpus: int | None = field(default=None, metadata={"help": "override the config's num_processes"})
+    gpu_memory_gb: float = field(default=80.0, metadata={"help": "memory of one GPU (GiB) for the verdict"})
+    headroom: float = field(
+        default=0.1, metadata={"help": "fraction of the GPU kept free for transient buffers in the verdict"}
+    )
+    sample_rows: int = field(default=8, metadata={"help": "dataset rows collated to count tokens"})
+    model_config: str | None = field(
+        default=None,
+        metadata={"help": "config.json to build the model from (when the checkpoint is not on disk)"},
+    )
+    processor_path: str | None = field(
+        default=None, metadata={"help": "folder with the processor (None: the checkpoint folder)"}
+    )
+
+
+def parse(argv: list[str]):
+    import torch
+
+    from cavpref.config import CAVPrefConfig
+    from cavpref.models.config import AVModelArguments
+    from cavpref.parsing import parse_args
+    from cavpref.train import DataArguments, flatten_legacy
+
+    if not torch.cuda.is_available():  # bf16 recipes are validated against the local device; sizing is not
+        argv = [*argv, "--use_cpu", "true"]
+    with tempfile.TemporaryDirectory(prefix="cavpref-check-") as tmp:
+        return parse_args(
+            [CAVPrefConfig, DataArguments, AVModelArguments, CheckArguments],
+            flatten_legacy(argv, tmp),
+            prog="cavpref check",
+        )
+
+
+def model_config(model_args, check):
+    """The thinker config: --model_config, the checkpoint folder's config.json, or the published values."""
+    from transformers import Qwen2_5OmniConfig, Qwen2_5OmniThinkerConfig
+
+    from cavpref.models.published import PUBLISHED
+
+    path = model_args.model_name_or_path
+    if check.model_config:
+        with open(check.model_config) as f:
+            raw, where = json.load(f), check.model_config
+    elif os.path.isfile(os.path.join(path, "config.json")):
+        with open(os.path.join(path, "config.json")) as f:
+            raw, where = json.load(f), path
+    elif path in PUBLISHED:
+        raw, where = PUBLISHED[path], f"published config of {path} (cavpref.models.published)"
+    else:
+        raise FileNotFoundError(
+            f"{path}: no config.json on disk and no published config; pass --model_config"
+        )
+    if raw.get("model_type") == "qwen2_5_omni":
+        return Qwen2_5OmniConfig(**raw).thinker_config, where
+    if raw.get("model_type") != "qwen2_5_omni_thinker":
+        raise ValueError(
+            f"{where}: model_type {raw.get('model_type')!r}: cavpref check sizes the Qwen2.5-Omni thinker"
+        )
+    return Qwen2_5OmniThinkerConfig(**raw), where
+
+
+def meta_model(config, model_args):
+    """The recipe's model to train, on the meta device (no memory): (model, total, trainable, largest unit)."""
+    import torch
+    from transformers import Qwen2_5OmniThinkerForConditionalGeneration
+
+    from cavpref.models.prepare import prepare_model
+    from cavpref.models.qwen_omni import QwenOmniModelIO
+
+    with torch.device("meta"):
+        model = Qwen2_5OmniThinkerForConditionalGeneration(config)
+        total = sum(p.numel() for p in model.parameters())
+        model = prepare_model(model, model_args, QwenOmniModelIO)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    layer = (
+        sum(p.numel() for p in model.get_base_model().model.language_model.layers[0].parameters())
+        if hasattr(model, "get_base_model")
+        else sum(p.numel() for p in model.model.language_model.layers[0].parameters())
+    )
+    return model, total, trainable, layer
+
+
+def count_tokens(train_args, data_args, model_args, check, config) -> dict:
+    """Collate the first ``sample_rows`` rows through the recipe's model I/O and collator; count tokens."""
+    from transformers import AutoProcessor
+
+    from cavpref.collator import CAVPrefCollator
+    from cavpref.models.qwen_omni import QwenOmniModelIO
+    from cavpref.train import load_preferences
+
+    proc_path = check.processor_path or model_args.model_name_or_path
+    processor = AutoProcessor.from_pretrained(proc_path)
+    io = QwenOmniModelIO(processor, model=None, **QwenOmniModelIO.model_io_kwargs(model_args))
+    rows = load_preferences(
+        data_args.train_dataset, data_args.train_split, check.sample_rows, data_args.train_tasks
+    )
+    calibrated = (
+        [c for c, b in train_args.fixed_betas.items() if b is None] if train_args.method != "sft" else []
+    )
+    collator = CAVPrefCollator(
+        io,
+        train_args.switches(),
+        train_args.method,
+        calibrated,
+        media_root=train_args.media_root,
+        frames=model_args.frame_policy(),
+    )
+    batch = collator([rows[i] for i in range(len(rows))])["model_inputs"]
+    ids, am = batch["input_ids"], batch["attention_mask"].bool()
+    n_rows, n_samples = ids.shape[0], len(rows)
+    video = int(((ids == io.video_token_id) & am).sum())
+    audio = int(((ids == io.audio_token_id) & am).sum())
+    full = int(am.sum())
+    packed = batch.get("packed")
+    lm_tokens = int(packed["valid"].sum()) if packed is not None and model_args.shared_prefix else full
+    response = int((batch["labels"] != -100).sum())
+    return {
+        "samples": n_samples,
+        "rows": n_rows,
+        "video": video / n_rows,
+        "audio": audio / n_rows,
+        "text": (full - video - audio) / n_rows,
+        "row_tokens": full / n_rows,
+        "lm_tokens_per_sample": lm_tokens / n_samples,
+        "response_per_sample": response / n_samples,
+        "video_token_id": io.video_token_id,
+        "audio_token_id": io.audio_token_id,
+    }
+
+
+def sharding(check):
+    from cavpref.memory import Sharding, sharding_from_accelerate
+
+    if not check.accelerate_config:
+        return Sharding("single", 1) if not check.num_gpus else Sharding("ddp", check.num_gpus)
+    with open(check.accelerate_config) as f:
+        cfg = yaml.safe_load(f)
+    stage = None
+    ds = (cfg.get("deepspeed_config") or {}).get("deepspeed_config_file")
+    if ds:
+        with open(ds) as f:
+            stage = json.load(f)["zero_optimization"]["stage"]
+    if check.num_gpus:
+        cfg["num_processes"], cfg["num_machines"] = check.num_gpus, 1
+    return sharding_from_accelerate(cfg, stage)
+
+
+def run(argv: list[str]) -> dict:
+    """Everything ``main`` prints, as data (tests read it)."""
+    from cavpref.memory import DTYPE_BYTES, DecoderShape, LoraShape, estimate, lora_input_dims
+    from cavpref.train import needs_reference_model
+
+    train_args, data_args, model_args, check = parse(argv)
+    config, where = model_config(model_args, check)
+    _, total, trainable, layer = meta_model(config, model_args)
+    tc = config.text_config
+    shape = DecoderShape(
+        tc.hidden_size,
+        tc.intermediate_size,
+        tc.num_hidden_layers,
+        tc.num_attention_heads,
+        tc.num_key_value_heads,
+        tc.vocab_size,
+        getattr(tc, "head_dim", None),
+    )
+    lora = None
+    if model_args.lora_r > 0:
+        lora = LoraShape(
+            model_args.lora_r,
+            model_args.lora_dropout > 0,
+            lora_input_dims(shape, model_args.lora_target_modules),
+        )
+    tokens = (
+        count_tokens(train_args, data_args, model_args, check, config) if data_args.train_dataset else None
+    )
+    shard = sharding(check)
+    wbytes = DTYPE_BYTES.get(model_args.dtype, 4 if not train_args.bf16 else 2)
+    per_device = train_args.per_device_train_batch_size
+    out = {"config": where, "total": total, "trainable": trainable, "tokens": tokens, "sharding": shard}
+    if tokens is not None:
+        for ckpt in (False, True):
+            est = estimate(
+                total_params=total,
+                trainable_params=trainable,
+                weight_bytes=wbytes,
+                sharding=shard,
+                reference=needs_reference_model(train_args, model_args),
+                shape=shape,
+                tokens=round(tokens["lm_tokens_per_sample"] * per_device),
+                response_tokens=round(tokens["response_per_sample"] * per_device),
+                checkpointing=ckpt,
+                lora=lora,
+                largest_unit_params=layer,
+            )
+            out["checkpointing" if ckpt else "no_checkpointing"] = est
+    out["gpu_bytes"] = int(check.gpu_memory_gb * GIB)
+    out["headroom"] = check.headroom
+    out["recipe_checkpointing"] = bool(
+        train_args.activation_checkpointing or train_args.gradient_checkpointing
+    )
+    return out
+
+
+def _table(out: dict) -> str:
+    lines = [
+        f"model config: {out['config']}",
+        (
+            f"parameters: {out['total']:,} total, {out['trainable']:,} trainable "
+            f"({100 * out['trainable'] / out['total']:.2f} %)"
+        ),
+        f"sharding: {out['sharding'].strategy} over {out['sharding'].world_size} GPU(s)",
+    ]
+    t = out["tokens"]
+    if t is None:
+        return "\n".join(lines + ["no train_dataset: tokens and activations not estimated"])
+    lines += [
+        f"sample: {t['samples']} samples -> {t['rows']} rows ({t['rows'] / t['samples']:.2f} rows per sample)",
+        (
+            f"tokens per row: video {t['video']:.1f}  audio {t['audio']:.1f}  text {t['text']:.1f}  "
+            f"= {t['row_tokens']:.1f}"
+        ),
+        (
+            f"language-model tokens per sample (shared prefix as the recipe says): {t['lm_tokens_per_sample']:.1f}; "
+            f"response tokens per sample: {t['response_per_sample']:.1f}"
+        ),
+        "",
+    ]
+    a, b = out["no_checkpointing"], out["checkpointing"]
+    unit, div = ("GiB", GIB) if a.total >= GIB else ("MiB", 1024**2)
+    lines.append(f"{'per GPU (' + unit + ')':<14} {'no ckpt':>10} {'ckpt':>10}")
+    for key in (*a.parts, "total"):
+        va = a.total if key == "total" else a.parts[key]
+        vb = b.total if key == "total" else b.parts[key]
+        lines.append(f"{key:<14} {va / div:>10.2f} {vb / div:>10.2f}")
+    gpu, room = out["gpu_bytes"], out["headroom"]
+    lines.append(
+        f"{'verdict':<14} {a.verdict(gpu, room):>10} {b.verdict(gpu, room):>10}   "
+        f"(GPU {gpu / GIB:g} GiB, {100 * room:g} % headroom kept free; recipe checkpointing: "
+        f"{'on' if out['recipe_checkpointing'] else 'off'})"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        print(__doc__)
+        return 0
+    print(_table(run(argv)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

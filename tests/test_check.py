@@ -1,0 +1,84 @@
+"""`cavpref check`: parameter counts on the meta device, tokens per row from the real collator, the estimate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_trainer_fixtures import shared
+
+from cavpref.apps import check
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    return shared(tmp_path_factory)
+
+
+def _data(inputs):
+    return ["--train_dataset", str(inputs["prefs"]), "--media_root", str(inputs["media"])]
+
+
+def test_tiny_recipe_counts_and_tokens(inputs, capsys):
+    argv = ["recipes/tiny/cavpref.yaml", *_data(inputs), "--model_name_or_path", str(inputs["model"])]
+    out = check.run([str(ROOT / argv[0]), *argv[1:]])
+    from transformers import AutoModelForImageTextToText
+
+    model = AutoModelForImageTextToText.from_pretrained(inputs["model"])
+    assert out["total"] == sum(p.numel() for p in model.parameters())
+    # full fine-tuning of the LM; encoders and projectors frozen (the recipe's defaults)
+    frozen = sum(p.numel() for n in ("visual", "audio_tower") for p in getattr(model.model, n).parameters())
+    assert out["trainable"] == out["total"] - frozen
+    t = out["tokens"]
+    assert t["samples"] == 8 and t["rows"] >= 2 * 8  # y_w, y_l + the anchors the switches ask for
+    # the tiny processor: 56x56 frames at 56*56 pixels -> 2x2 patches of 14 px merged 2x2 = 1 token per frame pair
+    assert t["video"] > 0 and t["audio"] > 0
+    assert check.main([str(ROOT / argv[0]), *argv[1:]]) == 0
+    assert "verdict" in capsys.readouterr().out
+
+
+def test_7b_lora_recipe_on_meta(inputs, capsys):
+    """The published 7B thinker config on meta: 8.93 B parameters; LoRA r=16 on the 7 projections of 28 layers
+    (196 modules): r * (d_in + d_out) summed = 1,441,792 per layer."""
+    argv = [
+        str(ROOT / "recipes/qwen2.5-omni-7b/lora_cavpref.yaml"),
+        *_data(inputs),
+        "--processor_path",
+        str(inputs["model"]),
+        "--accelerate_config",
+        str(ROOT / "recipes/accelerate/deepspeed_zero3.yaml"),
+        "--sample_rows",
+        "3",
+    ]
+    out = check.run(argv)
+    assert out["total"] == 8_931_813_888
+    h, kv, i, r = 3584, 512, 18944, 16
+    per_layer = r * (2 * (h + h) + 2 * (h + kv) + 3 * (h + i))
+    assert per_layer == 1_441_792 and out["trainable"] == 28 * per_layer
+    assert out["sharding"].strategy == "zero3" and out["sharding"].world_size == 8
+    est = out["checkpointing"]
+    assert est.parts["weights"] == 8_931_813_888 * 2 // 8
+    assert est.parts["reference"] == 0  # LoRA: the reference is the adapter-disabled base
+    assert out["tokens"]["video"] > 0 and out["tokens"]["audio"] > 0
+
+
+def test_7b_full_recipe_needs_reference_and_sharding(inputs):
+    argv = [
+        str(ROOT / "recipes/qwen2.5-omni-7b/full_cavpref.yaml"),
+        *_data(inputs),
+        "--processor_path",
+        str(inputs["model"]),
+        "--sample_rows",
+        "2",
+        "--gpu_memory_gb",
+        "80",
+    ]
+    one = check.run(argv)
+    assert one["trainable"] == 7_070_619_136 + 544_997_376  # LM + untied lm_head; encoders frozen
+    assert one["checkpointing"].parts["reference"] == 8_931_813_888 * 2
+    assert one["checkpointing"].verdict(one["gpu_bytes"]) == "does not fit"  # 16 B/param x 7.6 B on one GPU
+    z3 = check.run([*argv, "--accelerate_config", str(ROOT / "recipes/accelerate/deepspeed_zero3.yaml")])
+    assert z3["checkpointing"].total < one["checkpointing"].total / 4
