@@ -398,6 +398,10 @@ def main(argv: list[str] | None = None) -> int:
     trainer.save_model(train_args.output_dir)
     if train_args.save_merged:
         save_merged(trainer, os.path.join(train_args.output_dir, "merged"))
+    # Trackers closed and, under a launcher, the process group destroyed before the interpreter exits (a gloo
+    # group left to interpreter teardown sometimes aborted a rank after training: "terminate called without an
+    # active exception").
+    trainer.accelerator.end_training()
     return 0
 
 

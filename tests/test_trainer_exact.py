@@ -6,16 +6,13 @@ sees it); the two-process cases run in one ``accelerate launch``."""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import grad_probe
 import pytest
 import test_trainer_fixtures as F
 import torch
-from test_trainer_launch import env
+from test_trainer_launch import accelerate_launch
 
 ROOT = Path(__file__).resolve().parents[1]
 ROBUST = ("paper", "worst_case", "none")
@@ -56,23 +53,14 @@ def two_processes(fx, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("grads2")
     cases = [case(r, s, 1, 4) for r in ROBUST for s in SAMPLERS]
     (tmp / "cases.json").write_text(json.dumps(cases))
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = str(sock.getsockname()[1])
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--config_file",
-        str(ROOT / "recipes/accelerate/cpu_2proc.yaml"),
-        "--main_process_port",
-        port,
-        str(ROOT / "tests/grad_probe.py"),
-        str(tmp / "grads.pt"),
-        str(Path(fx["model"]).parent),
-        str(tmp / "cases.json"),
-    ]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=600, check=False)
+    proc = accelerate_launch(
+        "recipes/accelerate/cpu_2proc.yaml",
+        "tests/grad_probe.py",
+        tmp / "grads.pt",
+        Path(fx["model"]).parent,
+        tmp / "cases.json",
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return torch.load(tmp / "grads.pt")
 

@@ -83,10 +83,8 @@ def env():
     }
 
 
-def test_two_processes_match_one_process_on_the_global_batch(fx, tmp_path):
-    rec = recipe(fx, tmp_path / "r.yaml")
-    one, two = tmp_path / "one", tmp_path / "two"
-    assert main([str(rec), "--output_dir", str(one), "--per_device_train_batch_size", "4"]) == 0
+def accelerate_launch(config: str, script: str, *args, timeout: int = 300) -> subprocess.CompletedProcess:
+    """``accelerate launch --config_file ROOT/config ROOT/script args...`` on a port the OS says is free."""
     with socket.socket() as sock:  # a port the OS says is free, not a guess that may collide
         sock.bind(("127.0.0.1", 0))
         port = str(sock.getsockname()[1])
@@ -95,17 +93,30 @@ def test_two_processes_match_one_process_on_the_global_batch(fx, tmp_path):
         "-m",
         "accelerate.commands.launch",
         "--config_file",
-        str(ROOT / "recipes/accelerate/cpu_2proc.yaml"),
+        str(ROOT / config),
         "--main_process_port",
         port,
-        str(ROOT / "scripts/train.py"),
-        str(rec),
-        "--output_dir",
-        str(two),
-        "--per_device_train_batch_size",
-        "2",
+        str(ROOT / script),
+        *map(str, args),
     ]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def test_two_processes_match_one_process_on_the_global_batch(fx, tmp_path):
+    rec = recipe(fx, tmp_path / "r.yaml")
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert main([str(rec), "--output_dir", str(one), "--per_device_train_batch_size", "4"]) == 0
+    proc = accelerate_launch(
+        "recipes/accelerate/cpu_2proc.yaml",
+        "scripts/train.py",
+        rec,
+        "--output_dir",
+        two,
+        "--per_device_train_batch_size",
+        2,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     l1, l2 = losses(one), losses(two)
     assert len(l1) == len(l2) == 2
@@ -276,23 +287,9 @@ def test_a_rank_with_no_usable_row_drops_the_step_on_every_rank(fx, tmp_path):
         max_steps=1,
         skip_bad_rows=True,
     )
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = str(sock.getsockname()[1])
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--config_file",
-        str(ROOT / "recipes/accelerate/cpu_2proc.yaml"),
-        "--main_process_port",
-        port,
-        str(ROOT / "scripts/train.py"),
-        str(rec),
-        "--output_dir",
-        str(tmp_path / "run"),
-    ]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300, check=False)
+    proc = accelerate_launch(
+        "recipes/accelerate/cpu_2proc.yaml", "scripts/train.py", rec, "--output_dir", tmp_path / "run"
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = tmp_path / "run"
     report = json.loads((run / "skipped_rows.json").read_text())
