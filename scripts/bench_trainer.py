@@ -5,8 +5,8 @@ that always scores all six (response | media) conditions.
     python scripts/bench_trainer.py [--batch 9] [--rounds 5] [--hidden 64] [--device auto]
 
 Each configuration gets one fixed collated batch; a step is ``trainer.training_step`` (policy forward, reference
-forward unless precomputed, loss, backward) plus the optimizer step, timed with ``time.perf_counter`` after a
-warm-up. Configurations are interleaved round by round and the median is reported, so load on the machine hits
+forward unless precomputed, loss, backward) plus the optimizer step, timed with ``time.perf_counter`` (``--clock
+cpu``: this process's CPU time) after a warm-up. Configurations are interleaved round by round and the median is reported, so load on the machine hits
 all of them alike; ratios are taken within this one run, on the best (min) time of each configuration — the
 estimate least disturbed by other load. Memory: CUDA peak allocated on a GPU; on CPU the bytes of activations
 autograd saves for backward during the step (there is no CPU peak-allocation counter).
