@@ -32,12 +32,10 @@ import torch
 
 from cavpref.parsing import parse_args
 
-# The step timer: wall time (``time.perf_counter``) or this process's CPU time (``time.process_time``; with one
-# torch thread on a CPU shared with other jobs it counts the work, not the wait for a core). Set from ``--clock``.
-CLOCK = [time.perf_counter]
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from bench_trainer import CLOCK  # the step timer, set from --clock
 
 
 @dataclass
