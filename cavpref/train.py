@@ -396,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         write_run_files(train_args.output_dir, train_args, data_args, model_args, changed, switch_source)
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(train_args.output_dir)
+    trainer.save_state()  # trainer_state.json in the run folder: the whole log history (margins, β, ...)
     if train_args.save_merged:
         save_merged(trainer, os.path.join(train_args.output_dir, "merged"))
     # Trackers closed and, under a launcher, the process group destroyed before the interpreter exits (a gloo

@@ -29,6 +29,13 @@ class EvalModelArguments:
     dtype: str = field(
         default="auto", metadata={"help": "torch dtype of a local checkpoint (auto | bfloat16 | …)"}
     )
+    audio_max_seconds: float | None = field(
+        default=30.0,
+        metadata={
+            "help": "local models: audio cut at / padded to this many seconds (AVModelArguments.audio_max_seconds; "
+            "evaluate with the value the model was trained with)"
+        },
+    )
     endpoint_model: str | None = field(default=None, metadata={"help": "served model name (endpoint models)"})
     endpoint_api_key_env: str = field(
         default="CAVPREF_ENDPOINT_API_KEY",

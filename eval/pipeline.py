@@ -199,7 +199,9 @@ def build_backend(args: EvalArgs):
 
     from cavpref.models import load_model_io
 
-    model_io = load_model_io(args.model, model_io=args.model_io, dtype=args.dtype)
+    model_io = load_model_io(
+        args.model, model_io=args.model_io, dtype=args.dtype, audio_max_seconds=args.audio_max_seconds
+    )
     model_io.model.to(dist_state().device).eval()
     return ModelIOBackend(model_io, generation={"max_new_tokens": args.max_new_tokens, "do_sample": False})
 

@@ -4,20 +4,25 @@
     python scripts/quickstart_science.py --config science.yaml [--key value ...]   (the same keys in a YAML file)
 
 1. runs (or reuses) ``cavpref quickstart`` in ``--out`` with the given flags;
-2. seeds: DPO and CAVPref again from the *same* starting model with preference-training seeds ``--seeds``
-   (data order and sampling; the quickstart's own seed is reused, not retrained) -> mean ± std (sample std,
-   ddof=1) per task, and for the modality tasks (MVIT, MAIT, MVT, MAT) against the rest;
-3. ablation: the starting model and the seed-0 DPO / CAVPref evaluated with the video or the audio removed
+2. seeds: every quickstart method (SFT, DPO, CAVPref w/o Robustness, CAVPref, CAVPref with a fixed β) again
+   from the *same* starting model with preference-training seeds ``--seeds`` (data order and sampling; the
+   quickstart's own seed is reused, not retrained) -> mean ± std (sample std, ddof=1) per task, for the
+   modality tasks (MVIT, MAIT, MVT, MAT) against the rest, the paired trust score and CLEAN's false
+   abstention; paired-by-seed differences CAVPref − DPO, − CAVPref w/o Robustness, − CAVPref (fixed β);
+3. dynamics: each method's logged per-component margins, reward accuracies and β (y, v, a), first and last
+   logged step (``trainer_state.json``), mean over the seeds;
+4. ablation: the starting model and the seed-0 DPO / CAVPref evaluated with the video or the audio removed
    (``EvalArgs.drop_stream``): if accuracy does not drop, the model does not use that stream;
-4. clean mix: DPO and CAVPref per seed again with CLEAN's rows added to the preference mix, so that
+5. clean mix: DPO and CAVPref per seed again with CLEAN's rows added to the preference mix, so that
    "always abstain" is no longer free (``clean_mix_block``);
-5. probes of the starting model: CLEAN in both answer modes with each stream removed, and caption exact
+6. probes of the starting model: CLEAN in both answer modes with each stream removed, and caption exact
    match on the test clips;
-6. sweep: CAVPref with one λ scaled by each ``--grid`` factor at a time (the others at the paper values),
+7. sweep: CAVPref with one λ scaled by each ``--grid`` factor at a time (the others at the paper values),
    read on MCIT (λ_y), MVIT (λ_V) and MAIT (λ_A) as in Fig. 6; plotted with ``scripts/sweep.py``'s plot.
 
-Every run is a quickstart stage (``.done.json``): a second call reuses what finished, so the stages may
-also be produced by several processes first (each calling these functions for its share). Writes
+Every run is a quickstart stage (``.done.json``): a second call reuses what finished, and a stage another
+process is running is waited for (a lock per stage), so on two cores a second process started with
+``--worker`` and the same keys takes a share of the runs (the last seed, the sweep, the ablation). Writes
 ``science.json``, ``science.md`` and ``plots/lambda_sweep.png`` in ``--out``. The evaluation is the
 quickstart's (instruction setting, CircularEval, its answer mode) and is never changed per result.
 """
@@ -57,7 +62,12 @@ from cavpref.parsing import parse_args
 MODALITY = ("MVIT", "MAIT", "MVT", "MAT")
 REST = tuple(t for t in TASKS if t not in MODALITY)
 FIG6 = {"lambda_y": ("y", "MCIT"), "lambda_v": ("v", "MVIT"), "lambda_a": ("a", "MAIT")}
-COMPARED = ("dpo", "cavpref")
+COMPARED = ("dpo", "cavpref")  # the stream ablation and the CLEAN-mix comparison
+# Paired-by-seed differences printed under the seeds table: what the method adds over DPO, what the robust
+# aggregation adds, what calibrating β adds.
+DIFFS = (("cavpref", "dpo"), ("cavpref", "cavpref_norobust"), ("cavpref", "cavpref_fixed_beta"))
+# Logged per-component training metrics read back from each stage's trainer_state.json (docs/training.md).
+DYNAMICS = tuple(f"{c}/{m}" for c in ("y", "v", "a") for m in ("margin", "reward_accuracy", "beta"))
 
 
 def mean_std(values: list[float]) -> tuple[float, float]:
@@ -74,6 +84,14 @@ def group_mean(results: dict, tasks: tuple[str, ...], metric: str = "circular") 
 
 def _nan(v: float | None) -> float:
     return float("nan") if v is None else v
+
+
+def trust(results: dict, key: str, metric: str = "circular") -> float:
+    """The instruction setting's paired trust score over every perturbed item with its clean twin
+    (``key="paired"``) or CLEAN's false-abstention rate (``key="false_abstention"``), from results.json."""
+    block = results["metrics"].get("trust", {}).get("settings", {}).get("instruction", {})
+    value = block.get(key)
+    return _nan(value.get(metric) if isinstance(value, dict) else value)
 
 
 def _load(path: Path) -> dict:
@@ -96,18 +114,19 @@ def per_seed_runs(
     *,
     prefix: str,
     tasks: list[str],
+    methods: tuple[str, ...] = COMPARED,
     tag: str = "",
     own: bool = False,
     only: set | None = None,
 ) -> dict:
-    """{method: {seed: results}} for DPO and CAVPref trained on ``tasks`` with each preference seed, as stages
+    """{method: {seed: results}} for ``methods`` trained on ``tasks`` with each preference seed, as stages
     ``<prefix>/<seed>/<method>``. ``own``: the quickstart's runs stand for its own seed. ``only``: the
     (seed, method) pairs to run, for splitting the work across processes."""
     root, data, world, start = Path(qs["root"]), Path(qs["data"]), Path(qs["world"]), Path(qs["start"])
     prefs = Path(qs["pref_data"])
-    out: dict[str, dict[int, dict]] = {m: {} for m in COMPARED}
+    out: dict[str, dict[int, dict]] = {m: {} for m in methods}
     for seed in seeds:
-        for method in COMPARED:
+        for method in methods:
             if only is not None and (seed, method) not in only:
                 continue
             if own and seed == cfg.seed:
@@ -142,9 +161,19 @@ def per_seed_runs(
     return out
 
 
-def seeds_block(cfg, stage: Stages, qs: dict, seeds: list[int]) -> dict:
-    """DPO and CAVPref on the paper's mix (the nine tasks), one run per seed."""
-    return per_seed_runs(cfg, stage, qs, seeds, prefix="seeds", tasks=list(TASKS), own=True)
+def seeds_block(cfg, stage: Stages, qs: dict, seeds: list[int], only: set | None = None) -> dict:
+    """Every quickstart method on the paper's mix (the nine tasks), one run per seed."""
+    return per_seed_runs(
+        cfg,
+        stage,
+        qs,
+        seeds,
+        prefix="seeds",
+        tasks=list(TASKS),
+        methods=tuple(cfg.methods),
+        own=True,
+        only=only,
+    )
 
 
 def clean_mix_block(cfg, stage: Stages, qs: dict, seeds: list[int], only: set | None = None) -> dict:
@@ -161,13 +190,22 @@ def clean_mix_block(cfg, stage: Stages, qs: dict, seeds: list[int], only: set | 
 def seeds_table(
     per_seed: dict[str, dict[int, dict]], start: dict, metric: str = "circular"
 ) -> tuple[list[str], dict]:
-    cols = [*TASKS, CLEAN_TASK, "modality (MVIT MAIT MVT MAT)", "rest (5 tasks)"]
+    cols = [
+        *TASKS,
+        CLEAN_TASK,
+        "modality (MVIT MAIT MVT MAT)",
+        "rest (5 tasks)",
+        "paired trust",
+        "false abstention",
+    ]
 
     def values(res: dict) -> list[float]:
         return [
             *(_nan(task_accuracy(res, t, metric)) for t in (*TASKS, CLEAN_TASK)),
             group_mean(res, MODALITY, metric),
             group_mean(res, REST, metric),
+            trust(res, "paired", metric),
+            trust(res, "false_abstention"),
         ]
 
     stats = {}
@@ -183,13 +221,58 @@ def seeds_table(
         lines.append(
             f"| {LABELS[method]} (n={len(rows)}) | " + " | ".join(f"{m:.2f} ± {s:.2f}" for m, s in ms) + " |"
         )
-    a, b = (list(per_seed[m].values()) for m in COMPARED)
-    diffs = [[x - y for x, y in zip(values(rb), values(ra))] for ra, rb in zip(a, b)]
-    ms = [mean_std([d[i] for d in diffs]) for i in range(len(cols))]
-    stats["cavpref_minus_dpo"] = dict(zip(cols, ms))
-    lines.append(
-        "| CAVPref − DPO (paired by seed) | " + " | ".join(f"{m:+.2f} ± {s:.2f}" for m, s in ms) + " |"
-    )
+    for hi, lo in DIFFS:
+        if hi not in per_seed or lo not in per_seed:
+            continue
+        common = sorted(set(per_seed[hi]) & set(per_seed[lo]))
+        diffs = [[x - y for x, y in zip(values(per_seed[hi][s]), values(per_seed[lo][s]))] for s in common]
+        ms = [mean_std([d[i] for d in diffs]) for i in range(len(cols))]
+        stats[f"{hi}_minus_{lo}"] = dict(zip(cols, ms))
+        lines.append(
+            f"| {LABELS[hi]} − {LABELS[lo]} (paired by seed, n={len(common)}) | "
+            + " | ".join(f"{m:+.2f} ± {s:.2f}" for m, s in ms)
+            + " |"
+        )
+    return lines, stats
+
+
+def log_history(run: Path) -> list[dict]:
+    """The logged training metrics of a ``cavpref train`` run folder (``trainer_state.json``)."""
+    path = run / "trainer_state.json"
+    return json.loads(path.read_text())["log_history"] if path.exists() else []
+
+
+def dynamics(qs: dict, methods: tuple[str, ...], seeds: list[int], cfg) -> tuple[list[str], dict]:
+    """Per method, the per-component margins (β-free), reward accuracies and mean β at the first and the last
+    logged step, mean over the seeds: what each loss term moved during training (anchor terms included)."""
+    root = Path(qs["root"])
+    stats, lines = {}, []
+    head = " | ".join(f"{k} first → last" for k in DYNAMICS)
+    lines += [f"| Method (n seeds) | {head} |", "|---" * (len(DYNAMICS) + 1) + "|"]
+    for method in methods:
+        runs = [root / method if s == cfg.seed else root / "seeds" / str(s) / method for s in seeds]
+        logs = [[e for e in log_history(r) if "loss" in e and "epoch" in e] for r in runs]
+        logs = [lg for lg in logs if lg]
+        if not logs:
+            continue
+        cells = {}
+        for key in DYNAMICS:
+            first = [lg[0].get(key) for lg in logs if lg[0].get(key) is not None]
+            last = [lg[-1].get(key) for lg in logs if lg[-1].get(key) is not None]
+            cells[key] = (statistics.fmean(first), statistics.fmean(last)) if first and last else None
+        stats[method] = {
+            "seeds": len(logs),
+            "first_step": logs[0][0]["step"],
+            "last_step": logs[0][-1]["step"],
+            **{k: v for k, v in cells.items()},
+        }
+        lines.append(
+            f"| {LABELS[method]} ({len(logs)}) | "
+            + " | ".join(
+                "–" if cells[k] is None else f"{cells[k][0]:.3g} → {cells[k][1]:.3g}" for k in DYNAMICS
+            )
+            + " |"
+        )
     return lines, stats
 
 
@@ -285,6 +368,7 @@ def caption_probe(cfg, qs: dict) -> tuple[list[str], dict]:
         num_frames=cfg.num_frames,
         frame_height=cfg.frame_size,
         frame_width=cfg.frame_size,
+        audio_max_seconds=cfg.audio_seconds,
     )
     policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.frame_size))
     hits, prompts = None, None
@@ -368,6 +452,15 @@ class ScienceArguments:
     no_clean_mix: bool = field(
         default=False, metadata={"help": "skip DPO / CAVPref with CLEAN in the preference mix"}
     )
+    worker: bool = field(
+        default=False,
+        metadata={
+            "help": "a second process for a 2-core machine: start it next to the main command with the same "
+            "keys; it waits for the starting model, then trains and evaluates the last seed's runs, the "
+            "sweep and the ablation, and exits (the stage locks keep the two apart; the main command reuses "
+            "what it finished and writes the report)"
+        },
+    )
 
 
 def parse(argv=None) -> tuple[ScienceArguments, QuickstartConfig]:
@@ -378,6 +471,30 @@ def parse(argv=None) -> tuple[ScienceArguments, QuickstartConfig]:
     )
 
 
+def worker(args: ScienceArguments, cfg, seeds: list[int]) -> int:
+    """``--worker``: the share of a second process (see ``ScienceArguments.worker``)."""
+    root = Path(cfg.out)
+    qs = {
+        "root": str(root),
+        "world": str(root / "world"),
+        "data": str(root / "data"),
+        "start": str(root / "start"),
+        "pref_data": str(root / "data" / "preferences"),
+    }
+    while not (root / "start" / ".done.json").exists():  # the main command builds the start
+        time.sleep(10)
+    stage = Stages(cfg, root)
+    last = [s for s in seeds if s != cfg.seed][-1:]
+    seeds_block(cfg, stage, qs, last)
+    while not all((root / "eval" / m / ".done.json").exists() for m in COMPARED):
+        time.sleep(10)  # the sweep's factor 1 and the ablation read the main command's own runs
+    if not args.no_sweep:
+        sweep(cfg, stage, qs, list(args.grid))
+    if not args.no_ablation:
+        ablation(cfg, stage, qs)
+    return 0
+
+
 def main(argv=None) -> int:
     args, cfg = parse(argv)
     t0 = time.perf_counter()
@@ -385,6 +502,8 @@ def main(argv=None) -> int:
     if cfg.seed not in seeds:
         seeds = [cfg.seed, *seeds]
     cfg = replace(cfg, methods=list(dict.fromkeys([*cfg.methods, *COMPARED])))
+    if args.worker:
+        return worker(args, cfg, seeds)
     qs = run(cfg)
     root = Path(qs["root"])
     stage = Stages(cfg, root)
@@ -407,6 +526,16 @@ def main(argv=None) -> int:
         *vtable,
         "",
     ]
+    lines, dyn = dynamics(qs, tuple(cfg.methods), seeds, cfg)
+    report += [
+        "## What each method moved during training (logged per component)",
+        "",
+        "Margins are β-free log-ratio differences (chosen − rejected; for v / a: clean − perturbed stream); "
+        "first and last logged step, mean over the seeds.",
+        "",
+        *lines,
+        "",
+    ]
     science = {
         "seeds": seeds,
         "per_seed": {
@@ -415,6 +544,7 @@ def main(argv=None) -> int:
         },
         "seed_stats": seed_stats,
         "seed_stats_vanilla": vstats,
+        "dynamics": dyn,
     }
     if not args.no_clean_mix:
         mix = clean_mix_block(cfg, stage, qs, seeds)

@@ -336,3 +336,15 @@ def test_judge_outage_is_recorded_then_rejudged_without_regenerating(backend, be
     assert "judge error" not in again["metrics"]["counts"]["unparsed_reasons"]
     judged = again["metrics"]["overall"]["judged_rate"] * again["metrics"]["counts"]["passes_run"] / 100
     assert round(judged) == errors  # each re-judged pass now has the judge's letter
+
+
+def test_local_model_takes_the_training_audio_length(tmp_path):
+    """``audio_max_seconds`` reaches the local model's I/O (the quickstart trains and evaluates at 4 s): a
+    4-s clip gives the same number of log-mel frames, and padding is to 4 s, not the 30-s default."""
+    from cavpref.eval.pipeline import build_backend
+    from cavpref.models import build_tiny_qwen_omni
+
+    path = str(build_tiny_qwen_omni(tmp_path / "tiny"))
+    default = build_backend(EvalArgs(model=path, data="x", output=str(tmp_path / "o")))
+    short = build_backend(EvalArgs(model=path, data="x", output=str(tmp_path / "o"), audio_max_seconds=4.0))
+    assert default.model_io.audio_samples == 30 * 16000 and short.model_io.audio_samples == 4 * 16000

@@ -9,6 +9,8 @@ import re
 import time
 
 import pytest
+import yaml
+from datasets import load_from_disk
 
 from cavpref.apps.cli import main as cli_main
 from cavpref.apps.quickstart import METHODS, QuickstartConfig, clean_chance
@@ -16,6 +18,7 @@ from cavpref.data import CLEAN_TASK, TASKS
 
 STAGES = [
     "world",
+    "scorers",
     "data",
     "model_init",
     "start_data",
@@ -53,6 +56,21 @@ def test_small_run_writes_every_stage_and_the_report(small_run):
     dpo = (out / "recipes" / "dpo.yaml").read_text()
     assert f"model_name_or_path: {out / 'start'}" in dpo and "method: dpo" in dpo
     assert f"train_dataset: {out / 'data' / 'preferences'}" in dpo  # prep's rows, rotated by prep itself
+    # β: CAVPref calibrates it from the deltas prep filled with the tiny scorers; the fixed-β row pins it
+    recipes = {m: yaml.safe_load((out / "recipes" / f"{m}.yaml").read_text()) for m in METHODS}
+    assert "beta_y" not in recipes["cavpref"] and "beta_v" not in recipes["cavpref_norobust"]
+    assert (
+        recipes["cavpref_fixed_beta"]["method"] == "cavpref"
+        and recipes["cavpref_fixed_beta"]["beta_y"] == 0.1
+    )
+    assert recipes["dpo"]["beta"] == 0.1
+    assert (out / "scorers" / "clap" / "config.json").exists() and (
+        out / "scorers" / "clip" / "config.json"
+    ).exists()
+    prefs = load_from_disk(str(out / "data" / "preferences"))["train"]
+    scored = [d for d in prefs["clap_delta"] if d is not None]
+    assert len(scored) > len(prefs) // 2 and len(set(scored)) > 1  # real, varying deltas, not a constant
+    assert any(d is not None for d in prefs["avsm_delta_v"])
 
 
 def test_report_has_table5_clean_categories_and_plot(small_run):

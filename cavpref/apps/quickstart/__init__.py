@@ -1,11 +1,12 @@
 """``cavpref quickstart`` — the embedded default, end to end, on a CPU.
 
-synthetic world -> AVTrustBench items + preference data -> tiny Qwen2.5-Omni thinker -> SFT on the clean
-questions plus ground-truth captions of the train clips, encoders trained too (the paper's "zero-shot"
-starting model: a real AVLLM arrives pretrained, a random one must first learn to see and hear) -> the four
-methods of Table 5 (SFT, DPO, CAVPref w/o Robustness, CAVPref) from that checkpoint, same data, steps and
-seed, language model only -> evaluation of all five on the test split (9 tasks + CLEAN, instruction setting,
-CircularEval and vanilla) -> report.md with the Table-5 layout, CLEAN after training, categories, a plot.
+synthetic world -> tiny CLAP / CLIP scorers trained on its train clips -> AVTrustBench items + preference data
+scored by them -> tiny Qwen2.5-Omni thinker -> SFT on the clean questions plus ground-truth captions of the
+train clips, encoders trained too (the paper's "zero-shot" starting model: a real AVLLM arrives pretrained, a
+random one must first learn to see and hear) -> the four methods of Table 5 (SFT, DPO, CAVPref w/o Robustness,
+CAVPref, β calibrated) and CAVPref with a fixed β from that checkpoint, same data, steps and seed, language model
+only -> evaluation of all six on the test split (9 tasks + CLEAN, instruction setting, CircularEval and
+vanilla) -> report.md with the Table-5 layout, CLEAN after training, categories, a plot.
 
 One module per job:
 
@@ -25,13 +26,21 @@ far above chance) but in free generation writes one letter for nearly every ques
 text — it cannot point at the letter, which the paper's generation protocol requires (measured; README
 "Results on the embedded default"). ``--eval_mode generate`` runs that protocol.
 
-β: CAVPref calibrates β from CLAP / AVSM similarity deltas, which need real CLAP / CLIP checkpoints —
-nothing is downloaded here, and tiny random scorers would make β noise. The quickstart therefore fixes
-β (``beta``) for every method, so DPO and CAVPref differ only in the anchor terms and the aggregation;
-``--calibrate_beta`` scores the data with tiny offline scorers to exercise that path instead.
+β: the world's train clips train tiny CLAP / CLIP scorers (stage ``scorers``: ``cavpref model tiny-clap`` /
+``tiny-clip``; held-out retrieval and AVSM(clean) > AVSM(perturbed) rates in docs/scoring.md), prep scores the
+preference data with them, and CAVPref / CAVPref w/o Robustness calibrate β = 0.9·ΔS + 0.1 as the paper prints
+it. SFT, DPO and a "CAVPref (fixed β)" row keep the fixed ``beta``, so the effect of calibration is one row
+apart. ``--calibrate_beta false`` skips the scorers and fixes β for every method.
 """
 
-from cavpref.apps.quickstart.config import DEFAULTS, LABELS, METHODS, QuickstartConfig
+from cavpref.apps.quickstart.config import (
+    CALIBRATED,
+    DEFAULTS,
+    LABELS,
+    METHODS,
+    TRAIN_METHOD,
+    QuickstartConfig,
+)
 from cavpref.apps.quickstart.data import (
     clip_captions,
     corpus,
@@ -50,12 +59,14 @@ from cavpref.apps.quickstart.report import (
 from cavpref.apps.quickstart.stages import Stage, Stages, say
 
 __all__ = [
+    "CALIBRATED",
     "DEFAULTS",
     "LABELS",
     "METHODS",
     "QuickstartConfig",
     "Stage",
     "Stages",
+    "TRAIN_METHOD",
     "category_table",
     "clean_chance",
     "clip_captions",

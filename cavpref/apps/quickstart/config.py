@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref")
+METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref", "cavpref_fixed_beta")
 LABELS = {
     "start": "ZS (start)",
     "sft": "SFT",
     "dpo": "DPO",
     "cavpref_norobust": "CAVPref w/o Robustness",
     "cavpref": "CAVPref",
+    "cavpref_fixed_beta": "CAVPref (fixed β)",
 }
+# The `cavpref train` method of each quickstart method (the fixed-β row is CAVPref with β pinned), and the
+# methods whose β the trainer calibrates from the scored deltas (with --calibrate_beta, the default).
+TRAIN_METHOD = {"cavpref_fixed_beta": "cavpref"}
+CALIBRATED = ("cavpref_norobust", "cavpref")
 
 
 # Full-size defaults and the --small (CI pipeline check) ones, for every field left unset (None).
@@ -30,6 +35,8 @@ DEFAULTS = {
     "sft_steps": (2000, 6),
     "pref_steps": (120, 3),
     "eval_limit": (40, 3),
+    "clap_steps": (1000, 10),
+    "clip_steps": (300, 10),
 }
 
 
@@ -88,6 +95,13 @@ class QuickstartConfig:
         metadata={"help": _default("num_frames", "video frames per clip (training and evaluation)")},
     )
     frame_size: int = field(default=56, metadata={"help": "frame height and width in pixels"})
+    audio_seconds: float = field(
+        default=4.0,
+        metadata={
+            "help": "audio padded to / cut at this many seconds in training and evaluation (audio_max_seconds): "
+            "the world's clip length; the model I/O's 30-s default would compute 7.5x the log-mel frames"
+        },
+    )
     # training
     sft_steps: int | None = field(
         default=None, metadata={"help": _default("sft_steps", "steps of the starting model's SFT")}
@@ -109,12 +123,26 @@ class QuickstartConfig:
         default=5e-4, metadata={"help": "learning rate of the starting model's SFT"}
     )
     pref_learning_rate: float = field(default=2e-4, metadata={"help": "learning rate of each Table-5 method"})
-    beta: float = field(default=0.1, metadata={"help": "the fixed β of every method (and β_y, β_V, β_A)"})
-    calibrate_beta: bool = field(
-        default=False,
+    beta: float = field(
+        default=0.1,
         metadata={
-            "help": "score the data with tiny offline scorers and let CAVPref calibrate β (see the package doc)"
+            "help": "the fixed β (β_y, β_V, β_A) of SFT, DPO, CAVPref (fixed β) and, with --calibrate_beta false, "
+            "of every method"
         },
+    )
+    calibrate_beta: bool = field(
+        default=True,
+        metadata={
+            "help": "train tiny CLAP / CLIP scorers on the world's train clips, score the preference data with "
+            "them (prep score: true) and let CAVPref and CAVPref w/o Robustness calibrate β = 0.9·ΔS + 0.1; "
+            "false: no scorers, β fixed for every method (see the package doc)"
+        },
+    )
+    clap_steps: int | None = field(
+        default=None, metadata={"help": _default("clap_steps", "training steps of the tiny CLAP scorer")}
+    )
+    clip_steps: int | None = field(
+        default=None, metadata={"help": _default("clip_steps", "training steps of the tiny CLIP scorer")}
     )
     methods: list[str] = field(
         default_factory=lambda: list(METHODS),

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+import yaml
+
 from cavpref.apps.quickstart.config import LABELS, QuickstartConfig
 from cavpref.apps.quickstart.data import corpus, start_data
 from cavpref.apps.quickstart.recipes import recipe, write_recipe
@@ -17,6 +19,13 @@ from cavpref.apps.quickstart.report import load_results, table5, write_report
 from cavpref.apps.quickstart.stages import Stage, Stages, say
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.data_prep.build import PrepConfig, build
+from cavpref.data_prep.scoring import ScoringConfig
+from cavpref.data_prep.scoring.train_tiny import (
+    TinyScorerConfig,
+    train_tiny_clap,
+    train_tiny_clip,
+    world_labels,
+)
 from cavpref.data_prep.synthetic import WorldConfig, generate_world
 from cavpref.eval.pipeline import EvalArgs, evaluate
 from cavpref.models.tiny import build_tiny_qwen_omni
@@ -30,9 +39,33 @@ def world_stage(cfg: QuickstartConfig, stage: Stage) -> None:
     stage.finish(files=manifest.get("files", {}) and len(manifest["files"]))
 
 
-def prep_stage(cfg: QuickstartConfig, stage: Stage, world: Path) -> None:
+def scorers_stage(cfg: QuickstartConfig, stage: Stage, world: Path) -> None:
+    """Tiny CLAP and CLIP trained on the world's *train* clips (``cavpref model tiny-clap`` / ``tiny-clip``: the
+    split hash prep uses, with the run's seed), and ``scoring.yaml``, the ``ScoringConfig`` prep scores with:
+    the text-bridged AVSM over the world's own label set, the names as they are (no prompt template)."""
+    common = dict(world=str(world), seed=cfg.seed, split_seed=cfg.seed)
+    infos = {
+        "clap": train_tiny_clap(
+            TinyScorerConfig(out=str(stage.dir / "clap"), steps=cfg.clap_steps, **common)
+        ),
+        "clip": train_tiny_clip(
+            TinyScorerConfig(out=str(stage.dir / "clip"), steps=cfg.clip_steps, **common)
+        ),
+    }
+    scoring = ScoringConfig(
+        clap_model=str(stage.dir / "clap"),
+        clip_model=str(stage.dir / "clip"),
+        vocabulary=world_labels(json.loads((world / "world.json").read_text())),
+        num_frames=cfg.num_frames,
+    )
+    (stage.dir / "scoring.yaml").write_text(yaml.safe_dump(asdict(scoring), sort_keys=False))
+    stage.finish(**{f"{k}_loss_last": v["loss_last"] for k, v in infos.items()})
+
+
+def prep_stage(cfg: QuickstartConfig, stage: Stage, world: Path, scorers: Path | None) -> None:
     """AVTrustBench items of every task + CLEAN and the preference data (``cavpref prep``) from the world, each
-    preference row under one CircularEval rotation drawn from (seed, id) (``rotate_options``)."""
+    preference row under one CircularEval rotation drawn from (seed, id) (``rotate_options``); with scorers,
+    every preference row's ``clap_delta`` / ``avsm_delta_*`` is filled (``score: true``)."""
     stats = build(
         PrepConfig(
             output_dir=str(stage.dir),
@@ -40,7 +73,8 @@ def prep_stage(cfg: QuickstartConfig, stage: Stage, world: Path) -> None:
             tasks=[*TASKS, CLEAN_TASK],
             seed=cfg.seed,
             split_seed=cfg.seed,
-            score=cfg.calibrate_beta,
+            score=scorers is not None,
+            scoring_config=str(scorers / "scoring.yaml") if scorers is not None else None,
             rotate_options=True,
         )
     )
@@ -107,6 +141,7 @@ def eval_stage(
         num_frames=cfg.num_frames,
         frame_height=cfg.frame_size,
         frame_width=cfg.frame_size,
+        audio_max_seconds=cfg.audio_seconds,
         max_new_tokens=24,
         no_judge=True,
         drop_stream=drop_stream,
@@ -125,7 +160,8 @@ def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path
     """(world, prep output, starting model) folders: the stages every run shares up to the starting SFT."""
     root = Path(cfg.out)
     world = stage("world", world_stage).dir
-    data = stage("data", prep_stage, world).dir
+    scorers = stage("scorers", scorers_stage, world).dir if cfg.calibrate_beta else None
+    data = stage("data", prep_stage, world, scorers).dir
     init = stage("model_init", model_stage, data).dir
     sft_data = stage("start_data", start_data, world, data).dir
     start = stage(

@@ -1,10 +1,10 @@
 """The ``cavpref train`` recipes the quickstart writes: one per training stage, saved next to the checkpoints
 (``<out>/recipes/*.yaml``), so the quickstart trains exactly as a user running ``cavpref train`` would.
 
-β: CAVPref calibrates β from CLAP / AVSM similarity deltas, which need real CLAP / CLIP checkpoints —
-nothing is downloaded here, and tiny random scorers would make β noise. The recipes therefore fix β
-(``QuickstartConfig.beta``) for every method, so DPO and CAVPref differ only in the anchor terms and the
-aggregation; ``--calibrate_beta`` leaves β to CAVPref's calibration instead.
+β: with ``calibrate_beta`` (the default) the preference data are scored by tiny CLAP / CLIP checkpoints trained
+on the world's train clips, and the recipes of CAVPref and CAVPref w/o Robustness leave β_y / β_V / β_A unset,
+so the trainer calibrates them (β = 0.9·ΔS_norm + 0.1, the paper's rule); SFT, DPO and "CAVPref (fixed β)"
+keep the fixed ``QuickstartConfig.beta``, so the fixed-β row shows what calibration changes.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from cavpref.apps.quickstart.config import QuickstartConfig
+from cavpref.apps.quickstart.config import CALIBRATED, TRAIN_METHOD, QuickstartConfig
 from cavpref.apps.quickstart.stages import Stage
 
 
@@ -42,12 +42,12 @@ def recipe(
     accuracy with either stream removed) and falls back on the questions' text priors."""
     seed = cfg.seed if seed is None else seed
     beta = (
-        {}
-        if cfg.calibrate_beta and method.startswith("cavpref")
+        {"beta": cfg.beta}  # CAVPref's β_y / β_V / β_A unset: calibrated per sample from the scored deltas
+        if cfg.calibrate_beta and method in CALIBRATED
         else {"beta": cfg.beta, "beta_y": cfg.beta, "beta_v": cfg.beta, "beta_a": cfg.beta}
     )
     return {
-        "method": method,
+        "method": TRAIN_METHOD.get(method, method),
         **beta,
         "train_dataset": str(train),
         "train_tasks": tasks,
@@ -78,6 +78,7 @@ def recipe(
         "num_frames": cfg.num_frames,
         "frame_height": cfg.frame_size,
         "frame_width": cfg.frame_size,
+        "audio_max_seconds": cfg.audio_seconds,
         "freeze_vision": not encoders,
         "freeze_audio": not encoders,
         "train_projectors": encoders,

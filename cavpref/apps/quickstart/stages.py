@@ -9,6 +9,7 @@ Output convention of the apps: stage progress is the command's user-facing outpu
 
 from __future__ import annotations
 
+import fcntl
 import json
 import time
 from collections.abc import Callable
@@ -53,9 +54,29 @@ class Stages:
         if st.done:
             say(f"{name}: done before, reused ({st.dir})")
             return st
-        say(f"{name}: running ...")
-        t0 = time.perf_counter()
-        fn(self.cfg, st, *args, **kwargs)
-        self.timings[name] = time.perf_counter() - t0
+        # One process runs a stage at a time: another one asking for it waits here, then reuses the result
+        # (an advisory lock, outside the stage folder, released when the process dies, so a killed run never
+        # leaves a stage locked).
+        lock_path = self.root / ".locks" / f"{name.replace('/', '__')}.lock"
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock_path, "w") as lock:
+            if not _try_lock(lock):
+                say(f"{name}: another process is running it, waiting ...")
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            if st.done:
+                say(f"{name}: done by another process, reused ({st.dir})")
+                return st
+            say(f"{name}: running ...")
+            t0 = time.perf_counter()
+            fn(self.cfg, st, *args, **kwargs)
+            self.timings[name] = time.perf_counter() - t0
         say(f"{name}: finished in {self.timings[name]:.1f} s")
         return st
+
+
+def _try_lock(f) -> bool:
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
