@@ -64,6 +64,7 @@ def test_small_run_writes_every_stage_and_the_report(small_run):
         and recipes["cavpref_fixed_beta"]["beta_y"] == 0.1
     )
     assert recipes["dpo"]["beta"] == 0.1
+    assert json.loads((out / "scorers" / ".done.json").read_text())["threads"] == 1  # pinned before training
     assert (out / "scorers" / "clap" / "config.json").exists() and (
         out / "scorers" / "clip" / "config.json"
     ).exists()

@@ -57,6 +57,14 @@ class QuickstartConfig:
     seed: int = field(
         default=0, metadata={"help": "seed of the world, the splits, the model and the training"}
     )
+    num_threads: int = field(
+        default=1,
+        metadata={
+            "help": "torch CPU threads of every stage (scorers, training, evaluation), pinned at the start: the "
+            "thread count changes the numbers (docs/training.md, 'Same command, same numbers'), and 2 threads "
+            "on 2 busy cores are slower than 1; 0 leaves torch's own choice"
+        },
+    )
     num_clips: int | None = field(default=None, metadata={"help": _default("num_clips", "clips per source")})
     # model
     hidden_size: int | None = field(default=None, metadata={"help": _default("hidden_size", "thinker width")})

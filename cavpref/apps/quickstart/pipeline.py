@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+import torch
 import yaml
 
 from cavpref.apps.quickstart.config import LABELS, QuickstartConfig
@@ -30,6 +31,7 @@ from cavpref.data_prep.synthetic import WorldConfig, generate_world
 from cavpref.eval.pipeline import EvalArgs, evaluate
 from cavpref.models.tiny import build_tiny_qwen_omni
 from cavpref.parsing import parse_args
+from cavpref.threads import pin_threads
 from cavpref.train import main as train_main
 
 
@@ -59,7 +61,9 @@ def scorers_stage(cfg: QuickstartConfig, stage: Stage, world: Path) -> None:
         num_frames=cfg.num_frames,
     )
     (stage.dir / "scoring.yaml").write_text(yaml.safe_dump(asdict(scoring), sort_keys=False))
-    stage.finish(**{f"{k}_loss_last": v["loss_last"] for k, v in infos.items()})
+    stage.finish(
+        threads=torch.get_num_threads(), **{f"{k}_loss_last": v["loss_last"] for k, v in infos.items()}
+    )
 
 
 def prep_stage(cfg: QuickstartConfig, stage: Stage, world: Path, scorers: Path | None) -> None:
@@ -159,6 +163,7 @@ def eval_stage(
 def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path]:
     """(world, prep output, starting model) folders: the stages every run shares up to the starting SFT."""
     root = Path(cfg.out)
+    pin_threads(cfg.num_threads)  # before the scorers train: no recipe has pinned it yet
     world = stage("world", world_stage).dir
     scorers = stage("scorers", scorers_stage, world).dir if cfg.calibrate_beta else None
     data = stage("data", prep_stage, world, scorers).dir

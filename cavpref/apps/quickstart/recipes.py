@@ -60,6 +60,7 @@ def recipe(
         "per_device_train_batch_size": cfg.batch_size,
         "seed": seed,
         "data_seed": seed,
+        "num_threads": cfg.num_threads,
         "logging_steps": max(1, steps // 20),
         "save_strategy": "steps",
         "save_steps": max(1, steps // 2),
