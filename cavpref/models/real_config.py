@@ -111,14 +111,14 @@ def build_qwen_omni_processor(
     )
 
     pp = QWEN2_5_OMNI_7B_PREPROCESSOR
-    vision = dict(
-        size={"shortest_edge": pp["min_pixels"], "longest_edge": max_pixels or pp["max_pixels"]},
-        patch_size=pp["patch_size"],
-        temporal_patch_size=pp["temporal_patch_size"],
-        merge_size=pp["merge_size"],
-        image_mean=pp["image_mean"],
-        image_std=pp["image_std"],
-    )
+    vision = {
+        "size": {"shortest_edge": pp["min_pixels"], "longest_edge": max_pixels or pp["max_pixels"]},
+        "patch_size": pp["patch_size"],
+        "temporal_patch_size": pp["temporal_patch_size"],
+        "merge_size": pp["merge_size"],
+        "image_mean": pp["image_mean"],
+        "image_std": pp["image_std"],
+    }
     processor = Qwen2_5OmniProcessor(
         image_processor=Qwen2VLImageProcessor(**copy.deepcopy(vision)),
         video_processor=Qwen2VLVideoProcessor(**copy.deepcopy(vision)),
