@@ -14,7 +14,7 @@ from cavpref.media.spec import clip, to_json
 from cavpref.models.base import Row
 from cavpref.models.published import QWEN2_5_OMNI_7B_THINKER as PUB
 from cavpref.models.qwen_omni import QwenOmniModelIO
-from cavpref.models.real_config import FILLER, build_qwen_omni_processor
+from cavpref.models.real_config import FILLER, build_qwen_omni_processor, real_width_config
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = yaml.safe_load((ROOT / "recipes/qwen2.5-omni-7b/lora_cavpref.yaml").read_text())
@@ -149,3 +149,35 @@ def _runs(ids: list[int], names: dict[int, str]) -> list[tuple[str, int]]:
             else:
                 out.append((names[i], 1))
     return out
+
+
+def test_without_the_recipe_cap_the_checkpoint_ceiling_applies(saved, clips):
+    """The checkpoint's own 12,845,056-pixel ceiling keeps 720p at 728 x 1288 (26 x 46 blocks of 28): 4,784 video
+    tokens per row instead of the recipe's 2,880."""
+    media = decode(to_json(clip("720p.mp4")), clips, frames=FramePolicy(num_frames=8))
+    io = QwenOmniModelIO(saved, video_max_pixels=12845056)
+    ids = io.collate([Row("Which instrument is playing?", "a violin", media, "k")])["input_ids"][0]
+    assert int((ids == 151656).sum()) == 4 * 26 * 46 == 4784
+
+
+def test_real_width_config_keeps_every_published_width():
+    import torch
+    from transformers import Qwen2_5OmniThinkerForConditionalGeneration
+
+    cfg = real_width_config(text_layers=1, vision_depth=2, audio_layers=1)
+    for sub in ("text_config", "vision_config", "audio_config"):
+        got, want = getattr(cfg, sub).to_dict(), PUB[sub]
+        depth = {"num_hidden_layers", "depth", "fullatt_block_indexes", "encoder_layers"}
+        assert {k: got[k] for k in want if k not in depth} == {
+            k: v for k, v in want.items() if k not in depth
+        }
+    assert (cfg.text_config.num_hidden_layers, cfg.vision_config.depth, cfg.audio_config.encoder_layers) == (
+        1,
+        2,
+        1,
+    )
+    assert cfg.vision_config.fullatt_block_indexes == [1]
+    with torch.device("meta"):
+        model = Qwen2_5OmniThinkerForConditionalGeneration(cfg)
+    assert tuple(model.get_input_embeddings().weight.shape) == (152064, 3584)
+    assert model.model.visual.merger.mlp[-1].out_features == model.model.audio_tower.proj.out_features == 3584

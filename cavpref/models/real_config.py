@@ -166,8 +166,8 @@ def build_real_width_qwen_omni(
     seed: int = 0,
 ) -> Path:
     """Write a random-init thinker at the 7B's widths (``real_width_config``) in ``dtype`` plus the published
-    processor to ``out_dir``. One decoder layer per stack is 1.42 B parameters (the 152,064 x 3,584 embedding
-    and the untied output head are 1.09 B of them): 5.7 GB in float32."""
+    processor to ``out_dir``. One layer per stack is 1,418,524,344 parameters (the 152,064 x 3,584 embedding
+    and the untied output head are 1,089,994,752 of them): 5.7 GB in float32."""
     from transformers import GenerationConfig, Qwen2_5OmniThinkerForConditionalGeneration
 
     out = Path(out_dir)
