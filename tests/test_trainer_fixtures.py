@@ -15,16 +15,21 @@ from cavpref.media.spec import clip, combine, concat, drop_video, mute, to_json
 CLIPS = ("a.mp4", "b.mp4", "c.mp4")
 
 
-def write_clips(root: Path) -> None:
+def write_clips(root: Path, height: int = 56, width: int = 56, seconds: float = 1.0) -> None:
+    """The three clips: 4 fps of one random image (8-pixel blocks above 56 px, so HD sizes stay cheap to encode)
+    and a tone, ``seconds`` long."""
     from cavpref.media.write import write_mp4
 
     root.mkdir(parents=True, exist_ok=True)
+    block = 1 if max(height, width) <= 56 else 8
     for k, name in enumerate(CLIPS):
         if (root / name).exists():
             continue
         rng = np.random.default_rng(k)
-        frames = np.repeat(rng.integers(0, 256, (1, 56, 56, 3), dtype=np.uint8), 4, axis=0)
-        t = np.arange(16000) / 16000
+        img = rng.integers(0, 256, (1, height // block, width // block, 3), dtype=np.uint8)
+        img = img.repeat(block, axis=1).repeat(block, axis=2)
+        frames = np.repeat(img, max(1, round(4 * seconds)), axis=0)
+        t = np.arange(round(16000 * seconds)) / 16000
         audio = (0.3 * np.sin(2 * np.pi * (220 + 110 * k) * t)).astype(np.float32)
         write_mp4(root / name, frames, fps=4, audio=audio, sample_rate=16000)
 
