@@ -31,7 +31,7 @@ from cavpref.models.published import (
     QWEN2_5_OMNI_ADDED_TOKENS,
 )
 from cavpref.models.tiny import QWEN_OMNI_CHAT_TEMPLATE
-from cavpref.models.tokenizer import NAMED_SPECIAL, default_corpus
+from cavpref.models.tokenizer import NAMED_SPECIAL
 
 USER_TOKEN_ID = QWEN2_5_OMNI_7B_THINKER["user_token_id"]
 FILLER = "<|cavpref_unused_{}|>"  # never produced: no merge leads to it
@@ -44,26 +44,12 @@ def build_qwen_omni_tokenizer(extra_corpus: Iterable[str] = (), trained_pieces: 
     ``trained_pieces`` pieces, deterministic); ids from there up to 151,642 are filler pieces no merge reaches,
     so tokenisation only ever yields trained pieces and the real special ids.
     """
-    from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
+    from tokenizers import AddedToken
     from transformers import Qwen2Tokenizer
-    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
-    from cavpref.models.tokenizer import _merges
+    from cavpref.models.tokenizer import _merges, train_qwen2_bpe
 
-    bpe = Tokenizer(models.BPE())
-    bpe.normalizer = normalizers.NFC()
-    bpe.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ]
-    )
-    trainer = trainers.BpeTrainer(
-        vocab_size=trained_pieces,
-        show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    bpe.train_from_iterator(default_corpus(extra_corpus), trainer)
+    bpe = train_qwen2_bpe(extra_corpus, trained_pieces)
     vocab = bpe.get_vocab()
     if len(vocab) > QWEN2_5_BPE_PIECES:
         raise ValueError(f"trained_pieces={trained_pieces}: more than Qwen2.5's {QWEN2_5_BPE_PIECES} BPE ids")

@@ -225,10 +225,10 @@ def default_corpus(extra: Iterable[str] = ()) -> list[str]:
     return lines + [str(x) for x in extra]
 
 
-def train_tokenizer(extra_corpus: Iterable[str] = (), vocab_size: int = 1000):
-    """Train a byte-level BPE (Qwen2 pre-tokenizer) and wrap it as a ``Qwen2Tokenizer``. Deterministic."""
-    from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
-    from transformers import Qwen2Tokenizer
+def train_qwen2_bpe(extra_corpus: Iterable[str], vocab_size: int, special_tokens: list[str] | None = None):
+    """A ``tokenizers`` byte-level BPE with Qwen2's normaliser and pre-tokenizer, trained on ``default_corpus``
+    plus ``extra_corpus`` (deterministic): the pieces of every offline tokenizer built here."""
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
     from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
     tok = Tokenizer(models.BPE())
@@ -241,11 +241,20 @@ def train_tokenizer(extra_corpus: Iterable[str] = (), vocab_size: int = 1000):
     )
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=special_tokens or [],
         show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator(default_corpus(extra_corpus), trainer)
+    return tok
+
+
+def train_tokenizer(extra_corpus: Iterable[str] = (), vocab_size: int = 1000):
+    """Train a byte-level BPE (Qwen2 pre-tokenizer) and wrap it as a ``Qwen2Tokenizer``. Deterministic."""
+    from tokenizers import AddedToken
+    from transformers import Qwen2Tokenizer
+
+    tok = train_qwen2_bpe(extra_corpus, vocab_size, SPECIAL_TOKENS)
     qt = Qwen2Tokenizer(
         vocab=tok.get_vocab(), merges=_merges(tok), extra_special_tokens=dict(NAMED_SPECIAL), errors="replace"
     )
