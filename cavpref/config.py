@@ -59,6 +59,13 @@ class CAVPrefConfig(DPOConfig):
             "See docs/training.md"
         },
     )
+    encoder_learning_rate: float | None = field(
+        default=None,
+        metadata={
+            "help": "learning rate of the trained vision / audio encoders and projectors (freeze_vision / "
+            "freeze_audio false, train_projectors true); unset = learning_rate"
+        },
+    )
     # Defaults a multimodal preference run needs: the audio/video columns must reach the collator.
     remove_unused_columns: bool = field(
         default=False,

@@ -53,6 +53,7 @@ from cavpref.trainer.checkpoint import load_full_checkpoint
 from cavpref.trainer.fsdp import check_fsdp_modes, fsdp_launch, full_tensor
 from cavpref.trainer.gather import gather_rows, unflatten
 from cavpref.trainer.objective import ObjectiveMixin
+from cavpref.trainer.optimizer_groups import EncoderLearningRateMixin
 from cavpref.trainer.optimizer_step import OptimizerStepMixin
 from cavpref.trainer.reference import precompute_reference_logps, reference_forward
 from cavpref.trainer.reports import write_missing_streams, write_skipped
@@ -62,7 +63,7 @@ logger = logging.get_logger(__name__)
 __all__ = ["CAVPrefTrainer", "JsonlLogger"]
 
 
-class CAVPrefTrainer(ObjectiveMixin, OptimizerStepMixin, DPOTrainer):
+class CAVPrefTrainer(EncoderLearningRateMixin, ObjectiveMixin, OptimizerStepMixin, DPOTrainer):
     """DPOTrainer for audio-visual preference data. See the module docstring.
 
     ``model``: the policy (a ``PreTrainedModel``, or a model id / path loaded like ``DPOTrainer`` does);

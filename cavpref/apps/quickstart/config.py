@@ -130,6 +130,13 @@ class QuickstartConfig:
     sft_learning_rate: float = field(
         default=5e-4, metadata={"help": "learning rate of the starting model's SFT"}
     )
+    sft_encoder_learning_rate: float | None = field(
+        default=None,
+        metadata={
+            "help": "learning rate of the towers and projectors in the starting SFT (encoder_learning_rate); "
+            "unset = sft_learning_rate"
+        },
+    )
     pref_learning_rate: float = field(default=2e-4, metadata={"help": "learning rate of each Table-5 method"})
     beta: float = field(
         default=0.1,

@@ -83,6 +83,11 @@ def recipe(
         "freeze_vision": not encoders,
         "freeze_audio": not encoders,
         "train_projectors": encoders,
+        **(
+            {"encoder_learning_rate": cfg.sft_encoder_learning_rate}
+            if encoders and cfg.sft_encoder_learning_rate
+            else {}
+        ),
         **overrides,
     }
 
