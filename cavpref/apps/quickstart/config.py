@@ -127,6 +127,14 @@ class QuickstartConfig:
             "docs/quickstart_start.md)"
         },
     )
+    grounding_repeats: int = field(
+        default=0,
+        metadata={
+            "help": "times each train clip's one-entity questions (what is on the left / in the middle / on the "
+            "right, which object makes the k-th sound and where: quickstart.data.clip_grounding) appear in the "
+            "starting SFT data; 0 = none"
+        },
+    )
     sft_learning_rate: float = field(
         default=5e-4, metadata={"help": "learning rate of the starting model's SFT"}
     )
@@ -179,6 +187,8 @@ class QuickstartConfig:
         unknown = sorted(set(self.methods) - set(METHODS))
         if unknown:
             raise ValueError(f"--methods: unknown {unknown}; choose from {list(METHODS)}")
+        if self.grounding_repeats < 0:
+            raise ValueError(f"--grounding_repeats must be >= 0, got {self.grounding_repeats}")
         if self.caption_repeats < 1:
             raise ValueError(f"--caption_repeats must be >= 1, got {self.caption_repeats}")
         if self.eval_mode not in ("likelihood", "generate"):  # checked now, not after the training stages

@@ -78,6 +78,36 @@ def clip_captions(clip: dict) -> list[tuple[str, str]]:
     ]
 
 
+ORDINALS = ("first", "second", "third", "fourth")
+
+
+def clip_grounding(clip: dict) -> list[tuple[str, str]]:
+    """(prompt, response) pairs that ask for one entity at a time: what is at each screen slot (left / middle /
+    right, "Nothing" where the slot is empty), which entity makes the k-th sound (by onset) and where it is.
+    The list captions (``clip_captions``) ask for all of them at once, and a start trained on those alone
+    names one entity and repeats it ("Violin, Violin, Violin" for a flute, a violin and a flute: measured on
+    the test clips); one slot or one sound per answer ties each name to a place on screen or a moment in
+    the audio. Ground truth of the clip only; never a question about a mismatch."""
+    entities = clip.get("instruments") or clip.get("sources") or []
+    at = {e["slot"]: _name(e) for e in entities if e.get("visible") and e.get("slot")}
+    rows = [(f"What is {_slot_phrase(s)}?", at.get(s, "Nothing")) for s in SLOT_ORDER]
+    heard = sorted(
+        (e for e in entities if e.get("sounding")),
+        key=lambda e: (e["first_onset"], SLOT_ORDER.get(e.get("slot"), 3)),
+    )
+    for k, e in enumerate(heard[: len(ORDINALS)]):
+        place = _slot_phrase(e["slot"]) if e.get("visible") and e.get("slot") else "off screen"
+        rows += [
+            (f"Which object makes the {ORDINALS[k]} sound?", _name(e)),
+            (f"Where is the object that makes the {ORDINALS[k]} sound?", place.capitalize()),
+        ]
+    return rows
+
+
+def _slot_phrase(slot: str) -> str:
+    return "in the middle" if slot == "middle" else f"on the {slot}"
+
+
 def split_clips(data: Path) -> tuple[set[str], set[str]]:
     """(train, test) source clip files of the prep output (the split is by source clip, so they are disjoint)."""
     prefs = load_from_disk(str(data / "preferences"))
@@ -105,7 +135,8 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
         for clip in manifest.get(source, []):
             if clip["file"] not in train_files:
                 continue
-            for k, (prompt, response) in enumerate(clip_captions(clip) * cfg.caption_repeats):
+            pairs = clip_captions(clip) * cfg.caption_repeats + clip_grounding(clip) * cfg.grounding_repeats
+            for k, (prompt, response) in enumerate(pairs):
                 row = {name: None for name in features}
                 row.update(
                     id=f"caption:{clip['file']}:{k}",
