@@ -32,7 +32,7 @@ DEFAULTS = {
     "audio_d_model": (64, 32),
     "audio_layers": (2, 1),
     "num_frames": (8, 4),
-    "sft_steps": (2000, 6),
+    "sft_steps": (3000, 6),
     "pref_steps": (120, 3),
     "eval_limit": (40, 3),
     "clap_steps": (1000, 10),
