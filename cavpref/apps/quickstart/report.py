@@ -114,7 +114,12 @@ def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timin
             f"{fmt(task_accuracy(start, CLEAN_TASK, 'circular'))} %."
         ),
         "",
-        "β is fixed for every method (no CLAP / CLIP checkpoints offline; see the module docstring).",
+        (
+            f"β: calibrated (0.9·ΔS + 0.1, deltas from the tiny CLAP / CLIP scorers of stage `scorers`) for "
+            f"CAVPref and CAVPref w/o Robustness; fixed at {cfg.beta} for SFT, DPO and CAVPref (fixed β)."
+            if cfg.calibrate_beta
+            else f"β is fixed at {cfg.beta} for every method (--calibrate_beta false)."
+        ),
         "",
         "## Table 5 layout — CircularEval (instruction setting; difference from the starting model)",
         "",
