@@ -131,7 +131,7 @@ def _decode(world: Path, clip: dict, frames: int | None, sample_rate: int):
 
 def _batches(by_label: dict[str, list], batch_size: int, rng: random.Random):
     """Forever: a batch of distinct labels, each with one of its examples drawn at random."""
-    labels = [k for k, v in by_label.items() if v]
+    labels = sorted(k for k, v in by_label.items() if v)  # not dict / set order: it follows the hash seed
     while True:
         pick = rng.sample(labels, min(batch_size, len(labels)))
         yield [(lab, rng.choice(by_label[lab])) for lab in pick]
@@ -232,7 +232,7 @@ def _fit_and_save(
     distinct labels (``_train``), so no negative is the positive's own label."""
     by_label: dict[str, list[int]] = {}
     for i, names_i in enumerate(labels):
-        for lab in names_i:
+        for lab in sorted(names_i):  # a set of names: its order changes with PYTHONHASHSEED
             by_label.setdefault(lab, []).append(i)
     names = sorted(by_label)
     tok = processor.tokenizer(names, padding=True, return_tensors="pt")

@@ -123,7 +123,8 @@ class QuickstartConfig:
         metadata={
             "help": "times each train clip's captions (see / hear / who sounds where) appear in the starting "
             "model's SFT data, next to one copy of every CircularEval view of CLEAN's train items (default "
-            "size, test clips: 4 -> see / hear / where 60 / 75 / 30 percent; 1 -> 36 / 58 / 15 percent; "
+            "size, 2000 SFT steps, test clips: 4 -> see / hear / where 60 / 75 / 30 percent; 1 -> 36 / 58 / 15 "
+            "percent; "
             "docs/quickstart_start.md)"
         },
     )
