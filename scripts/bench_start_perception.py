@@ -32,7 +32,7 @@ from pathlib import Path
 from cavpref.eval.loader import load_items
 
 from cavpref.apps.quickstart import QuickstartConfig, Stages, eval_stage, task_accuracy
-from cavpref.apps.quickstart.pipeline import start_stages
+from cavpref.apps.quickstart.pipeline import stage_folders, start_stages
 from cavpref.data import CLEAN_TASK
 from cavpref.parsing import parse_args
 
@@ -66,8 +66,8 @@ def _science():
 
 
 def build_start(cfg: QuickstartConfig, stage: Stages) -> dict:
-    world, data, start = start_stages(cfg, stage)
-    return {"root": str(Path(cfg.out)), "world": str(world), "data": str(data), "start": str(start)}
+    start_stages(cfg, stage)
+    return stage_folders(Path(cfg.out))
 
 
 # A CLEAN question needs the video when its answer is a place on screen or it names one: the world's sources

@@ -51,6 +51,7 @@ from cavpref.apps.quickstart import (
     task_accuracy,
     train_stage,
 )
+from cavpref.apps.quickstart.pipeline import stage_folders
 from cavpref.config import PAPER_LAMBDAS
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.media.decode import FramePolicy, decode
@@ -474,13 +475,7 @@ def parse(argv=None) -> tuple[ScienceArguments, QuickstartConfig]:
 def worker(args: ScienceArguments, cfg, seeds: list[int]) -> int:
     """``--worker``: the share of a second process (see ``ScienceArguments.worker``)."""
     root = Path(cfg.out)
-    qs = {
-        "root": str(root),
-        "world": str(root / "world"),
-        "data": str(root / "data"),
-        "start": str(root / "start"),
-        "pref_data": str(root / "data" / "preferences"),
-    }
+    qs = stage_folders(root)
     while not (root / "start" / ".done.json").exists():  # the main command builds the start
         time.sleep(10)
     stage = Stages(cfg, root)

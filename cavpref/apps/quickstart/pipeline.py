@@ -160,6 +160,18 @@ def eval_stage(
     return results
 
 
+def stage_folders(root: Path) -> dict[str, str]:
+    """The shared stage folders of a run under ``root`` (a stage's folder is ``root / name``), so a second
+    process can find them without running the stages."""
+    return {
+        "root": str(root),
+        "world": str(root / "world"),
+        "data": str(root / "data"),
+        "start": str(root / "start"),
+        "pref_data": str(root / "data" / "preferences"),  # rotated by prep (rotate_options)
+    }
+
+
 def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path]:
     """(world, prep output, starting model) folders: the stages every run shares up to the starting SFT."""
     root = Path(cfg.out)
@@ -226,11 +238,7 @@ def run(cfg: QuickstartConfig) -> dict:
         "report": str(report),
         "runs": {k: str(v) for k, v in runs.items()},
         "timings": stage.timings,
-        "root": str(root),
-        "world": str(world),
-        "data": str(data),
-        "start": str(start),
-        "pref_data": str(prefs),
+        **stage_folders(root),
     }
 
 
