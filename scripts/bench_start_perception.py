@@ -48,10 +48,22 @@ class PerceptionArguments:
         },
     )
 
+    probe_clips: list[str] = field(
+        default_factory=lambda: ["test"],
+        metadata={
+            "help": "clips the caption probe runs on, for the start and (with --caption_steps) the captions-only "
+            "checkpoint: test (held out), train (the run's train clips), caption_world (every 20th clip of "
+            "the caption world): train and caption_world tell learnt-by-heart from cannot-fit"
+        },
+    )
+
     def __post_init__(self):
         unknown = sorted(set(self.drop_streams) - {"video", "audio"})
         if unknown:
             raise ValueError(f"--drop_streams: unknown {unknown}; choose from video, audio")
+        unknown = sorted(set(self.probe_clips) - {"test", "train", "caption_world"})
+        if unknown:
+            raise ValueError(f"--probe_clips: unknown {unknown}; choose from test, train, caption_world")
 
 
 def _science():
@@ -106,8 +118,21 @@ def circular_by_category(run: Path, data: Path) -> dict[str, list[int]]:
     return dict(sorted(out.items()))
 
 
-def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str]) -> dict:
-    lines, captions = _science().caption_probe(cfg, qs)
+def caption_probes(cfg: QuickstartConfig, qs: dict, clips: list[str]) -> dict[str, dict]:
+    """{"<model>/<clips>": caption accuracies} for the start and, when it was trained, the captions-only
+    checkpoint (``start_captions``): what the captions stage taught, and what the mixed SFT kept."""
+    models = [m for m in ("start_captions", "start") if (Path(qs["root"]) / m / ".done.json").exists()]
+    return {
+        f"{m}/{c}": _science().caption_probe(cfg, qs, model=str(Path(qs["root"]) / m), clips=c)[1]
+        for m in models
+        for c in clips
+        if c != "caption_world" or (Path(qs["caption_world"]) / "world.json").exists()
+    }
+
+
+def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str], clips: list[str]) -> dict:
+    probes = caption_probes(cfg, qs, clips)
+    captions = probes.get("start/test") or _science().caption_probe(cfg, qs)[1]
     clean = {}
     for drop in (None, *drops):
         limit = f"_limit{cfg.eval_limit}" if cfg.eval_limit else "_all"  # a stage per item set
@@ -129,7 +154,7 @@ def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str]) ->
         )
         clean[drop or "both"] = {m: task_accuracy(res, CLEAN_TASK, m) for m in ("circular", "vanilla")}
         clean[drop or "both"]["categories"] = circular_by_category(stage.root / name, Path(qs["data"]))
-    return {"captions": captions, "caption_clips": lines[-1], "clean": clean}
+    return {"captions": captions, "caption_probes": probes, "clean": clean}
 
 
 def subset_accuracy(m: dict, stream: str, group: str) -> float | None:
@@ -168,11 +193,14 @@ def main(argv=None) -> int:
     Path(cfg.out).mkdir(parents=True, exist_ok=True)
     stage = Stages(cfg, Path(cfg.out))
     qs = build_start(cfg, stage)
-    m = measure(cfg, stage, qs, list(args.drop_streams))
+    m = measure(cfg, stage, qs, list(args.drop_streams), list(args.probe_clips))
     out = {"config": asdict(cfg), **m, "timings": stage.timings, "wall_s": time.perf_counter() - t0}
     (Path(cfg.out) / "perception.json").write_text(json.dumps(out, indent=1))
     print(HEADER)
     print(row(cfg, m))
+    print("\n| caption probe (model / clips) | see % | hear % | where % |\n|---|---|---|---|")
+    for name, acc in m["caption_probes"].items():
+        print(f"| {name} | " + " | ".join(f"{v:.1f}" for v in acc.values()) + " |")
     print("\nCLEAN circular by question category (right on every pass / items):")
     for name, res in m["clean"].items():
         print(f"- {name}: " + ", ".join(f"{k} {a}/{n}" for k, (a, n) in res["categories"].items()))

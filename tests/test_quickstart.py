@@ -15,6 +15,7 @@ from datasets import load_from_disk
 from cavpref.apps.cli import main as cli_main
 from cavpref.apps.quickstart import METHODS, QuickstartConfig, clean_chance
 from cavpref.data import CLEAN_TASK, TASKS
+from cavpref.media.spec import from_json, has_audio, has_video
 
 STAGES = [
     "world",
@@ -22,6 +23,9 @@ STAGES = [
     "data",
     "model_init",
     "start_data",
+    "caption_world",
+    "caption_data",
+    "start_captions",
     "start",
     *METHODS,
     *(f"eval/{n}" for n in ("start", *METHODS)),
@@ -45,6 +49,23 @@ def test_small_run_writes_every_stage_and_the_report(small_run):
         assert (out / method / "config.json").exists()
     cfg = json.loads((out / "quickstart_config.json").read_text())
     assert cfg["small"] and cfg["sft_steps"] == 6 and cfg["eval_limit"] == 3
+    # the captions-only stage trains first, on the caption rows alone, and the starting SFT goes on from it
+    captions = yaml.safe_load((out / "recipes" / "start_captions.yaml").read_text())
+    start = yaml.safe_load((out / "recipes" / "start.yaml").read_text())
+    assert captions["model_name_or_path"] == str(out / "model_init") and captions["max_steps"] == 2
+    assert captions["train_dataset"] == str(out / "caption_data" / "train") and not captions["freeze_vision"]
+    assert captions["media_root"] == str(out / "caption_world") and start["model_name_or_path"] == str(
+        out / "start_captions"
+    )
+    # every clip of the caption world, three captions each, and none of them a clip of the run's world
+    caption_world = json.loads((out / "caption_world" / "world.json").read_text())
+    clips = [c for src in ("music_avqa", "avqa", "audioset") for c in caption_world[src]]
+    caption_rows = load_from_disk(str(out / "caption_data" / "train"))
+    assert len(caption_rows) == 3 * len(clips) == 3 * 3 * cfg["caption_clips"]
+    assert {f for ids in caption_rows["source_ids"] for f in ids} == {c["file"] for c in clips}
+    assert all(has_video(from_json(m)) and has_audio(from_json(m)) for m in caption_rows["media"])
+    run_world = json.loads((out / "world" / "world.json").read_text())
+    assert caption_world["seed"] != run_world["seed"]
     for name in ("start", *METHODS):
         res = json.loads((out / "eval" / name / "results.json").read_text())
         tasks = res["metrics"]["settings"]["instruction"]["tasks"]

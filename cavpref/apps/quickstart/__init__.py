@@ -1,8 +1,8 @@
 """``cavpref quickstart`` — the embedded default, end to end, on a CPU.
 
 synthetic world -> tiny CLAP / CLIP scorers trained on its train clips -> AVTrustBench items + preference data
-scored by them -> tiny Qwen2.5-Omni thinker -> SFT on the clean questions plus ground-truth captions of the
-train clips, encoders trained too (the paper's "zero-shot" starting model: a real AVLLM arrives pretrained, a
+scored by them -> tiny Qwen2.5-Omni thinker -> a captions-only SFT on a second, caption-only world, then SFT
+on the clean questions plus ground-truth captions of the train clips, encoders trained too (the paper's "zero-shot" starting model: a real AVLLM arrives pretrained, a
 random one must first learn to see and hear) -> the four methods of Table 5 (SFT, DPO, CAVPref w/o Robustness,
 CAVPref, β calibrated) and CAVPref with a fixed β from that checkpoint, same data, steps and seed, language model
 only -> evaluation of all six on the test split (9 tasks + CLEAN, instruction setting, CircularEval and

@@ -27,12 +27,14 @@ DEFAULTS = {
     "num_attention_heads": (4, 2),
     "num_key_value_heads": (2, 1),
     "intermediate_size": (384, 64),
-    "vision_hidden_size": (64, 32),
+    "vision_hidden_size": (128, 32),
     "vision_depth": (2, 1),
     "audio_d_model": (64, 32),
     "audio_layers": (2, 1),
     "num_frames": (8, 4),
-    "sft_steps": (3000, 6),
+    "sft_steps": (1000, 6),
+    "caption_steps": (2000, 2),
+    "caption_clips": (384, 6),
     "pref_steps": (120, 3),
     "eval_limit": (40, 3),
     "clap_steps": (1000, 10),
@@ -113,6 +115,27 @@ class QuickstartConfig:
     # training
     sft_steps: int | None = field(
         default=None, metadata={"help": _default("sft_steps", "steps of the starting model's SFT")}
+    )
+    caption_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": _default(
+                "caption_steps",
+                "steps of a captions-only SFT (stage start_captions) before the starting SFT, which then "
+                "trains from it: the LLaVA-style alignment stage, where no question's text prior can stand in "
+                "for the video or the audio; 0 = none",
+            )
+        },
+    )
+    caption_clips: int | None = field(
+        default=None,
+        metadata={
+            "help": _default(
+                "caption_clips",
+                "clips per source of the caption world (another seed than the run's world, so none of its "
+                "clips is a benchmark clip), whose captions the captions-only stage trains on",
+            )
+        },
     )
     pref_steps: int | None = field(
         default=None, metadata={"help": _default("pref_steps", "steps of each Table-5 method")}

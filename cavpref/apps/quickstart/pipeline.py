@@ -14,7 +14,7 @@ import torch
 import yaml
 
 from cavpref.apps.quickstart.config import LABELS, QuickstartConfig
-from cavpref.apps.quickstart.data import corpus, start_data
+from cavpref.apps.quickstart.data import caption_data, corpus, start_data
 from cavpref.apps.quickstart.recipes import recipe, write_recipe
 from cavpref.apps.quickstart.report import load_results, table5, write_report
 from cavpref.apps.quickstart.stages import Stage, Stages, say
@@ -37,7 +37,21 @@ from cavpref.train import main as train_main
 
 def world_stage(cfg: QuickstartConfig, stage: Stage) -> None:
     """The synthetic audio-visual world (``cavpref world``) with the run's seed and size."""
-    manifest = generate_world(WorldConfig(out=str(stage.dir), seed=cfg.seed, num_clips=cfg.num_clips))
+    _world(stage, cfg.seed, cfg.num_clips)
+
+
+# The caption world's seed is the run's plus this, so the two worlds never draw the same clips.
+CAPTION_WORLD_SEED_OFFSET = 1_000_003
+
+
+def caption_world_stage(cfg: QuickstartConfig, stage: Stage) -> None:
+    """A second synthetic world, ``cfg.caption_clips`` clips per source, seed ``cfg.seed`` +
+    ``CAPTION_WORLD_SEED_OFFSET``: the captioned clips of the captions-only stage (``data.caption_data``)."""
+    _world(stage, cfg.seed + CAPTION_WORLD_SEED_OFFSET, cfg.caption_clips)
+
+
+def _world(stage: Stage, seed: int, num_clips: int) -> None:
+    manifest = generate_world(WorldConfig(out=str(stage.dir), seed=seed, num_clips=num_clips))
     stage.finish(files=manifest.get("files", {}) and len(manifest["files"]))
 
 
@@ -168,12 +182,15 @@ def stage_folders(root: Path) -> dict[str, str]:
         "world": str(root / "world"),
         "data": str(root / "data"),
         "start": str(root / "start"),
+        "caption_world": str(root / "caption_world"),
         "pref_data": str(root / "data" / "preferences"),  # rotated by prep (rotate_options)
     }
 
 
 def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path]:
-    """(world, prep output, starting model) folders: the stages every run shares up to the starting SFT."""
+    """(world, prep output, starting model) folders: the stages every run shares up to the starting SFT
+    (with ``cfg.caption_steps``, first a captions-only SFT on a second world's clips, from which the starting
+    SFT goes on)."""
     root = Path(cfg.out)
     pin_threads(cfg.num_threads)  # before the scorers train: no recipe has pinned it yet
     world = stage("world", world_stage).dir
@@ -181,6 +198,26 @@ def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path
     data = stage("data", prep_stage, world, scorers).dir
     init = stage("model_init", model_stage, data).dir
     sft_data = stage("start_data", start_data, world, data).dir
+    # captions only first: the towers must carry the clip before any question's text can stand in for it
+    if cfg.caption_steps:
+        caption_world = stage("caption_world", caption_world_stage).dir
+        captions = stage("caption_data", caption_data, caption_world, data).dir
+        init = stage(
+            "start_captions",
+            train_stage,
+            recipe(
+                cfg,
+                method="sft",
+                model=init,
+                train=captions / "train",
+                world=caption_world,
+                out=root / "start_captions",
+                steps=cfg.caption_steps,
+                lr=cfg.sft_learning_rate,
+                tasks=[CLEAN_TASK],
+                encoders=True,
+            ),
+        ).dir
     start = stage(
         "start",
         train_stage,
