@@ -175,3 +175,11 @@ def test_small_and_full_defaults_resolve():
         QuickstartConfig(methods=["ppo"])
     with pytest.raises(ValueError, match="--eval_mode"):  # refused before any stage runs
         QuickstartConfig(eval_mode="loglik")
+
+
+def test_caption_stage_keys_are_checked_before_any_stage():
+    with pytest.raises(ValueError, match="--caption_clips must be >= 1"):
+        QuickstartConfig(caption_steps=10, caption_clips=0)
+    with pytest.raises(ValueError, match="--caption_steps must be >= 0"):
+        QuickstartConfig(caption_steps=-1)
+    assert QuickstartConfig(caption_steps=0, caption_clips=0).caption_clips == 0  # no captions stage: unused

@@ -220,3 +220,9 @@ class QuickstartConfig:
         for name, (full, small) in DEFAULTS.items():
             if getattr(self, name) is None:
                 setattr(self, name, small if self.small else full)
+        if self.caption_steps < 0:
+            raise ValueError(f"--caption_steps must be >= 0, got {self.caption_steps}")
+        if self.caption_steps and self.caption_clips < 1:
+            raise ValueError(
+                f"--caption_clips must be >= 1 when --caption_steps is set, got {self.caption_clips}"
+            )

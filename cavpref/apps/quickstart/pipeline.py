@@ -198,42 +198,29 @@ def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path
     data = stage("data", prep_stage, world, scorers).dir
     init = stage("model_init", model_stage, data).dir
     sft_data = stage("start_data", start_data, world, data).dir
+
+    def start_sft(name: str, model: Path, train: Path, media: Path, steps: int) -> Path:
+        """One SFT stage of the start (towers and projectors trained), output in ``root / name``."""
+        rec = recipe(
+            cfg,
+            method="sft",
+            model=model,
+            train=train,
+            world=media,
+            out=root / name,
+            steps=steps,
+            lr=cfg.sft_learning_rate,
+            tasks=[CLEAN_TASK],
+            encoders=True,
+        )
+        return stage(name, train_stage, rec).dir
+
     # captions only first: the towers must carry the clip before any question's text can stand in for it
     if cfg.caption_steps:
         caption_world = stage("caption_world", caption_world_stage).dir
         captions = stage("caption_data", caption_data, caption_world, data).dir
-        init = stage(
-            "start_captions",
-            train_stage,
-            recipe(
-                cfg,
-                method="sft",
-                model=init,
-                train=captions / "train",
-                world=caption_world,
-                out=root / "start_captions",
-                steps=cfg.caption_steps,
-                lr=cfg.sft_learning_rate,
-                tasks=[CLEAN_TASK],
-                encoders=True,
-            ),
-        ).dir
-    start = stage(
-        "start",
-        train_stage,
-        recipe(
-            cfg,
-            method="sft",
-            model=init,
-            train=sft_data / "train",
-            world=world,
-            out=root / "start",
-            steps=cfg.sft_steps,
-            lr=cfg.sft_learning_rate,
-            tasks=[CLEAN_TASK],
-            encoders=True,
-        ),
-    ).dir
+        init = start_sft("start_captions", init, captions / "train", caption_world, cfg.caption_steps)
+    start = start_sft("start", init, sft_data / "train", world, cfg.sft_steps)
     return world, data, start
 
 
