@@ -1,10 +1,12 @@
-"""Seconds per training step of a quickstart stage by CPU thread count, quiet and with competing processes.
+"""Seconds per training step of a quickstart stage by CPU thread count and data-loader workers, quiet and with
+competing processes.
 
     cavpref quickstart --small --out runs/qs --methods sft          # any quickstart run: gives the recipe
     python scripts/bench_threads.py --recipe runs/qs/recipes/start.yaml --steps 10 --rounds 1
 
 Each cell is ``train_runtime / steps`` of one ``cavpref train`` subprocess (model loading excluded), the
-thread count set by the recipe key ``num_threads``; "competing" runs N busy-looping processes alongside.
+thread count set by the recipe key ``num_threads``, the workers by ``dataloader_num_workers`` (persistent);
+"competing" runs N busy-looping processes alongside.
 Cells are run interleaved, and the table prints ratios to the 1-thread quiet cell of the same round,
 since absolute times on a shared machine are noise.
 """
@@ -29,10 +31,14 @@ class BenchArguments:
     steps: int = field(default=10, metadata={"help": "training steps per cell"})
     rounds: int = field(default=1, metadata={"help": "rounds over all cells (interleaved)"})
     threads: list[int] = field(default_factory=lambda: [1, 2], metadata={"help": "num_threads values"})
+    workers: list[int] = field(
+        default_factory=lambda: [0, 1],
+        metadata={"help": "dataloader_num_workers values (persistent workers)"},
+    )
     compete: list[int] = field(default_factory=lambda: [0, 1], metadata={"help": "busy competing processes"})
 
 
-def step_time(recipe: str, threads: int, compete: int, steps: int, out: Path) -> float:
+def step_time(recipe: str, threads: int, workers: int, compete: int, steps: int, out: Path) -> float:
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(compete)]
     try:
         subprocess.run(
@@ -50,6 +56,10 @@ def step_time(recipe: str, threads: int, compete: int, steps: int, out: Path) ->
                 "no",
                 "--num_threads",
                 str(threads),
+                "--dataloader_num_workers",
+                str(workers),
+                "--dataloader_persistent_workers",
+                str(workers > 0).lower(),
                 "--logging_steps",
                 str(steps),
             ],
@@ -71,22 +81,24 @@ def main(argv: list[str] | None = None) -> None:
     )
     if not args.recipe:
         raise SystemExit("scripts/bench_threads.py: --recipe is required")
-    cells = [(t, c) for c in args.compete for t in args.threads]
+    cells = [(t, w, c) for c in args.compete for w in args.workers for t in args.threads]
     times: dict[tuple[int, int], list[float]] = {cell: [] for cell in cells}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
-            for t, c in cells:
-                times[(t, c)].append(step_time(args.recipe, t, c, args.steps, Path(tmp) / f"r{r}_t{t}_c{c}"))
+            for t, w, c in cells:
+                out = Path(tmp) / f"r{r}_t{t}_w{w}_c{c}"
+                times[(t, w, c)].append(step_time(args.recipe, t, w, c, args.steps, out))
     base = times[cells[0]]
     print(
         f"{args.recipe}: {args.steps} steps, {args.rounds} round(s); ratio = s/step over the "
-        f"{cells[0][0]}-thread, {cells[0][1]}-competing cell of the same round"
+        f"{cells[0][0]}-thread, {cells[0][1]}-worker, {cells[0][2]}-competing cell of the same round"
     )
-    print("| num_threads | competing processes | s/step (mean) | ratio |")
-    print("|---|---|---|---|")
+    print("| num_threads | data-loader workers | competing processes | s/step (mean) | ratio |")
+    print("|---|---|---|---|---|")
     for cell in cells:
         ratio = sum(a / b for a, b in zip(times[cell], base)) / len(base)
-        print(f"| {cell[0]} | {cell[1]} | {sum(times[cell]) / len(times[cell]):.2f} | {ratio:.2f} |")
+        mean = sum(times[cell]) / len(times[cell])
+        print(f"| {cell[0]} | {cell[1]} | {cell[2]} | {mean:.3f} | {ratio:.2f} |")
 
 
 if __name__ == "__main__":

@@ -85,6 +85,11 @@ def test_small_run_writes_every_stage_and_the_report(small_run):
         and recipes["cavpref_fixed_beta"]["beta_y"] == 0.1
     )
     assert recipes["dpo"]["beta"] == 0.1
+    # one persistent data-loader worker collates the next batch while the step runs (bit-identical weights:
+    # tests/test_train_determinism.py)
+    assert all(
+        r["dataloader_num_workers"] == 1 and r["dataloader_persistent_workers"] for r in recipes.values()
+    )
     assert json.loads((out / "scorers" / ".done.json").read_text())["threads"] == 1  # pinned before training
     assert (out / "scorers" / "clap" / "config.json").exists() and (
         out / "scorers" / "clip" / "config.json"

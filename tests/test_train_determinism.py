@@ -1,6 +1,6 @@
 """Same recipe, same bits: a short ``cavpref train`` run gives bit-identical weights whatever the shell's
-``OMP_NUM_THREADS`` and with a competing CPU-bound process running (the recipe's ``num_threads`` fixes torch's
-thread count; docs/training.md, "Same command, same numbers")."""
+``OMP_NUM_THREADS``, with a competing CPU-bound process running (the recipe's ``num_threads`` fixes torch's
+thread count; docs/training.md, "Same command, same numbers") and with a data-loader worker collating."""
 
 from __future__ import annotations
 
@@ -65,6 +65,18 @@ def test_weights_bit_identical_across_thread_env_and_load(fx, tmp_path):
     )
     quiet = train(rec, tmp_path / "quiet", "1", compete=False)
     loaded = train(rec, tmp_path / "loaded", "2", compete=True)
-    assert quiet.keys() == loaded.keys()
-    differing = [k for k in quiet if not (quiet[k] == loaded[k]).all()]
-    assert not differing, f"{len(differing)} tensors differ, e.g. {differing[:3]}"
+    # the quickstart's setting: one persistent data-loader worker collates while the step runs
+    worker = train(
+        rec,
+        tmp_path / "worker",
+        "1",
+        True,
+        "--dataloader_num_workers",
+        "1",
+        "--dataloader_persistent_workers",
+        "true",
+    )
+    for name, other in (("loaded", loaded), ("worker", worker)):
+        assert quiet.keys() == other.keys()
+        differing = [k for k in quiet if not (quiet[k] == other[k]).all()]
+        assert not differing, f"{name}: {len(differing)} tensors differ, e.g. {differing[:3]}"
