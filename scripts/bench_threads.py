@@ -7,8 +7,8 @@ competing processes.
 Each cell is ``train_runtime / steps`` of one ``cavpref train`` subprocess (model loading excluded), the
 thread count set by the recipe key ``num_threads``, the workers by ``dataloader_num_workers`` (persistent);
 "competing" runs N busy-looping processes alongside.
-Cells are run interleaved, and the table prints ratios to the 1-thread quiet cell of the same round,
-since absolute times on a shared machine are noise.
+Cells are run interleaved, and the table prints ratios to the first cell (1 thread, 0 workers, quiet by
+default) of the same round, since absolute times on a shared machine are noise.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.recipe:
         raise SystemExit("scripts/bench_threads.py: --recipe is required")
     cells = [(t, w, c) for c in args.compete for w in args.workers for t in args.threads]
-    times: dict[tuple[int, int], list[float]] = {cell: [] for cell in cells}
+    times: dict[tuple[int, int, int], list[float]] = {cell: [] for cell in cells}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for t, w, c in cells:

@@ -69,8 +69,8 @@ def recipe(
         "bf16": False,
         "activation_checkpointing": False,
         "dataloader_num_workers": cfg.dataloader_workers,
-        "dataloader_persistent_workers": cfg.dataloader_workers
-        > 0,  # each worker keeps its decoded-media cache
+        # persistent: each worker keeps its decoded-media cache across epochs
+        "dataloader_persistent_workers": cfg.dataloader_workers > 0,
         "report_to": "none",
         "media_cache_size": 2048,  # a decoded 4-s world clip is 0.33 MB; clips recur across tasks and epochs
         # model keys (AVModelArguments): flat, like every recipe
