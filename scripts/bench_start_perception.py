@@ -37,6 +37,9 @@ from cavpref.data import CLEAN_TASK
 from cavpref.parsing import parse_args
 
 
+PROBE_CLIPS = ("test", "train", "caption_world", "test_muted")
+
+
 @dataclass
 class PerceptionArguments:
     """The script's own keys; every ``QuickstartConfig`` key is accepted too (``--help`` lists both)."""
@@ -53,7 +56,9 @@ class PerceptionArguments:
         metadata={
             "help": "clips the caption probe runs on, for the start and (with --caption_steps) the captions-only "
             "checkpoint: test (held out), train (the run's train clips), caption_world (every 20th clip of "
-            "the caption world): train and caption_world tell learnt-by-heart from cannot-fit"
+            'the caption world), test_muted ("what do you see" of the test clips without their audio): '
+            "train and caption_world tell learnt-by-heart from cannot-fit, test_muted names from the pixels "
+            "from names from the audio"
         },
     )
 
@@ -61,9 +66,9 @@ class PerceptionArguments:
         unknown = sorted(set(self.drop_streams) - {"video", "audio"})
         if unknown:
             raise ValueError(f"--drop_streams: unknown {unknown}; choose from video, audio")
-        unknown = sorted(set(self.probe_clips) - {"test", "train", "caption_world"})
+        unknown = sorted(set(self.probe_clips) - set(PROBE_CLIPS))
         if unknown:
-            raise ValueError(f"--probe_clips: unknown {unknown}; choose from test, train, caption_world")
+            raise ValueError(f"--probe_clips: unknown {unknown}; choose from {', '.join(PROBE_CLIPS)}")
 
 
 def _science():
@@ -123,7 +128,13 @@ def caption_probes(cfg: QuickstartConfig, qs: dict, clips: list[str]) -> dict[st
     checkpoint (``start_captions``): what the captions stage taught, and what the mixed SFT kept."""
     models = [m for m in ("start_captions", "start") if (Path(qs["root"]) / m / ".done.json").exists()]
     return {
-        f"{m}/{c}": _science().caption_probe(cfg, qs, model=str(Path(qs["root"]) / m), clips=c)[1]
+        f"{m}/{c}": _science().caption_probe(
+            cfg,
+            qs,
+            model=str(Path(qs["root"]) / m),
+            clips=c.removesuffix("_muted"),
+            muted=c.endswith("_muted"),
+        )[1]
         for m in models
         for c in clips
         if c != "caption_world" or (Path(qs["caption_world"]) / "world.json").exists()
@@ -170,8 +181,9 @@ def row(cfg: QuickstartConfig, m: dict) -> str:
     both_v = subset_accuracy(m, "both", "needs video")
     no_v = subset_accuracy(m, "video", "needs video") if "video" in m["clean"] else None
     vdrop = f"{both_v - no_v:+.1f}" if both_v is not None and no_v is not None else "–"
+    px = cfg.frame_size if cfg.width == cfg.frame_size else f"{cfg.frame_size}x{cfg.width}"
     return (
-        f"| {cfg.frame_size} | {cfg.sft_steps} | {cfg.hidden_size} | {cfg.vision_hidden_size} | "
+        f"| {px} | {cfg.sft_steps} | {cfg.hidden_size} | {cfg.vision_hidden_size} | "
         + " | ".join(f"{v:.1f}" for v in caps)
         + f" | {c['both']:.1f} | {drop} | {vdrop} |"
     )

@@ -55,7 +55,7 @@ from cavpref.apps.quickstart.pipeline import stage_folders
 from cavpref.config import PAPER_LAMBDAS
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.media.decode import FramePolicy, decode
-from cavpref.media.spec import clip, to_json
+from cavpref.media.spec import clip, mute, to_json
 from cavpref.models.base import Row
 from cavpref.models.registry import load_model_io
 from cavpref.parsing import parse_args
@@ -356,11 +356,15 @@ def protocol_probe(cfg, stage: Stages, qs: dict) -> tuple[list[str], dict]:
     return lines, cells
 
 
-def caption_probe(cfg, qs: dict, model: str | None = None, clips: str = "test") -> tuple[list[str], dict]:
+def caption_probe(
+    cfg, qs: dict, model: str | None = None, clips: str = "test", muted: bool = False
+) -> tuple[list[str], dict]:
     """Does the starting model see and hear? Greedy answers to the three caption prompts, exact match against
     the world's ground truth (``clip_captions``), of ``model`` (default: the start) on the run's *test*
     clips (never trained on; ``clips="train"``: its train clips, ``"caption_world"``: every 20th clip of the
-    caption world, to tell a model that cannot fit its captions from one that learnt them by heart)."""
+    caption world, to tell a model that cannot fit its captions from one that learnt them by heart).
+    ``muted``: "what do you see" alone, asked of the clips without their audio — whether the names come from
+    the pixels or only from what is heard."""
     world = Path(qs["caption_world"] if clips == "caption_world" else qs["world"])
     manifest = json.loads((world / "world.json").read_text())
     every = [c for src in ("music_avqa", "avqa", "audioset") for c in manifest[src]]
@@ -374,14 +378,16 @@ def caption_probe(cfg, qs: dict, model: str | None = None, clips: str = "test") 
         dtype="float32",
         num_frames=cfg.num_frames,
         frame_height=cfg.frame_size,
-        frame_width=cfg.frame_size,
+        frame_width=cfg.width,
         audio_max_seconds=cfg.audio_seconds,
     )
-    policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.frame_size))
+    policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.width))
     hits, prompts = None, None
     for c in chosen:
-        media = decode(to_json(clip(c["file"])), str(world), frames=policy)
-        caps = clip_captions(c)
+        media = decode(
+            to_json(mute(clip(c["file"])) if muted else clip(c["file"])), str(world), frames=policy
+        )
+        caps = clip_captions(c)[:1] if muted else clip_captions(c)
         prompts = [p for p, _ in caps]
         out = model_io.generate(
             model_io.model, [Row(p, "", media, c["file"], c["file"]) for p in prompts], max_new_tokens=24
@@ -389,7 +395,8 @@ def caption_probe(cfg, qs: dict, model: str | None = None, clips: str = "test") 
         ok = [int(o.strip() == t) for o, (_, t) in zip(out, caps)]
         hits = ok if hits is None else [a + b for a, b in zip(hits, ok)]
     acc = {p: 100.0 * h / len(chosen) for p, h in zip(prompts or [], hits or [])}
-    lines = [f"| caption prompt ({clips} clips, exact match) | accuracy % |", "|---|---|"]
+    what = f"{clips} clips, audio removed" if muted else f"{clips} clips"
+    lines = [f"| caption prompt ({what}, exact match) | accuracy % |", "|---|---|"]
     lines += [f"| {p} | {a:.1f} |" for p, a in acc.items()] + ["", f"{len(chosen)} {clips} clips."]
     return lines, acc
 

@@ -158,6 +158,86 @@ def test_caption_repeats_multiplies_only_the_caption_rows(small_run, tmp_path):
     assert len(ids) == len(set(ids)) == more["clean"] + more["captions"]
 
 
+def test_muted_see_adds_see_rows_without_the_audio(small_run, tmp_path):
+    from cavpref.apps.quickstart.data import caption_data
+    from cavpref.apps.quickstart.stages import Stage
+
+    out, _ = small_run
+    cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
+    plain = Stage(out, "caption_data").info()
+    cfg.muted_see = 2
+    stage = Stage(tmp_path, "caption_data")
+    caption_data(cfg, stage, out / "caption_world", out / "data")
+    rows = load_from_disk(str(stage.dir / "train"))
+    assert len(rows) == len(set(rows["id"])) == stage.info()["captions"] == plain["captions"] * (3 + 2) // 3
+    muted = [r for r in rows if ":muted:" in r["id"]]
+    assert len(muted) == 2 * plain["clips"] and {r["prompt"] for r in muted} == {
+        "What do you see, from left to right?"
+    }
+    assert all(has_video(from_json(r["media"])) and not has_audio(from_json(r["media"])) for r in muted)
+    assert all(has_audio(from_json(r["media"])) for r in rows if ":muted:" not in r["id"])
+
+
+def test_start_keys_reach_the_recipes_and_the_thinker(small_run, tmp_path):
+    """--caption_learning_rate, --rope_theta and --frame_width change what the start stages train."""
+    import shutil
+
+    from cavpref.apps.quickstart import Stages
+    from cavpref.apps.quickstart.pipeline import start_stages
+
+    out, _ = small_run
+    run = tmp_path / "run"
+    shutil.copytree(
+        out, run, ignore=shutil.ignore_patterns("model_init", "start_captions", "start", ".locks")
+    )
+    cfg = QuickstartConfig(
+        small=True, out=str(run), caption_learning_rate=1e-3, rope_theta=10.0, frame_size=56, frame_width=84
+    )
+    start_stages(cfg, Stages(cfg, run))
+    captions = yaml.safe_load((run / "recipes" / "start_captions.yaml").read_text())
+    start = yaml.safe_load((run / "recipes" / "start.yaml").read_text())
+    assert captions["learning_rate"] == 1e-3 and start["learning_rate"] == cfg.sft_learning_rate == 5e-4
+    assert start["frame_height"] == 56 and start["frame_width"] == captions["frame_width"] == 84
+    config = json.loads((run / "model_init" / "config.json").read_text())
+    assert config["text_config"]["rope_parameters"]["rope_theta"] == 10.0
+    video = json.loads((run / "model_init" / "processor_config.json").read_text())["video_processor"]
+    assert video["size"] == {"shortest_edge": 56 * 84, "longest_edge": 56 * 84}
+    assert (run / "start" / "model.safetensors").exists()
+
+
+def test_muted_caption_probe_asks_see_of_clips_without_audio(small_run, monkeypatch):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from cavpref.apps.quickstart.pipeline import stage_folders
+    from cavpref.models.registry import load_model_io
+
+    spec = importlib.util.spec_from_file_location(
+        "quickstart_science", Path(__file__).parents[1] / "scripts" / "quickstart_science.py"
+    )
+    science = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = science
+    spec.loader.exec_module(science)
+    out, _ = small_run
+    cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
+    seen = []
+
+    def recording_loader(*args, **kwargs):  # the real model I/O; remember what each generate call was given
+        io = load_model_io(*args, **kwargs)
+        generate = io.generate
+        io.generate = lambda model, rows, **kw: seen.extend(rows) or generate(model, rows, **kw)
+        return io
+
+    monkeypatch.setattr(science, "load_model_io", recording_loader)
+    lines, acc = science.caption_probe(cfg, stage_folders(out), muted=True)
+    assert list(acc) == ["What do you see, from left to right?"] and "audio removed" in lines[0]
+    assert seen and all(r.media.audio is None and r.media.frames is not None for r in seen)
+    seen.clear()
+    _, both = science.caption_probe(cfg, stage_folders(out))
+    assert len(both) == 3 and all(r.media.audio is not None for r in seen)
+
+
 def test_clean_chance_is_mean_inverse_option_count(tmp_path):
     from datasets import Dataset, DatasetDict
 

@@ -38,6 +38,10 @@ def write_mp4(
             vstream = container.add_stream("libx264", rate=Fraction(fps).limit_denominator(1000))
             vstream.width, vstream.height, vstream.pix_fmt = w, h, "yuv420p"
             vstream.options = {"crf": str(crf), "g": str(gop), "preset": "veryfast", "bf": "0"}
+            # one thread for libx264 and for PyAV's RGB -> YUV conversion (which takes the codec's thread
+            # count; 0 = auto): a same-seed world once decoded to different pixels in the full suite under
+            # load (tests/test_world.py). The default world's 288 files are byte-identical either way.
+            vstream.codec_context.thread_count = 1
         if audio is not None:
             audio = np.asarray(audio, dtype=np.float32).reshape(-1)
             astream = container.add_stream("aac", rate=sample_rate)

@@ -67,6 +67,7 @@ def build_tiny_qwen_omni(
     audio_layers: int = 1,
     vocab_size: int = 1000,
     frame_pixels: int = 56 * 56,
+    rope_theta: float = 10000.0,
     extra_corpus: Iterable[str] = (),
     seed: int = 0,
 ) -> Path:
@@ -120,7 +121,7 @@ def build_tiny_qwen_omni(
             pad_token_id=tok.pad_token_id,
             rope_parameters={
                 "rope_type": "default",
-                "rope_theta": 10000.0,
+                "rope_theta": rope_theta,
                 "mrope_section": _mrope_section(head_dim),
             },
         ),

@@ -107,6 +107,14 @@ class QuickstartConfig:
     audio_layers: int | None = field(
         default=None, metadata={"help": _default("audio_layers", "audio tower layers")}
     )
+    rope_theta: float = field(
+        default=10000.0,
+        metadata={
+            "help": "rotary base of the thinker's M-RoPE; the (time, height, width) sections take the highest, "
+            "middle and lowest of the head's frequencies, so with a 32-wide head and base 10000 one video "
+            "token column turns the width frequencies by at most 0.003 rad"
+        },
+    )
     vocab_size: int = field(
         default=1500, metadata={"help": "BPE vocabulary, trained on the world's own text"}
     )
@@ -114,7 +122,14 @@ class QuickstartConfig:
         default=None,
         metadata={"help": _default("num_frames", "video frames per clip (training and evaluation)")},
     )
-    frame_size: int = field(default=56, metadata={"help": "frame height and width in pixels"})
+    frame_size: int = field(default=56, metadata={"help": "frame height (and width) in pixels"})
+    frame_width: int | None = field(
+        default=None,
+        metadata={
+            "help": "frame width in pixels; unset = frame_size. A width of 112 at height 84 puts the three "
+            "slots at three different places inside the 28-px video tokens (docs/quickstart_start.md)"
+        },
+    )
     audio_seconds: float = field(
         default=4.0,
         metadata={
@@ -147,6 +162,14 @@ class QuickstartConfig:
             )
         },
     )
+    muted_see: int = field(
+        default=0,
+        metadata={
+            "help": 'times the captions-only stage also asks each caption-world clip "what do you see" with '
+            "the audio removed (modality dropout): with both streams the names can come from the audio alone "
+            "(measured: the start named what it heard, docs/quickstart_start.md); 0 = none"
+        },
+    )
     pref_steps: int | None = field(
         default=None, metadata={"help": _default("pref_steps", "steps of each Table-5 method")}
     )
@@ -171,6 +194,12 @@ class QuickstartConfig:
     )
     sft_learning_rate: float = field(
         default=5e-4, metadata={"help": "learning rate of the starting model's SFT"}
+    )
+    caption_learning_rate: float | None = field(
+        default=None,
+        metadata={
+            "help": "learning rate of the captions-only stage (start_captions); unset = sft_learning_rate"
+        },
     )
     sft_encoder_learning_rate: float | None = field(
         default=None,
@@ -217,6 +246,11 @@ class QuickstartConfig:
         },
     )
 
+    @property
+    def width(self) -> int:
+        """The frame width in pixels (``frame_width``, else ``frame_size``)."""
+        return self.frame_width or self.frame_size
+
     def __post_init__(self):
         unknown = sorted(set(self.methods) - set(METHODS))
         if unknown:
@@ -232,6 +266,8 @@ class QuickstartConfig:
         for name, (full, small) in DEFAULTS.items():
             if getattr(self, name) is None:
                 setattr(self, name, small if self.small else full)
+        if self.muted_see < 0:
+            raise ValueError(f"--muted_see must be >= 0, got {self.muted_see}")
         if self.caption_steps < 0:
             raise ValueError(f"--caption_steps must be >= 0, got {self.caption_steps}")
         if self.caption_steps and self.caption_clips < 1:

@@ -20,7 +20,7 @@ from cavpref.data_prep.build.rotation import circular_sft_rows
 from cavpref.data_prep.tasks import item_prompt
 from cavpref.eval.loader import load_items
 from cavpref.media.spec import clip as clip_spec
-from cavpref.media.spec import to_json
+from cavpref.media.spec import mute, to_json
 from cavpref.prompts import rotate_response, rotated_view, rotation_for
 
 
@@ -115,13 +115,17 @@ def split_clips(data: Path) -> tuple[set[str], set[str]]:
     return {f for ids in prefs["train"]["source_ids"] for f in ids} - test, test
 
 
-def _caption_rows(clip: dict, source: str, pairs: list[tuple[str, str]], features) -> list[dict]:
-    """One SFT row (CLEAN's schema, every other column None) per (prompt, response) pair about ``clip``."""
-    rows, media = [], to_json(clip_spec(clip["file"]))
+def _caption_rows(
+    clip: dict, source: str, pairs: list[tuple[str, str]], features, muted: bool = False
+) -> list[dict]:
+    """One SFT row (CLEAN's schema, every other column None) per (prompt, response) pair about ``clip``
+    (``muted``: the clip without its audio)."""
+    spec = clip_spec(clip["file"])
+    rows, media = [], to_json(mute(spec) if muted else spec)
     for k, (prompt, response) in enumerate(pairs):
         row = {name: None for name in features}
         row.update(
-            id=f"caption:{clip['file']}:{k}",
+            id=f"caption:{clip['file']}:{'muted:' if muted else ''}{k}",
             task=CLEAN_TASK,
             source=source,
             category="Existential",
@@ -179,7 +183,9 @@ def caption_data(cfg: QuickstartConfig, stage: Stage, caption_world: Path, data:
     for source in ("music_avqa", "avqa", "audioset"):
         for clip in manifest.get(source, []):
             clips += 1
-            rows += _caption_rows(clip, source, clip_captions(clip), features)
+            captions = clip_captions(clip)
+            rows += _caption_rows(clip, source, captions, features)
+            rows += _caption_rows(clip, source, captions[:1] * cfg.muted_see, features, muted=True)
     if not rows:
         raise RuntimeError(f"no clips in {caption_world / 'world.json'}")
     Dataset.from_list(rows, features=features).shuffle(seed=cfg.seed).save_to_disk(str(stage.dir / "train"))

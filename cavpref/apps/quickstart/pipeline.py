@@ -112,7 +112,8 @@ def model_stage(cfg: QuickstartConfig, stage: Stage, data: Path) -> None:
         vision_depth=cfg.vision_depth,
         audio_d_model=cfg.audio_d_model,
         audio_layers=cfg.audio_layers,
-        frame_pixels=cfg.frame_size * cfg.frame_size,
+        frame_pixels=cfg.frame_size * cfg.width,
+        rope_theta=cfg.rope_theta,
         extra_corpus=corpus(data),
         vocab_size=cfg.vocab_size,
         seed=cfg.seed,
@@ -158,7 +159,7 @@ def eval_stage(
         media_root=str(world),
         num_frames=cfg.num_frames,
         frame_height=cfg.frame_size,
-        frame_width=cfg.frame_size,
+        frame_width=cfg.width,
         audio_max_seconds=cfg.audio_seconds,
         max_new_tokens=24,
         no_judge=True,
@@ -199,7 +200,7 @@ def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path
     init = stage("model_init", model_stage, data).dir
     sft_data = stage("start_data", start_data, world, data).dir
 
-    def start_sft(name: str, model: Path, train: Path, media: Path, steps: int) -> Path:
+    def start_sft(name: str, model: Path, train: Path, media: Path, steps: int, lr: float) -> Path:
         """One SFT stage of the start (towers and projectors trained), output in ``root / name``."""
         rec = recipe(
             cfg,
@@ -209,7 +210,7 @@ def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path
             world=media,
             out=root / name,
             steps=steps,
-            lr=cfg.sft_learning_rate,
+            lr=lr,
             tasks=[CLEAN_TASK],
             encoders=True,
         )
@@ -219,8 +220,9 @@ def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path
     if cfg.caption_steps:
         caption_world = stage("caption_world", caption_world_stage).dir
         captions = stage("caption_data", caption_data, caption_world, data).dir
-        init = start_sft("start_captions", init, captions / "train", caption_world, cfg.caption_steps)
-    start = start_sft("start", init, sft_data / "train", world, cfg.sft_steps)
+        lr = cfg.caption_learning_rate or cfg.sft_learning_rate
+        init = start_sft("start_captions", init, captions / "train", caption_world, cfg.caption_steps, lr)
+    start = start_sft("start", init, sft_data / "train", world, cfg.sft_steps, cfg.sft_learning_rate)
     return world, data, start
 
 

@@ -80,7 +80,7 @@ def recipe(
         "shared_prefix": True,  # each (prompt, media) prefix scored once: exact, and ~2x fewer LM tokens for DPO
         "num_frames": cfg.num_frames,
         "frame_height": cfg.frame_size,
-        "frame_width": cfg.frame_size,
+        "frame_width": cfg.width,
         "audio_max_seconds": cfg.audio_seconds,
         "freeze_vision": not encoders,
         "freeze_audio": not encoders,
