@@ -203,6 +203,9 @@ def main(argv=None) -> int:
     )
     t0 = time.perf_counter()
     Path(cfg.out).mkdir(parents=True, exist_ok=True)
+    # the run's keys before any stage, as ``cavpref quickstart`` writes them: probes of a checkpoint of a run
+    # still training (scripts/probe_where.py) read them from here
+    (Path(cfg.out) / "quickstart_config.json").write_text(json.dumps(asdict(cfg), indent=1))
     stage = Stages(cfg, Path(cfg.out))
     qs = build_start(cfg, stage)
     m = measure(cfg, stage, qs, list(args.drop_streams), list(args.probe_clips))

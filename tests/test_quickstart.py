@@ -178,6 +178,30 @@ def test_muted_see_adds_see_rows_without_the_audio(small_run, tmp_path):
     assert all(has_audio(from_json(r["media"])) for r in rows if ":muted:" not in r["id"])
 
 
+def test_caption_grounding_adds_one_entity_rows_to_the_captions_stage(small_run, tmp_path):
+    from cavpref.apps.quickstart.data import caption_data, clip_grounding
+    from cavpref.apps.quickstart.stages import Stage
+
+    out, _ = small_run
+    cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
+    plain = Stage(out, "caption_data").info()
+    clips = [
+        c
+        for src in json.loads((out / "caption_world" / "world.json").read_text()).values()
+        if isinstance(src, list)
+        for c in src
+        if isinstance(c, dict) and "file" in c
+    ]
+    cfg.caption_grounding = 2
+    stage = Stage(tmp_path, "caption_data")
+    caption_data(cfg, stage, out / "caption_world", out / "data")
+    rows = load_from_disk(str(stage.dir / "train"))
+    extra = sum(len(clip_grounding(c)) for c in clips)
+    assert extra and len(rows) == len(set(rows["id"])) == plain["captions"] + 2 * extra
+    asked = {r["prompt"] for r in rows}
+    assert {"What is on the left?", "Where is the object that makes the first sound?"} <= asked
+
+
 def test_start_keys_reach_the_recipes_and_the_thinker(small_run, tmp_path):
     """--caption_learning_rate, --rope_theta and --frame_width change what the start stages train."""
     import shutil
@@ -203,6 +227,17 @@ def test_start_keys_reach_the_recipes_and_the_thinker(small_run, tmp_path):
     video = json.loads((run / "model_init" / "processor_config.json").read_text())["video_processor"]
     assert video["size"] == {"shortest_edge": 56 * 84, "longest_edge": 56 * 84}
     assert (run / "start" / "model.safetensors").exists()
+
+
+def test_background_ramp_reaches_both_worlds(tmp_path):
+    from cavpref.apps.quickstart import Stages
+    from cavpref.apps.quickstart.pipeline import caption_world_stage, world_stage
+
+    cfg = QuickstartConfig(small=True, out=str(tmp_path), background_ramp=30, num_clips=2, caption_clips=2)
+    stages = Stages(cfg, tmp_path)
+    for name, fn in (("world", world_stage), ("caption_world", caption_world_stage)):
+        manifest = json.loads((stages(name, fn).dir / "world.json").read_text())
+        assert manifest["config"]["background_ramp"] == 30
 
 
 def test_muted_caption_probe_asks_see_of_clips_without_audio(small_run, monkeypatch):

@@ -115,6 +115,28 @@ def test_render_draws_colour_in_slot_and_highlight_only_while_sounding():
     assert not (plain == 255).all(-1).any()
 
 
+def test_background_ramp_lights_the_width_and_not_the_shapes():
+    top, bottom, _ = visuals.BACKGROUNDS["outdoor"]
+    flat = visuals.background("outdoor", 9, 4)
+    assert (flat[0] == top).all() and (visuals.background("outdoor", 9, 4, ramp=0) == flat).all()
+    lit = visuals.background("outdoor", 9, 4, ramp=40).astype(int)
+    # -40 at the left edge, 0 in the middle column, +40 at the right edge, by hand: linspace(-40, 40, 9)
+    assert lit[0, :, 0].tolist() == [0, 10, 20, 30, 40, 50, 60, 70, 80]  # red 40 - 40 = 0 at the left edge
+    assert lit[0, :, 2].tolist() == [70, 80, 90, 100, 110, 120, 130, 140, 150]
+    assert (lit[0] == lit[1]).all() and (lit[3, 4] == bottom).all()  # the same ramp on every row
+    assert visuals.background("indoor", 3, 2, ramp=40)[0, 0].tolist() == [
+        15,
+        2,
+        0,
+    ]  # (55, 42, 32) - 40, clipped
+    red = (230, 40, 40)
+    frames = visuals.render("outdoor", [visuals.Placed(red, "square", 2, [])], 1.0, 1, 96, 64, ramp=40)
+    geo = visuals.geometry(96, 64)
+    assert tuple(frames[0, int(geo["center_y"]), int(geo["centers_x"][2])]) == red
+    with pytest.raises(ValueError, match=r"WorldConfig\.background_ramp=128"):
+        WorldConfig(background_ramp=128)
+
+
 def test_every_shape_covers_its_centre():
     yy, xx = np.mgrid[-20:21, -20:21].astype(float)
     for shape in catalogue.SHAPES:

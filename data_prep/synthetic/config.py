@@ -33,6 +33,12 @@ class WorldConfig:
     num_instruments: int = _h(f"MUSIC-AVQA instruments in the world (3..{len(INSTRUMENTS)})", default=8)
     questions_per_clip: int = _h("questions asked per MUSIC-AVQA / AVQA clip (at most)", default=8)
     highlight: bool = _h("outline + bob a shape while it sounds (the visual cue of sounding)", default=True)
+    background_ramp: int = _h(
+        "levels added to the background from -N at the left edge to +N at the right edge (a scene lit from one "
+        "side; 0: uniform across the width). A RoPE-only vision tower (Qwen2.5-Omni's) gives a token no "
+        "absolute position, so on a uniform background a shape's token looks the same in every slot",
+        default=0,
+    )
     workers: int = _h("processes rendering clips (0: min(4, CPUs)); never changes the output", default=0)
 
     def __post_init__(self):
@@ -63,6 +69,8 @@ class WorldConfig:
             bad("questions_per_clip", "must be >= 1")
         if self.workers < 0:
             bad("workers", "must be >= 0")
+        if not 0 <= self.background_ramp <= 127:
+            bad("background_ramp", "must be within 0..127 levels")
 
     def clips(self, source: str) -> int:
         override = {"music_avqa": self.music_clips, "avqa": self.avqa_clips, "audioset": self.audioset_clips}

@@ -66,7 +66,9 @@ def shape_mask(shape: str, dx: np.ndarray, dy: np.ndarray, r: float) -> np.ndarr
     raise ValueError(f"unknown shape {shape!r}")
 
 
-def background(scene: str, width: int, height: int) -> np.ndarray:
+def background(scene: str, width: int, height: int, ramp: int = 0) -> np.ndarray:
+    """The scene's sky / ground (or wall / floor) split at its horizon, plus ``ramp`` levels of light
+    from -ramp at the left edge to +ramp at the right edge (``WorldConfig.background_ramp``)."""
     if scene not in BACKGROUNDS:
         raise ValueError(f"unknown scene {scene!r} (expected one of {sorted(BACKGROUNDS)})")
     top, bottom, horizon = BACKGROUNDS[scene]
@@ -74,6 +76,9 @@ def background(scene: str, width: int, height: int) -> np.ndarray:
     cut = round(horizon * height)
     img[:cut] = top
     img[cut:] = bottom
+    if ramp:
+        light = np.rint(np.linspace(-ramp, ramp, width))[None, :, None]
+        img = np.clip(img.astype(np.int16) + light, 0, 255).astype(np.uint8)
     return img
 
 
@@ -89,12 +94,13 @@ def render(
     width: int,
     height: int,
     highlight: bool = True,
+    ramp: int = 0,
 ) -> np.ndarray:
     """All frames of a clip, (T, H, W, 3) uint8, T = round(duration * fps); frame i shows time i / fps."""
     geo = geometry(width, height)
     r, bob, band = geo["radius"], geo["bob"], geo["outline"]
     yy, xx = np.mgrid[0:height, 0:width].astype(np.float64)
-    bg = background(scene, width, height)
+    bg = background(scene, width, height, ramp)
     n_frames = round(duration * fps)
     frames = np.repeat(bg[None], n_frames, axis=0)
     for p in placed:

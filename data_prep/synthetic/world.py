@@ -60,7 +60,9 @@ def _write_clip(
         for e in entities
         if e["visible"]
     ]
-    frames = render(scene, placed, cfg.duration, cfg.fps, cfg.width, cfg.height, cfg.highlight)
+    frames = render(
+        scene, placed, cfg.duration, cfg.fps, cfg.width, cfg.height, cfg.highlight, cfg.background_ramp
+    )
     n = round(cfg.duration * cfg.sample_rate)
     parts = [
         (entity_sound(_entity(e["name"]), e["events"], n, cfg.sample_rate, rng), e["gain"]) for e in entities

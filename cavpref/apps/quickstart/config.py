@@ -123,6 +123,14 @@ class QuickstartConfig:
         metadata={"help": _default("num_frames", "video frames per clip (training and evaluation)")},
     )
     frame_size: int = field(default=56, metadata={"help": "frame height (and width) in pixels"})
+    background_ramp: int = field(
+        default=0,
+        metadata={
+            "help": "light ramp across both worlds' backgrounds, -N levels at the left edge to +N at the right "
+            "(WorldConfig.background_ramp; 0: uniform, as before): the only thing in the pixels that says "
+            "which third of the frame a token is in, when a shape sits centred in its own token"
+        },
+    )
     frame_width: int | None = field(
         default=None,
         metadata={
@@ -168,6 +176,14 @@ class QuickstartConfig:
             "help": 'times the captions-only stage also asks each caption-world clip "what do you see" with '
             "the audio removed (modality dropout): with both streams the names can come from the audio alone "
             "(measured: the start named what it heard, docs/quickstart_start.md); 0 = none"
+        },
+    )
+    caption_grounding: int = field(
+        default=0,
+        metadata={
+            "help": "times the captions-only stage also asks each caption-world clip its one-entity questions "
+            "(what is at each slot, which object makes the k-th sound and where: data.clip_grounding, the rows "
+            "the starting SFT has for its train clips); 0 = none"
         },
     )
     pref_steps: int | None = field(
@@ -268,6 +284,8 @@ class QuickstartConfig:
                 setattr(self, name, small if self.small else full)
         if self.muted_see < 0:
             raise ValueError(f"--muted_see must be >= 0, got {self.muted_see}")
+        if self.caption_grounding < 0:
+            raise ValueError(f"--caption_grounding must be >= 0, got {self.caption_grounding}")
         if self.caption_steps < 0:
             raise ValueError(f"--caption_steps must be >= 0, got {self.caption_steps}")
         if self.caption_steps and self.caption_clips < 1:

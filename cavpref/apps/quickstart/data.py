@@ -184,7 +184,8 @@ def caption_data(cfg: QuickstartConfig, stage: Stage, caption_world: Path, data:
         for clip in manifest.get(source, []):
             clips += 1
             captions = clip_captions(clip)
-            rows += _caption_rows(clip, source, captions, features)
+            grounding = clip_grounding(clip) * cfg.caption_grounding
+            rows += _caption_rows(clip, source, captions + grounding, features)
             rows += _caption_rows(clip, source, captions[:1] * cfg.muted_see, features, muted=True)
     if not rows:
         raise RuntimeError(f"no clips in {caption_world / 'world.json'}")

@@ -37,7 +37,7 @@ from cavpref.train import main as train_main
 
 def world_stage(cfg: QuickstartConfig, stage: Stage) -> None:
     """The synthetic audio-visual world (``cavpref world``) with the run's seed and size."""
-    _world(stage, cfg.seed, cfg.num_clips)
+    _world(cfg, stage, cfg.seed, cfg.num_clips)
 
 
 # The caption world's seed is the run's plus this, so the two worlds never draw the same clips.
@@ -47,11 +47,14 @@ CAPTION_WORLD_SEED_OFFSET = 1_000_003
 def caption_world_stage(cfg: QuickstartConfig, stage: Stage) -> None:
     """A second synthetic world, ``cfg.caption_clips`` clips per source, seed ``cfg.seed`` +
     ``CAPTION_WORLD_SEED_OFFSET``: the captioned clips of the captions-only stage (``data.caption_data``)."""
-    _world(stage, cfg.seed + CAPTION_WORLD_SEED_OFFSET, cfg.caption_clips)
+    _world(cfg, stage, cfg.seed + CAPTION_WORLD_SEED_OFFSET, cfg.caption_clips)
 
 
-def _world(stage: Stage, seed: int, num_clips: int) -> None:
-    manifest = generate_world(WorldConfig(out=str(stage.dir), seed=seed, num_clips=num_clips))
+def _world(cfg: QuickstartConfig, stage: Stage, seed: int, num_clips: int) -> None:
+    world = WorldConfig(
+        out=str(stage.dir), seed=seed, num_clips=num_clips, background_ramp=cfg.background_ramp
+    )
+    manifest = generate_world(world)
     stage.finish(files=manifest.get("files", {}) and len(manifest["files"]))
 
 
