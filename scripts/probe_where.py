@@ -1,4 +1,4 @@
-"""Why does a start not know *where*? Two probes of one checkpoint of a ``bench_start_perception.py`` run.
+"""Why does a start not know *where*? Three probes of one checkpoint of a ``bench_start_perception.py`` run.
 
     OMP_NUM_THREADS=1 python scripts/probe_where.py --run runs/p/default --model start_captions
 
@@ -10,6 +10,13 @@
    true answer as input; how often the next-token argmax is the true place word ("in" / "on" / "off",
    "left" / "middle" / "right"). It separates a model that never learnt the places from one that knows them
    and loses them in greedy decoding.
+3. **One-entity clips, by slot**: on the test clips with one visible entity, which is the one sounding
+   ("<name> in the middle" / "on the left" / "on the right"), the greedy answers that equal the caption, the
+   teacher-forced probability of " in" at the
+   preposition and of " left" / " middle" / " right" at the slot word, averaged per true slot; and the same
+   slot-word probabilities with the preposition swapped (" in" <-> " on"). A model that reads the place gives
+   " in" ~1 for the middle and ~0 elsewhere; a model that uses its own preposition moves the slot word when it
+   is swapped (" on the" is never followed by " middle" in training).
 """
 
 from __future__ import annotations
@@ -144,6 +151,57 @@ def place_tokens(
     return right, total, prob / max(total, 1), shown
 
 
+def one_entity_places(io, cfg: QuickstartConfig, folders: dict) -> dict[str, dict]:
+    """{true slot: {"clips", "greedy_right", "p_in", "slot", "slot_swapped"}} over the test clips whose one visible
+    entity is the one sounding (``greedy_right``: greedy answers equal to the caption; probabilities
+    teacher-forced, averaged; ``slot`` / ``slot_swapped``: P(left, middle, right) at the slot word after the true
+    / the swapped preposition)."""
+    world = Path(folders["world"])
+    _, test = split_clips(Path(folders["data"]))
+    policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.width))
+    tok = io.tokenizer
+    word = {w: tok.encode(" " + w, add_special_tokens=False)[0] for w in ("in", "on", *SLOTS)}
+    swap = {word["in"]: word["on"], word["on"]: word["in"]}
+    out: dict[str, dict] = {}
+    for c in (
+        c
+        for s in ("music_avqa", "avqa", "audioset")
+        for c in json.loads((world / "world.json").read_text())[s]
+    ):
+        seen = [e for e in (c.get("instruments") or c.get("sources") or []) if e.get("visible")]
+        if c["file"] not in test or len(seen) != 1 or not seen[0].get("sounding") or not seen[0].get("slot"):
+            continue
+        prompt, truth = clip_captions(c)[2]
+        media = decode(to_json(clip(c["file"])), str(world), frames=policy)
+        batch = io.collate([Row(prompt, truth, media, c["file"], c["file"])])
+        ids = batch["input_ids"][0]
+        at = (batch["labels"][0] != -100).nonzero().flatten().tolist()
+        prep = next(a for a in at if int(ids[a]) in swap)
+        swapped = dict(batch, input_ids=batch["input_ids"].clone())
+        swapped["input_ids"][0, prep] = swap[int(ids[prep])]
+        with torch.no_grad():
+            probs = [io.forward_logits(io.model, b)[0].softmax(-1) for b in (batch, swapped)]
+        rec = out.setdefault(
+            seen[0]["slot"],
+            {"clips": 0, "greedy_right": 0, "p_in": 0.0, "slot": [0.0] * 3, "slot_swapped": [0.0] * 3},
+        )
+        rec["clips"] += 1
+        answer = io.generate(io.model, [Row(prompt, "", media, c["file"], c["file"])], max_new_tokens=24)[0]
+        rec["greedy_right"] += answer.strip() == truth
+        rec["p_in"] += float(probs[0][prep - 1, word["in"]])
+        for key, pr in zip(
+            ("slot", "slot_swapped"), probs
+        ):  # the slot word follows " the", after the preposition
+            rec[key] = [a + float(pr[prep + 1, word[w]]) for a, w in zip(rec[key], SLOTS)]
+    for rec in out.values():
+        n = rec["clips"]
+        rec["p_in"] = round(rec["p_in"] / n, 3)
+        rec["slot"], rec["slot_swapped"] = (
+            [round(v / n, 3) for v in rec[k]] for k in ("slot", "slot_swapped")
+        )
+    return dict(sorted(out.items(), key=lambda kv: SLOTS.index(kv[0])))
+
+
 def main(argv=None) -> int:
     (args,) = parse_args(
         [ProbeArguments], sys.argv[1:] if argv is None else argv, prog="scripts/probe_where.py"
@@ -167,6 +225,15 @@ def main(argv=None) -> int:
     )
     print(f"| {run.name} | {args.model} | {sims} | {right}/{total} | {prob:.3f} |\n")
     print("\n".join(shown[:8]))
+    print(
+        "\n| one-entity test clips, true slot | clips | greedy answer right | P(' in') at the preposition | "
+        "P(left, middle, right) at the slot word | the same, preposition swapped |\n|---|---|---|---|---|---|"
+    )
+    for slot, rec in one_entity_places(io, cfg, stage_folders(run)).items():
+        print(
+            f"| {slot} | {rec['clips']} | {rec['greedy_right']} | {rec['p_in']} | {rec['slot']} | "
+            f"{rec['slot_swapped']} |"
+        )
     return 0
 
 

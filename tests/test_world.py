@@ -44,8 +44,10 @@ def _load(path):
 
 
 def decode(path):
-    """All frames (T, H, W, 3) and the mono audio of an mp4, with PyAV."""
+    """All frames (T, H, W, 3) and the mono audio of an mp4, with PyAV, one decoder thread as the package's
+    reader (cavpref/media/backends.py) and writer use."""
     with av.open(str(path)) as c:
+        c.streams.video[0].codec_context.thread_count = 1
         frames = np.stack([f.to_ndarray(format="rgb24") for f in c.decode(video=0)])
     with av.open(str(path)) as c:
         sr = c.streams.audio[0].sample_rate
@@ -383,6 +385,8 @@ def test_knobs_respected_through_the_cli(tmp_path, capsys):
             "--questions_per_clip",
             "2",
             "--no_highlight",
+            "--background_ramp",
+            "20",
             "--workers",
             "1",
         ]
@@ -405,6 +409,7 @@ def test_knobs_respected_through_the_cli(tmp_path, capsys):
         "num_instruments": 3,
         "questions_per_clip": 2,
         "highlight": False,
+        "background_ramp": 20,
     }
     assert [i["name"] for i in m["catalogue"]["instruments"]] == ["piano", "violin", "flute"]
     assert {e["name"] for c in m["music_avqa"] for e in c["instruments"]} <= {"piano", "violin", "flute"}
