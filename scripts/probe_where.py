@@ -12,9 +12,8 @@
    and loses them in greedy decoding.
 3. **One-entity clips, by slot**: on the test clips with one visible entity, which is the one sounding
    ("<name> in the middle" / "on the left" / "on the right"), the greedy answers that equal the caption, the
-   teacher-forced probability of " in" at the
-   preposition and of " left" / " middle" / " right" at the slot word, averaged per true slot; and the same
-   slot-word probabilities with the preposition swapped (" in" <-> " on"). A model that reads the place gives
+   teacher-forced probability of " in" at the preposition and of " left" / " middle" / " right" at the slot
+   word, averaged per true slot; and the same slot-word probabilities with the preposition swapped (" in" <-> " on"). A model that reads the place gives
    " in" ~1 for the middle and ~0 elsewhere; a model that uses its own preposition moves the slot word when it
    is swapped (" on the" is never followed by " middle" in training).
 """
@@ -50,7 +49,13 @@ class ProbeArguments:
             "help": "a bench_start_perception.py or cavpref quickstart --out folder (quickstart_config.json)"
         }
     )
-    model: str = field(default="start_captions", metadata={"help": "stage folder of the checkpoint in --run"})
+    model: str = field(
+        default="start_captions",
+        metadata={
+            "help": "the checkpoint's folder in --run: a stage (start_captions, start) or a checkpoint in one "
+            "(start_captions/checkpoint-1000)"
+        },
+    )
     clips: str = field(
         default="caption_world",
         metadata={
