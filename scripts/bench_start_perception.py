@@ -32,7 +32,7 @@ from pathlib import Path
 from cavpref.eval.loader import load_items
 
 from cavpref.apps.quickstart import QuickstartConfig, Stages, eval_stage, task_accuracy
-from cavpref.apps.quickstart.pipeline import stage_folders, start_stages
+from cavpref.apps.quickstart.pipeline import stage_folders, start_stages, write_config
 from cavpref.data import CLEAN_TASK
 from cavpref.parsing import parse_args
 
@@ -202,10 +202,7 @@ def main(argv=None) -> int:
         prog="scripts/bench_start_perception.py",
     )
     t0 = time.perf_counter()
-    Path(cfg.out).mkdir(parents=True, exist_ok=True)
-    # the run's keys before any stage, as ``cavpref quickstart`` writes them: probes of a checkpoint of a run
-    # still training (scripts/probe_where.py) read them from here
-    (Path(cfg.out) / "quickstart_config.json").write_text(json.dumps(asdict(cfg), indent=1))
+    write_config(cfg)  # as `cavpref quickstart` does: scripts/probe_where.py reads it, also mid-run
     stage = Stages(cfg, Path(cfg.out))
     qs = build_start(cfg, stage)
     m = measure(cfg, stage, qs, list(args.drop_streams), list(args.probe_clips))

@@ -27,11 +27,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from cavpref.data_prep.synthetic import WorldConfig
 from cavpref.data_prep.synthetic.catalogue import INSTRUMENTS, SLOTS
 from cavpref.data_prep.synthetic.visuals import Placed, render
 
 from cavpref.apps.quickstart import QuickstartConfig
-from cavpref.apps.quickstart.data import clip_captions, split_clips
+from cavpref.apps.quickstart.data import clip_captions, probe_clips
 from cavpref.apps.quickstart.pipeline import stage_folders
 from cavpref.media.decode import FramePolicy, decode, resize_frames
 from cavpref.media.spec import clip, to_json
@@ -68,20 +69,12 @@ class ProbeArguments:
 def slot_similarity(io, cfg: QuickstartConfig) -> list[float]:
     """Mean cosine similarity of the entity's merged token between (left, middle), (left, right), (middle,
     right), over the first eight instruments on the "outdoor" scene."""
-    proc, sims = io.processor, []
+    proc, sims, world = io.processor, [], WorldConfig()  # the quickstart's worlds are drawn at its frame size
     for inst in INSTRUMENTS[:8]:
         tokens = []
         for slot in range(len(SLOTS)):
-            frames = render(
-                "outdoor",
-                [Placed(inst.color, inst.shape, slot, [])],
-                1.0,
-                4.0,
-                112,
-                112,
-                True,
-                cfg.background_ramp,
-            )
+            placed = [Placed(inst.color, inst.shape, slot, [])]
+            frames = render("outdoor", placed, 1.0, 4.0, world.width, world.height, True, cfg.background_ramp)
             frames = resize_frames(frames, (cfg.frame_size, cfg.width))
             pixels = cfg.frame_size * cfg.width
             enc = proc.video_processor(
@@ -112,17 +105,8 @@ def place_tokens(
     """(place tokens right, place tokens, their mean teacher-forced probability, the first clips' captions with
     each wrong guess in brackets). A model that reads the places gives the true word a probability near 1; one
     that guesses gives each slot word its share of the training captions (~1/3), whatever precedes it."""
-    world = Path(folders["caption_world" if which == "caption_world" else "world"])
-    every = [
-        c
-        for s in ("music_avqa", "avqa", "audioset")
-        for c in json.loads((world / "world.json").read_text())[s]
-    ]
-    if which == "caption_world":
-        chosen = sorted(every, key=lambda c: c["file"])[::20][:n]
-    else:
-        _, test = split_clips(Path(folders["data"]))
-        chosen = [c for c in every if c["file"] in test][:n]
+    world, chosen = probe_clips(folders, which)
+    chosen = chosen[:n]
     policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.width))
     tok, right, total, prob, shown = io.tokenizer, 0, 0, 0.0, []
     for c in chosen:
@@ -161,20 +145,15 @@ def one_entity_places(io, cfg: QuickstartConfig, folders: dict) -> dict[str, dic
     entity is the one sounding (``greedy_right``: greedy answers equal to the caption; probabilities
     teacher-forced, averaged; ``slot`` / ``slot_swapped``: P(left, middle, right) at the slot word after the true
     / the swapped preposition)."""
-    world = Path(folders["world"])
-    _, test = split_clips(Path(folders["data"]))
+    world, test_clips = probe_clips(folders, "test")
     policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.width))
     tok = io.tokenizer
     word = {w: tok.encode(" " + w, add_special_tokens=False)[0] for w in ("in", "on", *SLOTS)}
     swap = {word["in"]: word["on"], word["on"]: word["in"]}
     out: dict[str, dict] = {}
-    for c in (
-        c
-        for s in ("music_avqa", "avqa", "audioset")
-        for c in json.loads((world / "world.json").read_text())[s]
-    ):
+    for c in test_clips:
         seen = [e for e in (c.get("instruments") or c.get("sources") or []) if e.get("visible")]
-        if c["file"] not in test or len(seen) != 1 or not seen[0].get("sounding") or not seen[0].get("slot"):
+        if len(seen) != 1 or not seen[0].get("sounding") or not seen[0].get("slot"):
             continue
         prompt, truth = clip_captions(c)[2]
         media = decode(to_json(clip(c["file"])), str(world), frames=policy)

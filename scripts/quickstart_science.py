@@ -45,9 +45,9 @@ from cavpref.apps.quickstart import (
     Stages,
     clip_captions,
     eval_stage,
+    probe_clips,
     recipe,
     run,
-    split_clips,
     task_accuracy,
     train_stage,
 )
@@ -365,14 +365,7 @@ def caption_probe(
     caption world, to tell a model that cannot fit its captions from one that learnt them by heart).
     ``muted``: "what do you see" alone, asked of the clips without their audio — whether the names come from
     the pixels or only from what is heard."""
-    world = Path(qs["caption_world"] if clips == "caption_world" else qs["world"])
-    manifest = json.loads((world / "world.json").read_text())
-    every = [c for src in ("music_avqa", "avqa", "audioset") for c in manifest[src]]
-    if clips == "caption_world":
-        chosen = sorted(every, key=lambda c: c["file"])[::20]
-    else:
-        train, test = split_clips(Path(qs["data"]))
-        chosen = [c for c in every if c["file"] in {"train": train, "test": test}[clips]]
+    world, chosen = probe_clips(qs, clips)
     model_io = load_model_io(
         model or qs["start"],
         dtype="float32",

@@ -302,4 +302,8 @@ def test_caption_stage_keys_are_checked_before_any_stage():
         QuickstartConfig(caption_steps=10, caption_clips=0)
     with pytest.raises(ValueError, match="--caption_steps must be >= 0"):
         QuickstartConfig(caption_steps=-1)
+    with pytest.raises(ValueError, match="--caption_grounding must be >= 0"):
+        QuickstartConfig(caption_grounding=-1)
+    with pytest.raises(ValueError, match="--background_ramp must be within 0..127"):
+        QuickstartConfig(background_ramp=200)
     assert QuickstartConfig(caption_steps=0, caption_clips=0).caption_clips == 0  # no captions stage: unused

@@ -44,6 +44,7 @@ from cavpref.apps.quickstart.config import (
 from cavpref.apps.quickstart.data import (
     clip_captions,
     corpus,
+    probe_clips,
     split_clips,
     start_data,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "eval_stage",
     "main",
     "plot_methods",
+    "probe_clips",
     "recipe",
     "run",
     "say",

@@ -289,6 +289,8 @@ class QuickstartConfig:
             raise ValueError(f"--muted_see must be >= 0, got {self.muted_see}")
         if self.caption_grounding < 0:
             raise ValueError(f"--caption_grounding must be >= 0, got {self.caption_grounding}")
+        if not 0 <= self.background_ramp <= 127:  # WorldConfig's range, refused before the world stage runs
+            raise ValueError(f"--background_ramp must be within 0..127 levels, got {self.background_ramp}")
         if self.caption_steps < 0:
             raise ValueError(f"--caption_steps must be >= 0, got {self.caption_steps}")
         if self.caption_steps and self.caption_clips < 1:

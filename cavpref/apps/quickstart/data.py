@@ -115,6 +115,22 @@ def split_clips(data: Path) -> tuple[set[str], set[str]]:
     return {f for ids in prefs["train"]["source_ids"] for f in ids} - test, test
 
 
+def probe_clips(folders: dict[str, str], which: str = "test") -> tuple[Path, list[dict]]:
+    """(world folder, clips) a probe of the start runs on, from a run's ``stage_folders``: the run's ``test`` or
+    ``train`` clips (the prep split, by source clip), or every 20th clip of the caption world (sorted by file),
+    which the captions-only stage trained on."""
+    if which not in ("test", "train", "caption_world"):
+        raise ValueError(f"probe clips: unknown {which!r}; choose from test, train, caption_world")
+    world = Path(folders["caption_world" if which == "caption_world" else "world"])
+    manifest = json.loads((world / "world.json").read_text())
+    every = [c for src in ("music_avqa", "avqa", "audioset") for c in manifest.get(src, [])]
+    if which == "caption_world":
+        return world, sorted(every, key=lambda c: c["file"])[::20]
+    train, test = split_clips(Path(folders["data"]))
+    keep = test if which == "test" else train
+    return world, [c for c in every if c["file"] in keep]
+
+
 def _caption_rows(
     clip: dict, source: str, pairs: list[tuple[str, str]], features, muted: bool = False
 ) -> list[dict]:

@@ -191,6 +191,15 @@ def stage_folders(root: Path) -> dict[str, str]:
     }
 
 
+def write_config(cfg: QuickstartConfig) -> Path:
+    """``<out>/quickstart_config.json``: the run's keys, written before any stage, so a second process (the
+    science worker, a probe of a checkpoint still training) rebuilds the same ``QuickstartConfig``."""
+    path = Path(cfg.out) / "quickstart_config.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(asdict(cfg), indent=1))
+    return path
+
+
 def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path]:
     """(world, prep output, starting model) folders: the stages every run shares up to the starting SFT
     (with ``cfg.caption_steps``, first a captions-only SFT on a second world's clips, from which the starting
@@ -232,8 +241,7 @@ def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path
 def run(cfg: QuickstartConfig) -> dict:
     """Every stage under ``cfg.out`` (reusing finished ones), then ``report.md``; returns the stage folders."""
     root = Path(cfg.out)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "quickstart_config.json").write_text(json.dumps(asdict(cfg), indent=1))
+    write_config(cfg)
     stage = Stages(cfg, root)
     world, data, start = start_stages(cfg, stage)
     prefs = data / "preferences"  # rotated by prep (rotate_options)
