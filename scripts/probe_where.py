@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from cavpref.data_prep.synthetic import WorldConfig
 from cavpref.data_prep.synthetic.catalogue import INSTRUMENTS, SLOTS
-from cavpref.data_prep.synthetic.visuals import Placed, render
+from cavpref.data_prep.synthetic.visuals import Placed, geometry, render
 
 from cavpref.apps.quickstart import QuickstartConfig
 from cavpref.apps.quickstart.data import clip_captions, probe_clips
@@ -74,7 +74,19 @@ def slot_similarity(io, cfg: QuickstartConfig) -> list[float]:
         tokens = []
         for slot in range(len(SLOTS)):
             placed = [Placed(inst.color, inst.shape, slot, [])]
-            frames = render("outdoor", placed, 1.0, 4.0, world.width, world.height, True, cfg.background_ramp)
+            frames = render(
+                "outdoor",
+                placed,
+                1.0,
+                4.0,
+                world.width,
+                world.height,
+                True,
+                cfg.background_ramp,
+                cfg.background_spot,
+                cfg.shape_scale,
+                cfg.slot_spread,
+            )
             frames = resize_frames(frames, (cfg.frame_size, cfg.width))
             pixels = cfg.frame_size * cfg.width
             enc = proc.video_processor(
@@ -92,7 +104,8 @@ def slot_similarity(io, cfg: QuickstartConfig) -> list[float]:
             grid = torch.cat(list(out) if isinstance(out, (tuple, list)) else [out]).reshape(
                 t, h // 2, w // 2, -1
             )
-            column = min(w // 2 - 1, int((slot + 0.5) * (w // 2) / len(SLOTS)))
+            centre = geometry(world.width, world.height, cfg.shape_scale, cfg.slot_spread)["centers_x"][slot]
+            column = min(w // 2 - 1, int(centre / world.width * (w // 2)))
             tokens.append(grid[0, h // 4, column])
         cos = torch.nn.functional.cosine_similarity
         sims.append([float(cos(tokens[a], tokens[b], dim=0)) for a, b in ((0, 1), (0, 2), (1, 2))])
@@ -110,7 +123,7 @@ def place_tokens(
     policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.width))
     tok, right, total, prob, shown = io.tokenizer, 0, 0, 0.0, []
     for c in chosen:
-        prompt, truth = clip_captions(c)[2]
+        prompt, truth = clip_captions(c, cfg.caption_places)[2]
         batch = io.collate(
             [
                 Row(
@@ -144,27 +157,32 @@ def one_entity_places(io, cfg: QuickstartConfig, folders: dict) -> dict[str, dic
     """{true slot: {"clips", "greedy_right", "p_in", "slot", "slot_swapped"}} over the test clips whose one visible
     entity is the one sounding (``greedy_right``: greedy answers equal to the caption; probabilities
     teacher-forced, averaged; ``slot`` / ``slot_swapped``: P(left, middle, right) at the slot word after the true
-    / the swapped preposition)."""
+    / the swapped preposition). Captions worded ``--caption_places label`` ("Violin: middle") have no
+    preposition: ``p_in`` and ``slot_swapped`` are None."""
     world, test_clips = probe_clips(folders, "test")
     policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.width))
     tok = io.tokenizer
     word = {w: tok.encode(" " + w, add_special_tokens=False)[0] for w in ("in", "on", *SLOTS)}
     swap = {word["in"]: word["on"], word["on"]: word["in"]}
+    phrase = cfg.caption_places == "phrase"
     out: dict[str, dict] = {}
     for c in test_clips:
         seen = [e for e in (c.get("instruments") or c.get("sources") or []) if e.get("visible")]
         if len(seen) != 1 or not seen[0].get("sounding") or not seen[0].get("slot"):
             continue
-        prompt, truth = clip_captions(c)[2]
+        prompt, truth = clip_captions(c, cfg.caption_places)[2]
         media = decode(to_json(clip(c["file"])), str(world), frames=policy)
         batch = io.collate([Row(prompt, truth, media, c["file"], c["file"])])
         ids = batch["input_ids"][0]
         at = (batch["labels"][0] != -100).nonzero().flatten().tolist()
-        prep = next(a for a in at if int(ids[a]) in swap)
-        swapped = dict(batch, input_ids=batch["input_ids"].clone())
-        swapped["input_ids"][0, prep] = swap[int(ids[prep])]
+        slot_at = next(a for a in at if int(ids[a]) in {word[w] for w in SLOTS})
+        batches = [batch]
+        if phrase:  # "<name> in the middle": the preposition two tokens before the slot word
+            swapped = dict(batch, input_ids=batch["input_ids"].clone())
+            swapped["input_ids"][0, slot_at - 2] = swap[int(ids[slot_at - 2])]
+            batches.append(swapped)
         with torch.no_grad():
-            probs = [io.forward_logits(io.model, b)[0].softmax(-1) for b in (batch, swapped)]
+            probs = [io.forward_logits(io.model, b)[0].softmax(-1) for b in batches]
         rec = out.setdefault(
             seen[0]["slot"],
             {"clips": 0, "greedy_right": 0, "p_in": 0.0, "slot": [0.0] * 3, "slot_swapped": [0.0] * 3},
@@ -172,16 +190,16 @@ def one_entity_places(io, cfg: QuickstartConfig, folders: dict) -> dict[str, dic
         rec["clips"] += 1
         answer = io.generate(io.model, [Row(prompt, "", media, c["file"], c["file"])], max_new_tokens=24)[0]
         rec["greedy_right"] += answer.strip() == truth
-        rec["p_in"] += float(probs[0][prep - 1, word["in"]])
-        for key, pr in zip(
-            ("slot", "slot_swapped"), probs
-        ):  # the slot word follows " the", after the preposition
-            rec[key] = [a + float(pr[prep + 1, word[w]]) for a, w in zip(rec[key], SLOTS)]
+        if phrase:
+            rec["p_in"] += float(probs[0][slot_at - 3, word["in"]])
+        for key, pr in zip(("slot", "slot_swapped"), probs):
+            rec[key] = [a + float(pr[slot_at - 1, word[w]]) for a, w in zip(rec[key], SLOTS)]
     for rec in out.values():
         n = rec["clips"]
-        rec["p_in"] = round(rec["p_in"] / n, 3)
+        rec["p_in"] = round(rec["p_in"] / n, 3) if phrase else None
         rec["slot"], rec["slot_swapped"] = (
-            [round(v / n, 3) for v in rec[k]] for k in ("slot", "slot_swapped")
+            [round(v / n, 3) for v in rec[k]] if phrase or k == "slot" else None
+            for k in ("slot", "slot_swapped")
         )
     return dict(sorted(out.items(), key=lambda kv: SLOTS.index(kv[0])))
 

@@ -380,7 +380,8 @@ def caption_probe(
         media = decode(
             to_json(mute(clip(c["file"])) if muted else clip(c["file"])), str(world), frames=policy
         )
-        caps = clip_captions(c)[:1] if muted else clip_captions(c)
+        caps = clip_captions(c, cfg.caption_places)
+        caps = caps[:1] if muted else caps
         prompts = [p for p, _ in caps]
         out = model_io.generate(
             model_io.model, [Row(p, "", media, c["file"], c["file"]) for p in prompts], max_new_tokens=24

@@ -202,6 +202,25 @@ def test_caption_grounding_adds_one_entity_rows_to_the_captions_stage(small_run,
     assert {"What is on the left?", "Where is the object that makes the first sound?"} <= asked
 
 
+def test_caption_places_reach_both_sft_stages(small_run, tmp_path):
+    from cavpref.apps.quickstart.data import caption_data, start_data
+    from cavpref.apps.quickstart.stages import Stage
+
+    out, _ = small_run
+    cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
+    cfg.caption_places = "label"
+    where = "Which objects are sounding, and where?"
+    for name, fn, world in (
+        ("caption_data", caption_data, "caption_world"),
+        ("start_data", start_data, "world"),
+    ):
+        stage = Stage(tmp_path, name)
+        fn(cfg, stage, out / world, out / "data")
+        answers = [r["chosen"] for r in load_from_disk(str(stage.dir / "train")) if r["prompt"] == where]
+        placed = [a for a in answers if a != "Nothing"]
+        assert placed and all(": " in a and " the " not in a for a in placed), (name, answers[:5])
+
+
 def test_start_keys_reach_the_recipes_and_the_thinker(small_run, tmp_path):
     """--caption_learning_rate, --rope_theta and --frame_width change what the start stages train."""
     import shutil
@@ -233,11 +252,40 @@ def test_background_ramp_reaches_both_worlds(tmp_path):
     from cavpref.apps.quickstart import Stages
     from cavpref.apps.quickstart.pipeline import caption_world_stage, world_stage
 
-    cfg = QuickstartConfig(small=True, out=str(tmp_path), background_ramp=30, num_clips=2, caption_clips=2)
+    cfg = QuickstartConfig(
+        small=True,
+        out=str(tmp_path),
+        background_ramp=30,
+        background_spot=50,
+        shape_scale=0.7,
+        slot_spread=0.8,
+        num_clips=2,
+        caption_clips=2,
+    )
     stages = Stages(cfg, tmp_path)
     for name, fn in (("world", world_stage), ("caption_world", caption_world_stage)):
         manifest = json.loads((stages(name, fn).dir / "world.json").read_text())
-        assert manifest["config"]["background_ramp"] == 30
+        assert manifest["config"]["background_ramp"] == 30 and manifest["config"]["background_spot"] == 50
+        assert manifest["config"]["shape_scale"] == 0.7 and manifest["config"]["slot_spread"] == 0.8
+
+
+def test_caption_places_words_where_without_a_preposition():
+    from cavpref.apps.quickstart.data import clip_captions
+
+    clip = {
+        "instruments": [
+            {"name": "violin", "visible": True, "slot": "middle", "sounding": True, "first_onset": 0.1},
+            {"name": "bass_drum", "visible": False, "slot": None, "sounding": True, "first_onset": 0.5},
+            {"name": "flute", "visible": True, "slot": "left", "sounding": False, "first_onset": 0.0},
+        ]
+    }
+    see, hear, where = clip_captions(clip)
+    assert see[1] == "Flute, Violin" and hear[1] == "Violin, Bass drum"
+    assert where[1] == "Violin in the middle, Bass drum off screen"
+    assert clip_captions(clip, "label")[:2] == [see, hear]
+    assert clip_captions(clip, "label")[2] == (where[0], "Violin: middle, Bass drum: off screen")
+    with pytest.raises(ValueError, match="places must be one of"):
+        clip_captions(clip, "word")
 
 
 def test_muted_caption_probe_asks_see_of_clips_without_audio(small_run, monkeypatch):
@@ -306,4 +354,10 @@ def test_caption_stage_keys_are_checked_before_any_stage():
         QuickstartConfig(caption_grounding=-1)
     with pytest.raises(ValueError, match="--background_ramp must be within 0..127"):
         QuickstartConfig(background_ramp=200)
+    with pytest.raises(ValueError, match="--background_spot must be within 0..127"):
+        QuickstartConfig(background_spot=128)
+    with pytest.raises(ValueError, match=r"WorldConfig\.slot_spread=0\.95"):
+        QuickstartConfig(slot_spread=0.95)
+    with pytest.raises(ValueError, match="--caption_places must be phrase or label"):
+        QuickstartConfig(caption_places="word")
     assert QuickstartConfig(caption_steps=0, caption_clips=0).caption_clips == 0  # no captions stage: unused

@@ -387,6 +387,8 @@ def test_knobs_respected_through_the_cli(tmp_path, capsys):
             "--no_highlight",
             "--background_ramp",
             "20",
+            "--background_spot",
+            "30",
             "--workers",
             "1",
         ]
@@ -410,6 +412,9 @@ def test_knobs_respected_through_the_cli(tmp_path, capsys):
         "questions_per_clip": 2,
         "highlight": False,
         "background_ramp": 20,
+        "background_spot": 30,
+        "shape_scale": 1.0,
+        "slot_spread": None,
     }
     assert [i["name"] for i in m["catalogue"]["instruments"]] == ["piano", "violin", "flute"]
     assert {e["name"] for c in m["music_avqa"] for e in c["instruments"]} <= {"piano", "violin", "flute"}

@@ -134,6 +134,54 @@ def test_background_ramp_lights_the_width_and_not_the_shapes():
         WorldConfig(background_ramp=128)
 
 
+def test_background_spot_reddens_the_middle_and_not_the_edges():
+    flat = visuals.background("outdoor", 9, 4).astype(int)
+    lit = visuals.background("outdoor", 9, 4, spot=40).astype(int)
+    # +40 red at the centre column falling to 0 at both edges, by hand: 40 * (1 - |linspace(-1, 1, 9)|)
+    assert (lit - flat)[0, :, 0].tolist() == [0, 10, 20, 30, 40, 30, 20, 10, 0]
+    assert ((lit - flat)[..., 1:] == 0).all() and (lit[0] == lit[1]).all()  # red only, every row
+    both = visuals.background("outdoor", 9, 4, ramp=40, spot=40).astype(int)
+    assert (both - flat)[0, :, 0].tolist() == [-40, -20, 0, 20, 40, 40, 40, 40, 40]  # red 40 - 40 + 0 = 0 ...
+    assert (both - flat)[0, :, 2].tolist() == [
+        -40,
+        -30,
+        -20,
+        -10,
+        0,
+        10,
+        20,
+        30,
+        40,
+    ]  # ... blue: the ramp only
+    with pytest.raises(ValueError, match=r"WorldConfig\.background_spot=-1"):
+        WorldConfig(background_spot=-1)
+
+
+def test_shape_scale_and_slot_spread_move_the_shapes():
+    assert visuals.geometry(112, 112)["centers_x"] == [18.67, 56.0, 93.33]  # the thirds' centres, as before
+    geo = visuals.geometry(112, 112, shape_scale=0.7, slot_spread=5 / 6)
+    # int(112 / 3 * 0.36 * 0.7) = int(9.41) = 9; 56 -/+ 5/6 * 56 = 9.33 / 102.67, by hand
+    assert geo["radius"] == 9 and geo["centers_x"] == [9.33, 56.0, 102.67]
+    red = (230, 40, 40)
+    frames = visuals.render(
+        "outdoor",
+        [visuals.Placed(red, "square", 0, [])],
+        1.0,
+        1,
+        112,
+        112,
+        shape_scale=0.7,
+        slot_spread=5 / 6,
+    )
+    columns = np.nonzero((frames[0] == red).all(-1).any(0))[0]
+    assert columns.min() >= 0 and columns.max() <= 18  # square half-side 0.85 * 9 around x = 9.33
+    assert WorldConfig(shape_scale=0.7, slot_spread=5 / 6).slot_spread == 5 / 6
+    with pytest.raises(ValueError, match=r"WorldConfig\.slot_spread=0.9: puts the left shape"):
+        WorldConfig(slot_spread=0.9)
+    with pytest.raises(ValueError, match=r"WorldConfig\.shape_scale=0: must be within"):
+        WorldConfig(shape_scale=0)
+
+
 def test_every_shape_covers_its_centre():
     yy, xx = np.mgrid[-20:21, -20:21].astype(float)
     for shape in catalogue.SHAPES:

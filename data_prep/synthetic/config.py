@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .catalogue import INSTRUMENTS
+from .visuals import geometry
 
 WORLD_VERSION = 1
 SOURCES = ("music_avqa", "avqa", "audioset")
@@ -39,6 +40,21 @@ class WorldConfig:
         "absolute position, so on a uniform background a shape's token looks the same in every slot",
         default=0,
     )
+    background_spot: int = _h(
+        "levels of red added at the background's centre, falling to 0 at both edges (a spotlight on the "
+        "middle; 0: none). The ramp orders the thirds by brightness, the middle between the two others; the "
+        "spot makes the middle third the one with the most red",
+        default=0,
+    )
+    shape_scale: float = _h(
+        "factor on every shape's half-size (0 < f <= 1; 1: 0.36 x min(width / 3, height))", default=1.0
+    )
+    slot_spread: float | None = _h(
+        "the left / right slot centres' distance from the frame's centre, as a fraction of half the width "
+        "(0 < f < 1; unset: the centres of the thirds, 2/3). With a small --shape_scale, 5/6 puts the left / "
+        "right shapes against the frame's edges, off the centres of a 3-column token grid",
+        default=None,
+    )
     workers: int = _h("processes rendering clips (0: min(4, CPUs)); never changes the output", default=0)
 
     def __post_init__(self):
@@ -71,6 +87,15 @@ class WorldConfig:
             bad("workers", "must be >= 0")
         if not 0 <= self.background_ramp <= 127:
             bad("background_ramp", "must be within 0..127 levels")
+        if not 0 <= self.background_spot <= 127:
+            bad("background_spot", "must be within 0..127 levels")
+        if not 0 < self.shape_scale <= 1:
+            bad("shape_scale", "must be within (0, 1]")
+        if self.slot_spread is not None and not 0 < self.slot_spread < 1:
+            bad("slot_spread", "must be within (0, 1)")
+        r = geometry(self.width, self.height, self.shape_scale, self.slot_spread)
+        if r["centers_x"][0] - r["radius"] < 0:
+            bad("slot_spread", f"puts the left shape (half-size {r['radius']} px) past the frame's edge")
 
     def clips(self, source: str) -> int:
         override = {"music_avqa": self.music_clips, "avqa": self.avqa_clips, "audioset": self.audioset_clips}

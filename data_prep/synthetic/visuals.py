@@ -34,12 +34,21 @@ class Placed:
     events: Sequence[Sequence[float]]
 
 
-def geometry(width: int, height: int) -> dict[str, float]:
-    """Shape half-size, slot centres and bob amplitude for a frame size (also stored as ground truth)."""
-    r = int(min(width / 3, height) * 0.36)
+def geometry(
+    width: int, height: int, shape_scale: float = 1.0, slot_spread: float | None = None
+) -> dict[str, float]:
+    """Shape half-size, slot centres and bob amplitude for a frame size (also stored as ground truth).
+    ``slot_spread``: the left / right slot centres' distance from the frame's centre as a fraction of half the
+    width (None: the thirds' centres, 2/3); ``shape_scale`` multiplies the half-size
+    (``WorldConfig.slot_spread`` / ``shape_scale``)."""
+    r = int(min(width / 3, height) * 0.36 * shape_scale)
+    if slot_spread is None:
+        centers = [round((s + 0.5) * width / 3, 2) for s in range(len(SLOTS))]
+    else:
+        centers = [round(width / 2 + (s - 1) * slot_spread * width / 2, 2) for s in range(len(SLOTS))]
     return {
         "radius": r,
-        "centers_x": [round((s + 0.5) * width / 3, 2) for s in range(len(SLOTS))],
+        "centers_x": centers,
         "center_y": round(height / 2, 2),
         "bob": max(1, round(0.03 * height)),
         "outline": max(2, r // 4),
@@ -66,9 +75,10 @@ def shape_mask(shape: str, dx: np.ndarray, dy: np.ndarray, r: float) -> np.ndarr
     raise ValueError(f"unknown shape {shape!r}")
 
 
-def background(scene: str, width: int, height: int, ramp: int = 0) -> np.ndarray:
+def background(scene: str, width: int, height: int, ramp: int = 0, spot: int = 0) -> np.ndarray:
     """The scene's sky / ground (or wall / floor) split at its horizon, plus ``ramp`` levels of light
-    from -ramp at the left edge to +ramp at the right edge (``WorldConfig.background_ramp``)."""
+    from -ramp at the left edge to +ramp at the right edge (``WorldConfig.background_ramp``) and ``spot``
+    levels of red at the centre falling to 0 at both edges (``WorldConfig.background_spot``)."""
     if scene not in BACKGROUNDS:
         raise ValueError(f"unknown scene {scene!r} (expected one of {sorted(BACKGROUNDS)})")
     top, bottom, horizon = BACKGROUNDS[scene]
@@ -76,9 +86,11 @@ def background(scene: str, width: int, height: int, ramp: int = 0) -> np.ndarray
     cut = round(horizon * height)
     img[:cut] = top
     img[cut:] = bottom
-    if ramp:
-        light = np.rint(np.linspace(-ramp, ramp, width))[None, :, None]
-        img = np.clip(img.astype(np.int16) + light, 0, 255).astype(np.uint8)
+    light = np.zeros((1, width, 3))
+    light += np.rint(np.linspace(-ramp, ramp, width))[None, :, None]
+    light[..., 0] += np.rint(spot * (1.0 - np.abs(np.linspace(-1.0, 1.0, width))))[None, :]
+    if ramp or spot:
+        img = np.clip(img.astype(np.int16) + light.astype(np.int16), 0, 255).astype(np.uint8)
     return img
 
 
@@ -95,12 +107,15 @@ def render(
     height: int,
     highlight: bool = True,
     ramp: int = 0,
+    spot: int = 0,
+    shape_scale: float = 1.0,
+    slot_spread: float | None = None,
 ) -> np.ndarray:
     """All frames of a clip, (T, H, W, 3) uint8, T = round(duration * fps); frame i shows time i / fps."""
-    geo = geometry(width, height)
+    geo = geometry(width, height, shape_scale, slot_spread)
     r, bob, band = geo["radius"], geo["bob"], geo["outline"]
     yy, xx = np.mgrid[0:height, 0:width].astype(np.float64)
-    bg = background(scene, width, height, ramp)
+    bg = background(scene, width, height, ramp, spot)
     n_frames = round(duration * fps)
     frames = np.repeat(bg[None], n_frames, axis=0)
     for p in placed:

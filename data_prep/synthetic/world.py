@@ -61,7 +61,17 @@ def _write_clip(
         if e["visible"]
     ]
     frames = render(
-        scene, placed, cfg.duration, cfg.fps, cfg.width, cfg.height, cfg.highlight, cfg.background_ramp
+        scene,
+        placed,
+        cfg.duration,
+        cfg.fps,
+        cfg.width,
+        cfg.height,
+        cfg.highlight,
+        cfg.background_ramp,
+        cfg.background_spot,
+        cfg.shape_scale,
+        cfg.slot_spread,
     )
     n = round(cfg.duration * cfg.sample_rate)
     parts = [
@@ -317,7 +327,10 @@ def generate_world(cfg: WorldConfig) -> dict[str, Any]:
         "version": WORLD_VERSION,
         "seed": cfg.seed,
         "config": cfg.knobs(),
-        "geometry": {**geometry(cfg.width, cfg.height), "slots": list(SLOTS)},
+        "geometry": {
+            **geometry(cfg.width, cfg.height, cfg.shape_scale, cfg.slot_spread),
+            "slots": list(SLOTS),
+        },
         "catalogue": catalogue(cfg),
         "files": {"music_avqa": music_files, "avqa": avqa_files, "audioset": audioset_files},
         "music_avqa": music,

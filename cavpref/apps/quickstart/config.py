@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cavpref.data_prep.synthetic import WorldConfig
+
 METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref", "cavpref_fixed_beta")
 LABELS = {
     "start": "ZS (start)",
@@ -17,6 +19,8 @@ LABELS = {
 # methods whose β the trainer calibrates from the scored deltas (with --calibrate_beta, the default).
 TRAIN_METHOD = {"cavpref_fixed_beta": "cavpref"}
 CALIBRATED = ("cavpref_norobust", "cavpref")
+# How the "who sounds where" captions word a place (data.clip_captions): "on the left" / "Violin: left".
+CAPTION_PLACES = ("phrase", "label")
 
 
 # Full-size defaults and the --small (CI pipeline check) ones, for every field left unset (None).
@@ -133,6 +137,30 @@ class QuickstartConfig:
             "(docs/quickstart_start.md, fifth round)"
         },
     )
+    background_spot: int = field(
+        default=0,
+        metadata={
+            "help": "red spotlight on both worlds' backgrounds, +N at the centre falling to 0 at both edges "
+            "(WorldConfig.background_spot; 0: none). With the ramp alone the middle third is the one between "
+            "the two others in brightness; the spot makes it the reddest. Measured with ramp 100 at 84 px: 'where' "
+            "43.4 -> 26.4 percent, the slot word at chance (docs/quickstart_start.md, sixth round)"
+        },
+    )
+    shape_scale: float = field(
+        default=1.0,
+        metadata={
+            "help": "factor on every shape's half-size in both worlds (WorldConfig.shape_scale; 1: as before)"
+        },
+    )
+    slot_spread: float | None = field(
+        default=None,
+        metadata={
+            "help": "the left / right slots' distance from the frame's centre, as a fraction of half the width, "
+            "in both worlds (WorldConfig.slot_spread; unset: the thirds' centres). With --shape_scale 0.7 and "
+            "5/6, at 84 px each shape sits in its own 28-px video token at a different place inside it. Measured: "
+            "'where' 34.0 percent, 'see' 62.3 (docs/quickstart_start.md, sixth round)"
+        },
+    )
     frame_width: int | None = field(
         default=None,
         metadata={
@@ -187,6 +215,16 @@ class QuickstartConfig:
             "(what is at each slot, which object makes the k-th sound and where: data.clip_grounding, the rows "
             "the starting SFT has for its train clips); 0 = none. Measured: 1 dilutes the list captions (11,372 "
             "rows instead of 4,608) and did not help (docs/quickstart_start.md, fifth round)"
+        },
+    )
+    caption_places: str = field(
+        default="phrase",
+        metadata={
+            "help": "wording of the places in the 'who sounds where' captions: phrase ('Violin on the left, Drum "
+            "in the middle': the preposition already names the middle) or label ('Violin: left, Drum: "
+            "middle'). Measured at 84 x 56 px: the preposition was chosen without the video; label: 'where' 43.4 -> "
+            "69.8 percent (docs/quickstart_start.md, sixth round)",
+            "choices": list(CAPTION_PLACES),
         },
     )
     pref_steps: int | None = field(
@@ -291,6 +329,16 @@ class QuickstartConfig:
             raise ValueError(f"--caption_grounding must be >= 0, got {self.caption_grounding}")
         if not 0 <= self.background_ramp <= 127:  # WorldConfig's range, refused before the world stage runs
             raise ValueError(f"--background_ramp must be within 0..127 levels, got {self.background_ramp}")
+        if not 0 <= self.background_spot <= 127:
+            raise ValueError(f"--background_spot must be within 0..127 levels, got {self.background_spot}")
+        WorldConfig(  # the world keys' own checks, before any stage runs
+            background_ramp=self.background_ramp,
+            background_spot=self.background_spot,
+            shape_scale=self.shape_scale,
+            slot_spread=self.slot_spread,
+        )
+        if self.caption_places not in CAPTION_PLACES:
+            raise ValueError(f"--caption_places must be phrase or label, got {self.caption_places!r}")
         if self.caption_steps < 0:
             raise ValueError(f"--caption_steps must be >= 0, got {self.caption_steps}")
         if self.caption_steps and self.caption_clips < 1:

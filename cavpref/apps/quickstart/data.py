@@ -13,7 +13,7 @@ from pathlib import Path
 
 from datasets import Dataset, load_from_disk
 
-from cavpref.apps.quickstart.config import QuickstartConfig
+from cavpref.apps.quickstart.config import CAPTION_PLACES, QuickstartConfig
 from cavpref.apps.quickstart.stages import Stage
 from cavpref.data import CLEAN_TASK
 from cavpref.data_prep.build.rotation import circular_sft_rows
@@ -51,11 +51,17 @@ def _name(entity: dict) -> str:
     return str(entity["name"]).replace("_", " ").capitalize()
 
 
-def clip_captions(clip: dict) -> list[tuple[str, str]]:
+def clip_captions(clip: dict, places: str = "phrase") -> list[tuple[str, str]]:
     """(prompt, response) pairs that describe one clip from the world's ground truth: what is seen (left to
     right), what is heard (by onset) and who is sounding where. They stand in for the audio-visual
     pretraining a real AVLLM has before the paper's "zero-shot" evaluation: without them a randomly
-    initialised thinker learns the clean questions' text priors and ignores both streams (measured)."""
+    initialised thinker learns the clean questions' text priors and ignores both streams (measured).
+
+    ``places`` words the place of each sounding entity: ``"phrase"`` "Violin on the left, Drum in the
+    middle" (the preposition already says whether it is the middle, so it is the token that must be read
+    from the video), ``"label"`` "Violin: left, Drum: middle" (the place word itself is that token)."""
+    if places not in CAPTION_PLACES:
+        raise ValueError(f"places must be one of {CAPTION_PLACES}, got {places!r}")
     entities = clip.get("instruments") or clip.get("sources") or []
     seen = sorted(
         (e for e in entities if e.get("visible") and e.get("slot")), key=lambda e: SLOT_ORDER[e["slot"]]
@@ -66,11 +72,12 @@ def clip_captions(clip: dict) -> list[tuple[str, str]]:
     )
 
     def place(e: dict) -> str:
-        if not (e.get("visible") and e.get("slot")):
-            return "off screen"
-        return "in the middle" if e["slot"] == "middle" else f"on the {e['slot']}"
+        on_screen = e.get("visible") and e.get("slot")
+        if places == "label":
+            return f": {e['slot'] if on_screen else 'off screen'}"
+        return " " + (_slot_phrase(e["slot"]) if on_screen else "off screen")
 
-    where = [f"{_name(e)} {place(e)}" for e in heard]
+    where = [f"{_name(e)}{place(e)}" for e in heard]
     return [
         ("What do you see, from left to right?", ", ".join(_name(e) for e in seen) or "Nothing"),
         ("What do you hear, in order of onset?", ", ".join(_name(e) for e in heard) or "Nothing"),
@@ -175,7 +182,10 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
         for clip in manifest.get(source, []):
             if clip["file"] not in train_files:
                 continue
-            pairs = clip_captions(clip) * cfg.caption_repeats + clip_grounding(clip) * cfg.grounding_repeats
+            pairs = (
+                clip_captions(clip, cfg.caption_places) * cfg.caption_repeats
+                + clip_grounding(clip) * cfg.grounding_repeats
+            )
             rows += _caption_rows(clip, source, pairs, features)
     if not rows:
         raise RuntimeError(f"no train clips of {world / 'world.json'} in {data / 'preferences'}")
@@ -199,7 +209,7 @@ def caption_data(cfg: QuickstartConfig, stage: Stage, caption_world: Path, data:
     for source in ("music_avqa", "avqa", "audioset"):
         for clip in manifest.get(source, []):
             clips += 1
-            captions = clip_captions(clip)
+            captions = clip_captions(clip, cfg.caption_places)
             grounding = clip_grounding(clip) * cfg.caption_grounding
             rows += _caption_rows(clip, source, captions + grounding, features)
             rows += _caption_rows(clip, source, captions[:1] * cfg.muted_see, features, muted=True)

@@ -52,7 +52,13 @@ def caption_world_stage(cfg: QuickstartConfig, stage: Stage) -> None:
 
 def _world(cfg: QuickstartConfig, stage: Stage, seed: int, num_clips: int) -> None:
     world = WorldConfig(
-        out=str(stage.dir), seed=seed, num_clips=num_clips, background_ramp=cfg.background_ramp
+        out=str(stage.dir),
+        seed=seed,
+        num_clips=num_clips,
+        background_ramp=cfg.background_ramp,
+        background_spot=cfg.background_spot,
+        shape_scale=cfg.shape_scale,
+        slot_spread=cfg.slot_spread,
     )
     manifest = generate_world(world)
     stage.finish(files=manifest.get("files", {}) and len(manifest["files"]))
