@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python scripts/probe_where.py --run runs/p/default --model start_captions
 
 1. **Slot tokens**: one entity alone on a scene, drawn in the left, middle and right slot (the world's own
-   renderer, the run's ``--background_ramp``, resized as the pipeline decodes), through the checkpoint's vision
+   renderer, the run's world keys, resized as the pipeline decodes), through the checkpoint's vision
    tower; the cosine similarity of the merged token holding the entity, between slots. Qwen2.5-Omni's tower has
    no absolute position embedding (2-D RoPE only): ~1.0 means its output does not say where the entity is.
 2. **Place tokens, teacher-forced**: the "which objects are sounding, and where?" caption of clips with the
@@ -69,7 +69,9 @@ class ProbeArguments:
 def slot_similarity(io, cfg: QuickstartConfig) -> list[float]:
     """Mean cosine similarity of the entity's merged token between (left, middle), (left, right), (middle,
     right), over the first eight instruments on the "outdoor" scene."""
-    proc, sims, world = io.processor, [], WorldConfig()  # the quickstart's worlds are drawn at its frame size
+    # the quickstart's worlds are drawn at WorldConfig's frame size, with the run's world keys
+    proc, sims, world = io.processor, [], WorldConfig(**cfg.world_keys())
+    centres = geometry(world.width, world.height, world.shape_scale, world.slot_spread)["centers_x"]
     for inst in INSTRUMENTS[:8]:
         tokens = []
         for slot in range(len(SLOTS)):
@@ -82,10 +84,10 @@ def slot_similarity(io, cfg: QuickstartConfig) -> list[float]:
                 world.width,
                 world.height,
                 True,
-                cfg.background_ramp,
-                cfg.background_spot,
-                cfg.shape_scale,
-                cfg.slot_spread,
+                world.background_ramp,
+                world.background_spot,
+                world.shape_scale,
+                world.slot_spread,
             )
             frames = resize_frames(frames, (cfg.frame_size, cfg.width))
             pixels = cfg.frame_size * cfg.width
@@ -104,8 +106,7 @@ def slot_similarity(io, cfg: QuickstartConfig) -> list[float]:
             grid = torch.cat(list(out) if isinstance(out, (tuple, list)) else [out]).reshape(
                 t, h // 2, w // 2, -1
             )
-            centre = geometry(world.width, world.height, cfg.shape_scale, cfg.slot_spread)["centers_x"][slot]
-            column = min(w // 2 - 1, int(centre / world.width * (w // 2)))
+            column = min(w // 2 - 1, int(centres[slot] / world.width * (w // 2)))
             tokens.append(grid[0, h // 4, column])
         cos = torch.nn.functional.cosine_similarity
         sims.append([float(cos(tokens[a], tokens[b], dim=0)) for a, b in ((0, 1), (0, 2), (1, 2))])

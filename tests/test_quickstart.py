@@ -352,9 +352,11 @@ def test_caption_stage_keys_are_checked_before_any_stage():
         QuickstartConfig(caption_steps=-1)
     with pytest.raises(ValueError, match="--caption_grounding must be >= 0"):
         QuickstartConfig(caption_grounding=-1)
-    with pytest.raises(ValueError, match="--background_ramp must be within 0..127"):
+    with pytest.raises(
+        ValueError, match=r"world key .*WorldConfig\.background_ramp=200: must be within 0\.\.127"
+    ):
         QuickstartConfig(background_ramp=200)
-    with pytest.raises(ValueError, match="--background_spot must be within 0..127"):
+    with pytest.raises(ValueError, match=r"WorldConfig\.background_spot=128: must be within 0\.\.127"):
         QuickstartConfig(background_spot=128)
     with pytest.raises(ValueError, match=r"WorldConfig\.slot_spread=0\.95"):
         QuickstartConfig(slot_spread=0.95)

@@ -86,12 +86,11 @@ def background(scene: str, width: int, height: int, ramp: int = 0, spot: int = 0
     cut = round(horizon * height)
     img[:cut] = top
     img[cut:] = bottom
-    light = np.zeros((1, width, 3))
-    light += np.rint(np.linspace(-ramp, ramp, width))[None, :, None]
+    if not (ramp or spot):
+        return img
+    light = np.repeat(np.rint(np.linspace(-ramp, ramp, width))[None, :, None], 3, axis=2)
     light[..., 0] += np.rint(spot * (1.0 - np.abs(np.linspace(-1.0, 1.0, width))))[None, :]
-    if ramp or spot:
-        img = np.clip(img.astype(np.int16) + light.astype(np.int16), 0, 255).astype(np.uint8)
-    return img
+    return np.clip(img.astype(np.int16) + light.astype(np.int16), 0, 255).astype(np.uint8)
 
 
 def sounding_at(events: Sequence[Sequence[float]], t: float) -> bool:

@@ -19,6 +19,8 @@ LABELS = {
 # methods whose β the trainer calibrates from the scored deltas (with --calibrate_beta, the default).
 TRAIN_METHOD = {"cavpref_fixed_beta": "cavpref"}
 CALIBRATED = ("cavpref_norobust", "cavpref")
+# The keys passed to both worlds' WorldConfig (QuickstartConfig.world_keys).
+WORLD_KEYS = ("background_ramp", "background_spot", "shape_scale", "slot_spread")
 # How the "who sounds where" captions word a place (data.clip_captions): "on the left" / "Violin: left".
 CAPTION_PLACES = ("phrase", "label")
 
@@ -308,6 +310,10 @@ class QuickstartConfig:
         """The frame width in pixels (``frame_width``, else ``frame_size``)."""
         return self.frame_width or self.frame_size
 
+    def world_keys(self) -> dict:
+        """The keys both worlds (the run's and the caption world) are drawn with, as ``WorldConfig`` fields."""
+        return {k: getattr(self, k) for k in WORLD_KEYS}
+
     def __post_init__(self):
         unknown = sorted(set(self.methods) - set(METHODS))
         if unknown:
@@ -327,16 +333,10 @@ class QuickstartConfig:
             raise ValueError(f"--muted_see must be >= 0, got {self.muted_see}")
         if self.caption_grounding < 0:
             raise ValueError(f"--caption_grounding must be >= 0, got {self.caption_grounding}")
-        if not 0 <= self.background_ramp <= 127:  # WorldConfig's range, refused before the world stage runs
-            raise ValueError(f"--background_ramp must be within 0..127 levels, got {self.background_ramp}")
-        if not 0 <= self.background_spot <= 127:
-            raise ValueError(f"--background_spot must be within 0..127 levels, got {self.background_spot}")
-        WorldConfig(  # the world keys' own checks, before any stage runs
-            background_ramp=self.background_ramp,
-            background_spot=self.background_spot,
-            shape_scale=self.shape_scale,
-            slot_spread=self.slot_spread,
-        )
+        try:  # the world keys are WorldConfig's: its own checks, before any stage runs
+            WorldConfig(**self.world_keys())
+        except ValueError as e:
+            raise ValueError(f"a world key (--{' / --'.join(WORLD_KEYS)}): {e}") from None
         if self.caption_places not in CAPTION_PLACES:
             raise ValueError(f"--caption_places must be phrase or label, got {self.caption_places!r}")
         if self.caption_steps < 0:

@@ -55,10 +55,7 @@ def _world(cfg: QuickstartConfig, stage: Stage, seed: int, num_clips: int) -> No
         out=str(stage.dir),
         seed=seed,
         num_clips=num_clips,
-        background_ramp=cfg.background_ramp,
-        background_spot=cfg.background_spot,
-        shape_scale=cfg.shape_scale,
-        slot_spread=cfg.slot_spread,
+        **cfg.world_keys(),
     )
     manifest = generate_world(world)
     stage.finish(files=manifest.get("files", {}) and len(manifest["files"]))
