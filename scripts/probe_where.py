@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from cavpref.data_prep.synthetic import WorldConfig
 from cavpref.data_prep.synthetic.catalogue import INSTRUMENTS, SLOTS
-from cavpref.data_prep.synthetic.visuals import Placed, geometry, render
+from cavpref.data_prep.synthetic.visuals import Placed, render
 
 from cavpref.apps.quickstart import QuickstartConfig
 from cavpref.apps.quickstart.data import clip_captions, probe_clips
@@ -71,24 +71,12 @@ def slot_similarity(io, cfg: QuickstartConfig) -> list[float]:
     right), over the first eight instruments on the "outdoor" scene."""
     # the quickstart's worlds are drawn at WorldConfig's frame size, with the run's world keys
     proc, sims, world = io.processor, [], WorldConfig(**cfg.world_keys())
-    centres = geometry(world.width, world.height, world.shape_scale, world.slot_spread)["centers_x"]
+    centres = world.geometry()["centers_x"]
     for inst in INSTRUMENTS[:8]:
         tokens = []
         for slot in range(len(SLOTS)):
             placed = [Placed(inst.color, inst.shape, slot, [])]
-            frames = render(
-                "outdoor",
-                placed,
-                1.0,
-                4.0,
-                world.width,
-                world.height,
-                True,
-                world.background_ramp,
-                world.background_spot,
-                world.shape_scale,
-                world.slot_spread,
-            )
+            frames = render("outdoor", placed, 1.0, 4.0, **world.look())
             frames = resize_frames(frames, (cfg.frame_size, cfg.width))
             pixels = cfg.frame_size * cfg.width
             enc = proc.video_processor(

@@ -93,7 +93,7 @@ class WorldConfig:
             bad("shape_scale", "must be within (0, 1]")
         if self.slot_spread is not None and not 0 < self.slot_spread < 1:
             bad("slot_spread", "must be within (0, 1)")
-        r = geometry(self.width, self.height, self.shape_scale, self.slot_spread)
+        r = self.geometry()
         if r["centers_x"][0] - r["radius"] < 0:
             bad("slot_spread", f"puts the left shape (half-size {r['radius']} px) past the frame's edge")
 
@@ -102,6 +102,22 @@ class WorldConfig:
         if source not in override:
             raise KeyError(f"unknown source {source!r} (expected one of {SOURCES})")
         return override[source] if override[source] is not None else self.num_clips
+
+    def geometry(self) -> dict[str, float]:
+        """Shape half-size, slot centres and bob of this world's frames (``visuals.geometry``)."""
+        return geometry(self.width, self.height, self.shape_scale, self.slot_spread)
+
+    def look(self) -> dict[str, Any]:
+        """``visuals.render``'s keywords that draw a frame as this world does (size, outline, light, shapes)."""
+        return {
+            "width": self.width,
+            "height": self.height,
+            "highlight": self.highlight,
+            "ramp": self.background_ramp,
+            "spot": self.background_spot,
+            "shape_scale": self.shape_scale,
+            "slot_spread": self.slot_spread,
+        }
 
     def knobs(self) -> dict[str, Any]:
         """The config as stored in world.json: without ``out`` and ``workers``, which do not change the

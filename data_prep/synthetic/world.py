@@ -35,7 +35,7 @@ from .config import WORLD_VERSION, WorldConfig
 from .formats import music_record, write_audioset, write_avqa, write_music_avqa
 from .scenes import assign_splits, audioset_clip, avqa_clip, music_clip, youtube_id
 from .sounds import entity_sound, mix
-from .visuals import Placed, geometry, render
+from .visuals import Placed, render
 
 MUSIC_SPLITS = {"train": 0.7, "val": 0.1, "test": 0.2}
 AVQA_SPLITS = {"train": 0.8, "val": 0.2}
@@ -60,19 +60,7 @@ def _write_clip(
         for e in entities
         if e["visible"]
     ]
-    frames = render(
-        scene,
-        placed,
-        cfg.duration,
-        cfg.fps,
-        cfg.width,
-        cfg.height,
-        cfg.highlight,
-        cfg.background_ramp,
-        cfg.background_spot,
-        cfg.shape_scale,
-        cfg.slot_spread,
-    )
+    frames = render(scene, placed, cfg.duration, cfg.fps, **cfg.look())
     n = round(cfg.duration * cfg.sample_rate)
     parts = [
         (entity_sound(_entity(e["name"]), e["events"], n, cfg.sample_rate, rng), e["gain"]) for e in entities
@@ -327,10 +315,7 @@ def generate_world(cfg: WorldConfig) -> dict[str, Any]:
         "version": WORLD_VERSION,
         "seed": cfg.seed,
         "config": cfg.knobs(),
-        "geometry": {
-            **geometry(cfg.width, cfg.height, cfg.shape_scale, cfg.slot_spread),
-            "slots": list(SLOTS),
-        },
+        "geometry": {**cfg.geometry(), "slots": list(SLOTS)},
         "catalogue": catalogue(cfg),
         "files": {"music_avqa": music_files, "avqa": avqa_files, "audioset": audioset_files},
         "music_avqa": music,
