@@ -13,7 +13,9 @@ only if they differ in SFT keys alone — simplest is one ``--out`` per setting)
 - CLEAN accuracy (the quickstart's evaluation: instruction setting, CircularEval, its answer mode) with
   both streams, with the video removed and with the audio removed (``EvalArgs.drop_stream``); every
   CLEAN question is audio-visual (the single-modality questions are excluded by prep), so the drops are
-  over all CLEAN test items.
+  over all CLEAN test items; the video's also on the questions that need it (``needs_video``), per source,
+  and on those the audio suffices for: a start that answers worse without the video whatever the question
+  drops on both.
 
 Writes ``perception.json`` and prints one markdown row (targets: see / hear >= 80 %, where >= 60 %,
 CLEAN drops >= 15 points without either stream). Wall times come from the stage timer; on a shared
@@ -91,7 +93,10 @@ def build_start(cfg: QuickstartConfig, stage: Stages) -> dict:
 # are also heard, so "what is making the sound" / "where does the sound come from" (a source's name) can be
 # answered from the audio, while "where is the <...> instrument / sounding object" (left / middle / right / off
 # screen), "where is this video taken" (the background) and every question naming a screen position cannot.
-# Decided from the question text alone, before any model was measured on it.
+# Decided from the question text alone, before any model was measured on it. The group is also counted per
+# source: an AVQA clip has one sounding object ("where is the sounding object" reads its slot), a MUSIC-AVQA
+# clip several instruments ("is the instrument on the left louder ...", "where is the loudest instrument" bind
+# a sound to a slot), and a split's share of each moves the total.
 VIDEO_CUES = ("left", "right", "middle", "where is the", "where is this video taken")
 
 
@@ -104,11 +109,14 @@ def needs_video(item) -> bool:
 
 def circular_by_category(run: Path, data: Path) -> dict[str, list[int]]:
     """{"source/category": [items right on every CircularEval pass, items]} of one CLEAN evaluation, from
-    its per-pass records, plus the groups "needs video" / "audio suffices" (``needs_video``): which questions
-    lose accuracy without a stream."""
+    its per-pass records, plus the groups "needs video" / "audio suffices" (``needs_video``) and "needs video:
+    <source>": which questions lose accuracy without a stream."""
     items = load_items(data, split="test").items
     category = {it.id: f"{it.source}/{it.category}" for it in items}
-    group = {it.id: "needs video" if needs_video(it) else "audio suffices" for it in items}
+    groups = {
+        it.id: ("needs video", f"needs video: {it.source}") if needs_video(it) else ("audio suffices",)
+        for it in items
+    }
     passes: dict[str, list[bool]] = {}
     for path in sorted(run.glob("records.rank*.jsonl")):
         for line in path.read_text().splitlines():
@@ -116,7 +124,7 @@ def circular_by_category(run: Path, data: Path) -> dict[str, list[int]]:
             passes.setdefault(rec["item_id"], []).append(bool(rec["correct"]))
     out: dict[str, list[int]] = {}
     for item, ok in passes.items():
-        for key in (category.get(item, "?"), group.get(item, "?")):
+        for key in (category.get(item, "?"), *groups.get(item, ("?",))):
             counts = out.setdefault(key, [0, 0])
             counts[0] += all(ok)
             counts[1] += 1
@@ -174,24 +182,33 @@ def subset_accuracy(m: dict, stream: str, group: str) -> float | None:
     return 100.0 * right / n if n else None
 
 
+def video_change(m: dict, group: str) -> str:
+    """Circular accuracy without the video minus with it, in points (negative: the video helped), on one
+    question group; "–" if unmeasured."""
+    both = subset_accuracy(m, "both", group)
+    without = subset_accuracy(m, "video", group) if "video" in m["clean"] else None
+    return f"{without - both:+.1f}" if both is not None and without is not None else "–"
+
+
 def row(cfg: QuickstartConfig, m: dict) -> str:
     caps = list(m["captions"].values())
     c = {k: v["circular"] for k, v in m["clean"].items()}
-    drop = " | ".join(f"{c['both'] - c[s]:+.1f}" if s in c else "–" for s in ("video", "audio"))
-    both_v = subset_accuracy(m, "both", "needs video")
-    no_v = subset_accuracy(m, "video", "needs video") if "video" in m["clean"] else None
-    vdrop = f"{both_v - no_v:+.1f}" if both_v is not None and no_v is not None else "–"
+    change = " | ".join(f"{c[s] - c['both']:+.1f}" if s in c else "–" for s in ("video", "audio"))
+    groups = ("needs video", "needs video: avqa", "needs video: music_avqa", "audio suffices")
     px = cfg.frame_size if cfg.width == cfg.frame_size else f"{cfg.frame_size}x{cfg.width}"
     return (
         f"| {px} | {cfg.sft_steps} | {cfg.hidden_size} | {cfg.vision_hidden_size} | "
         + " | ".join(f"{v:.1f}" for v in caps)
-        + f" | {c['both']:.1f} | {drop} | {vdrop} |"
+        + f" | {c['both']:.1f} | {change} | "
+        + " | ".join(video_change(m, g) for g in groups)
+        + " |"
     )
 
 
 HEADER = (
-    "| frame px | SFT steps | width | vision width | see % | hear % | where % | CLEAN circ. % | "
-    "drop w/o video | drop w/o audio | drop w/o video, needs video |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    "| frame px | SFT steps | width | vision width | see % | hear % | where % | CLEAN circ. % | change w/o video "
+    "| w/o audio | w/o video, needs video | of it AVQA (one object) | of it MUSIC-AVQA (sound to slot) "
+    "| w/o video, audio suffices |\n" + "|---" * 14 + "|"
 )
 
 
