@@ -223,8 +223,12 @@ def main(argv=None) -> int:
     stage = Stages(cfg, Path(cfg.out))
     qs = build_start(cfg, stage)
     m = measure(cfg, stage, qs, list(args.drop_streams), list(args.probe_clips))
-    out = {"config": asdict(cfg), **m, "timings": stage.timings, "wall_s": time.perf_counter() - t0}
-    (Path(cfg.out) / "perception.json").write_text(json.dumps(out, indent=1))
+    # a rerun on a finished folder reuses every stage and only recounts: keep the stage times measured before
+    path = Path(cfg.out) / "perception.json"
+    before = json.loads(path.read_text()).get("timings", {}) if path.exists() else {}
+    timings = {**before, **stage.timings}
+    out = {"config": asdict(cfg), **m, "timings": timings, "wall_s": time.perf_counter() - t0}
+    path.write_text(json.dumps(out, indent=1))
     print(HEADER)
     print(row(cfg, m))
     print("\n| caption probe (model / clips) | see % | hear % | where % |\n|---|---|---|---|")
