@@ -9,7 +9,8 @@ only if they differ in SFT keys alone — simplest is one ``--out`` per setting)
 *test* clips (never trained on):
 
 - the caption probe: greedy answers to "what do you see / hear / which objects are sounding, and where",
-  exact match against the world's ground truth (``quickstart_science.caption_probe``);
+  exact match against the world's ground truth (``quickstart_science.caption_answers``), also by how many
+  entities a clip shows and sounds it has (a split's share of three-entity clips moves the total);
 - CLEAN accuracy (the quickstart's evaluation: instruction setting, CircularEval, its answer mode) with
   both streams, with the video removed and with the audio removed (``EvalArgs.drop_stream``); every
   CLEAN question is audio-visual (the single-modality questions are excluded by prep), so the drops are
@@ -37,7 +38,6 @@ from cavpref.apps.quickstart import QuickstartConfig, Stages, eval_stage, task_a
 from cavpref.apps.quickstart.pipeline import stage_folders, start_stages, write_config
 from cavpref.data import CLEAN_TASK
 from cavpref.parsing import parse_args
-
 
 PROBE_CLIPS = ("test", "train", "caption_world", "test_muted")
 
@@ -131,26 +131,52 @@ def circular_by_category(run: Path, data: Path) -> dict[str, list[int]]:
     return dict(sorted(out.items()))
 
 
-def caption_probes(cfg: QuickstartConfig, qs: dict, clips: list[str]) -> dict[str, dict]:
-    """{"<model>/<clips>": caption accuracies} for the start and, when it was trained, the captions-only
-    checkpoint (``start_captions``): what the captions stage taught, and what the mixed SFT kept."""
+def caption_probes(cfg: QuickstartConfig, qs: dict, clips: list[str]) -> dict[str, list[dict]]:
+    """{"<model>/<clips>": per-clip caption answers (``quickstart_science.caption_answers``)} for the start and,
+    when it was trained, the captions-only checkpoint (``start_captions``): what the captions stage taught, and
+    what the mixed SFT kept."""
     models = [m for m in ("start_captions", "start") if (Path(qs["root"]) / m / ".done.json").exists()]
     return {
-        f"{m}/{c}": _science().caption_probe(
+        f"{m}/{c}": _science().caption_answers(
             cfg,
             qs,
             model=str(Path(qs["root"]) / m),
             clips=c.removesuffix("_muted"),
             muted=c.endswith("_muted"),
-        )[1]
+        )
         for m in models
         for c in clips
         if c != "caption_world" or (Path(qs["caption_world"]) / "world.json").exists()
     }
 
 
+# The caption prompts, and the count each is broken down by: a list of three is harder than a list of one.
+PROBES = (("see", "seen"), ("hear", "heard"), ("where", "heard"))
+
+
+def probe_accuracy(records: list[dict]) -> dict[str, float]:
+    """{prompt: exact-match accuracy %} over one probe's clips."""
+    prompts = records[0]["prompts"] if records else []
+    return {p: 100.0 * sum(r["ok"][k] for r in records) / len(records) for k, p in enumerate(prompts)}
+
+
+def by_count(records: list[dict]) -> dict[str, dict[str, list[int]]]:
+    """{"see" / "hear" / "where": {count: [right, clips]}}, "see" by entities on screen, "hear" and "where"
+    by sounds heard (counts of 3 and more pooled as "3+"): accuracy with a split's composition taken out."""
+    out: dict[str, dict[str, list[int]]] = {}
+    for k, (probe, key) in enumerate(PROBES):
+        for r in records:
+            if k < len(r["ok"]):
+                counts = out.setdefault(probe, {}).setdefault(str(min(r[key], 3)).replace("3", "3+"), [0, 0])
+                counts[0] += r["ok"][k]
+                counts[1] += 1
+    return {p: dict(sorted(c.items())) for p, c in out.items()}
+
+
 def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str], clips: list[str]) -> dict:
-    probes = caption_probes(cfg, qs, clips)
+    answers = caption_probes(cfg, qs, clips)
+    probes = {name: probe_accuracy(records) for name, records in answers.items()}
+    counts = {name: by_count(records) for name, records in answers.items()}
     captions = probes.get("start/test") or _science().caption_probe(cfg, qs)[1]
     clean = {}
     for drop in (None, *drops):
@@ -173,7 +199,7 @@ def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str], cl
         )
         clean[drop or "both"] = {m: task_accuracy(res, CLEAN_TASK, m) for m in ("circular", "vanilla")}
         clean[drop or "both"]["categories"] = circular_by_category(stage.root / name, Path(qs["data"]))
-    return {"captions": captions, "caption_probes": probes, "clean": clean}
+    return {"captions": captions, "caption_probes": probes, "caption_counts": counts, "clean": clean}
 
 
 def subset_accuracy(m: dict, stream: str, group: str) -> float | None:
@@ -234,6 +260,15 @@ def main(argv=None) -> int:
     print("\n| caption probe (model / clips) | see % | hear % | where % |\n|---|---|---|---|")
     for name, acc in m["caption_probes"].items():
         print(f"| {name} | " + " | ".join(f"{v:.1f}" for v in acc.values()) + " |")
+    print(
+        "\n| caption probe by count (model / clips) | see: entities on screen | hear: sounds | where: sounds |"
+    )
+    print("|---|---|---|---|")
+    for name, counts in m["caption_counts"].items():
+        cells = [
+            ", ".join(f"{n}: {a}/{t}" for n, (a, t) in counts.get(p, {}).items()) or "–" for p, _ in PROBES
+        ]
+        print(f"| {name} | " + " | ".join(cells) + " |")
     print("\nCLEAN circular by question category (right on every pass / items):")
     for name, res in m["clean"].items():
         print(f"- {name}: " + ", ".join(f"{k} {a}/{n}" for k, (a, n) in res["categories"].items()))

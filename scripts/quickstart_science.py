@@ -356,15 +356,12 @@ def protocol_probe(cfg, stage: Stages, qs: dict) -> tuple[list[str], dict]:
     return lines, cells
 
 
-def caption_probe(
+def caption_answers(
     cfg, qs: dict, model: str | None = None, clips: str = "test", muted: bool = False
-) -> tuple[list[str], dict]:
-    """Does the starting model see and hear? Greedy answers to the three caption prompts, exact match against
-    the world's ground truth (``clip_captions``), of ``model`` (default: the start) on the run's *test*
-    clips (never trained on; ``clips="train"``: its train clips, ``"caption_world"``: every 20th clip of the
-    caption world, to tell a model that cannot fit its captions from one that learnt them by heart).
-    ``muted``: "what do you see" alone, asked of the clips without their audio — whether the names come from
-    the pixels or only from what is heard."""
+) -> list[dict]:
+    """Per clip of ``caption_probe``: the greedy answers to the caption prompts, whether each matches the
+    world's ground truth exactly (``ok``), and how many entities the clip shows (``seen``) and sounds it has
+    (``heard``) -- a list of three is harder than a list of one, and splits differ in how many they hold."""
     world, chosen = probe_clips(qs, clips)
     model_io = load_model_io(
         model or qs["start"],
@@ -375,23 +372,45 @@ def caption_probe(
         audio_max_seconds=cfg.audio_seconds,
     )
     policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.width))
-    hits, prompts = None, None
+    records = []
     for c in chosen:
         media = decode(
             to_json(mute(clip(c["file"])) if muted else clip(c["file"])), str(world), frames=policy
         )
-        caps = clip_captions(c, cfg.caption_places)
+        caps = clip_captions(c, cfg.caption_places, cfg.caption_see)
         caps = caps[:1] if muted else caps
-        prompts = [p for p, _ in caps]
         out = model_io.generate(
-            model_io.model, [Row(p, "", media, c["file"], c["file"]) for p in prompts], max_new_tokens=24
+            model_io.model, [Row(p, "", media, c["file"], c["file"]) for p, _ in caps], max_new_tokens=24
         )
-        ok = [int(o.strip() == t) for o, (_, t) in zip(out, caps)]
-        hits = ok if hits is None else [a + b for a, b in zip(hits, ok)]
-    acc = {p: 100.0 * h / len(chosen) for p, h in zip(prompts or [], hits or [])}
+        entities = c.get("instruments") or c.get("sources") or []
+        records.append(
+            {
+                "file": c["file"],
+                "prompts": [p for p, _ in caps],
+                "answers": [o.strip() for o in out],
+                "ok": [int(o.strip() == t) for o, (_, t) in zip(out, caps)],
+                "seen": sum(bool(e.get("visible") and e.get("slot")) for e in entities),
+                "heard": sum(bool(e.get("sounding")) for e in entities),
+            }
+        )
+    return records
+
+
+def caption_probe(
+    cfg, qs: dict, model: str | None = None, clips: str = "test", muted: bool = False
+) -> tuple[list[str], dict]:
+    """Does the starting model see and hear? Greedy answers to the three caption prompts, exact match against
+    the world's ground truth (``clip_captions``), of ``model`` (default: the start) on the run's *test*
+    clips (never trained on; ``clips="train"``: its train clips, ``"caption_world"``: every 20th clip of the
+    caption world, to tell a model that cannot fit its captions from one that learnt them by heart).
+    ``muted``: "what do you see" alone, asked of the clips without their audio — whether the names come from
+    the pixels or only from what is heard."""
+    records = caption_answers(cfg, qs, model, clips, muted)
+    prompts = records[0]["prompts"] if records else []
+    acc = {p: 100.0 * sum(r["ok"][k] for r in records) / len(records) for k, p in enumerate(prompts)}
     what = f"{clips} clips, audio removed" if muted else f"{clips} clips"
     lines = [f"| caption prompt ({what}, exact match) | accuracy % |", "|---|---|"]
-    lines += [f"| {p} | {a:.1f} |" for p, a in acc.items()] + ["", f"{len(chosen)} {clips} clips."]
+    lines += [f"| {p} | {a:.1f} |" for p, a in acc.items()] + ["", f"{len(records)} {clips} clips."]
     return lines, acc
 
 

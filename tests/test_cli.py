@@ -2,11 +2,10 @@
 keys, and the quickstart / scripts read ``--config FILE.yaml`` with command-line overrides."""
 
 import dataclasses
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from script_module import script
 
 from cavpref.apps.cli import COMMANDS
 from cavpref.apps.cli import main as cli_main
@@ -63,14 +62,6 @@ def test_quickstart_reads_a_config_file_and_the_command_line_overrides_it(tmp_pa
         parse_args([QuickstartConfig], ["--config", str(path)])
     with pytest.raises(ValueError, match="sft_stpes"):  # on the command line too
         parse_args([QuickstartConfig], ["--sft_stpes", "9"])
-
-
-def script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # a dataclass reads its module's namespace while it is defined
-    spec.loader.exec_module(module)
-    return module
 
 
 SCRIPTS = sorted(

@@ -1,20 +1,8 @@
 """scripts/probe_where.py: the slot probe tells a vision tower that cannot place an entity from one that can."""
 
-import importlib.util
-import sys
-from pathlib import Path
+from script_module import script
 
 from cavpref.apps.quickstart import QuickstartConfig
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "probe_where.py"
-
-
-def _probe_where():
-    spec = importlib.util.spec_from_file_location("probe_where", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_background_ramp_gives_the_entity_token_its_slot(tmp_path):
@@ -22,7 +10,7 @@ def test_background_ramp_gives_the_entity_token_its_slot(tmp_path):
     token is the same in every slot (RoPE only, no absolute position); the background ramp makes it differ."""
     from cavpref.models import build_tiny_qwen_omni, load_model_io
 
-    probe = _probe_where()
+    probe = script("probe_where")
     path = build_tiny_qwen_omni(tmp_path / "tiny", frame_pixels=84 * 84, vision_hidden_size=64)
     io = load_model_io(str(path), dtype="float32", num_frames=4, frame_height=84, frame_width=84)
     flat = probe.slot_similarity(io, QuickstartConfig(small=True, frame_size=84, num_frames=4))

@@ -269,7 +269,7 @@ def test_background_ramp_reaches_both_worlds(tmp_path):
         assert manifest["config"]["shape_scale"] == 0.7 and manifest["config"]["slot_spread"] == 0.8
 
 
-def test_caption_places_words_where_without_a_preposition():
+def test_caption_wordings_of_where_and_see():
     from cavpref.apps.quickstart.data import clip_captions
 
     clip = {
@@ -277,31 +277,42 @@ def test_caption_places_words_where_without_a_preposition():
             {"name": "violin", "visible": True, "slot": "middle", "sounding": True, "first_onset": 0.1},
             {"name": "bass_drum", "visible": False, "slot": None, "sounding": True, "first_onset": 0.5},
             {"name": "flute", "visible": True, "slot": "left", "sounding": False, "first_onset": 0.0},
+            {"name": "cello", "visible": True, "slot": "right", "sounding": True, "first_onset": 0.0},
         ]
     }
     see, hear, where = clip_captions(clip)
-    assert see[1] == "Flute, Violin" and hear[1] == "Violin, Bass drum"
-    assert where[1] == "Violin in the middle, Bass drum off screen"
+    assert see[1] == "Flute, Violin, Cello" and hear[1] == "Cello, Violin, Bass drum"
+    assert where[1] == "Cello on the right, Violin in the middle, Bass drum off screen"
+    # label: the place word without a preposition, still in order of onset
     assert clip_captions(clip, "label")[:2] == [see, hear]
-    assert clip_captions(clip, "label")[2] == (where[0], "Violin: middle, Bass drum: off screen")
+    assert clip_captions(clip, "label")[2] == (
+        where[0],
+        "Cello: right, Violin: middle, Bass drum: off screen",
+    )
+    # slots: by place, on screen left to right, then off screen (by onset), the place word first
+    assert clip_captions(clip, "slots")[:2] == [see, hear]
+    assert clip_captions(clip, "slots")[2] == (
+        where[0],
+        "middle: Violin, right: Cello, off screen: Bass drum",
+    )
+    # see="slots": the column word before each name; hear and where as before
+    slots = clip_captions(clip, "label", see="slots")
+    assert slots[0] == (see[0], "left: Flute, middle: Violin, right: Cello")
+    assert slots[1:] == clip_captions(clip, "label")[1:]
+    assert clip_captions({"instruments": []}, see="slots")[0][1] == "Nothing"
     with pytest.raises(ValueError, match="places must be one of"):
         clip_captions(clip, "word")
+    with pytest.raises(ValueError, match="see must be one of"):
+        clip_captions(clip, see="columns")
 
 
 def test_muted_caption_probe_asks_see_of_clips_without_audio(small_run, monkeypatch):
-    import importlib.util
-    import sys
-    from pathlib import Path
+    from script_module import script
 
     from cavpref.apps.quickstart.pipeline import stage_folders
     from cavpref.models.registry import load_model_io
 
-    spec = importlib.util.spec_from_file_location(
-        "quickstart_science", Path(__file__).parents[1] / "scripts" / "quickstart_science.py"
-    )
-    science = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = science
-    spec.loader.exec_module(science)
+    science = script("quickstart_science")
     out, _ = small_run
     cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
     seen = []
@@ -360,6 +371,8 @@ def test_caption_stage_keys_are_checked_before_any_stage():
         QuickstartConfig(background_spot=128)
     with pytest.raises(ValueError, match=r"WorldConfig\.slot_spread=0\.95"):
         QuickstartConfig(slot_spread=0.95)
-    with pytest.raises(ValueError, match="--caption_places must be phrase or label"):
+    with pytest.raises(ValueError, match="--caption_places must be phrase, label or slots"):
         QuickstartConfig(caption_places="word")
+    with pytest.raises(ValueError, match="--caption_see must be names or slots"):
+        QuickstartConfig(caption_see="columns")
     assert QuickstartConfig(caption_steps=0, caption_clips=0).caption_clips == 0  # no captions stage: unused

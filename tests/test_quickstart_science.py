@@ -1,20 +1,12 @@
 """The science script's tables: per-seed mean ± sample std and the paired CAVPref − DPO difference,
 checked against numbers worked out by hand (the runs themselves are measured in the README)."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from script_module import script
 
 from cavpref.data import CLEAN_TASK, TASKS
 
-spec = importlib.util.spec_from_file_location(
-    "quickstart_science", Path(__file__).parents[1] / "scripts" / "quickstart_science.py"
-)
-science = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = science  # a dataclass reads its module's namespace while it is defined
-spec.loader.exec_module(science)
+science = script("quickstart_science")
 
 
 def results(acc: dict[str, float]) -> dict:

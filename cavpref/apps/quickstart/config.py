@@ -21,8 +21,12 @@ TRAIN_METHOD = {"cavpref_fixed_beta": "cavpref"}
 CALIBRATED = ("cavpref_norobust", "cavpref")
 # The keys passed to both worlds' WorldConfig (QuickstartConfig.world_keys).
 WORLD_KEYS = ("background_ramp", "background_spot", "shape_scale", "slot_spread")
-# How the "who sounds where" captions word a place (data.clip_captions): "on the left" / "Violin: left".
-CAPTION_PLACES = ("phrase", "label")
+# How the "who sounds where" captions word a place (data.clip_captions): "on the left" / "Violin: left" /
+# "left: Violin" (by place).
+CAPTION_PLACES = ("phrase", "label", "slots")
+# How the "what do you see" captions list what is on screen (data.clip_captions): "Violin, Drum" / "left: Violin,
+# middle: Drum".
+CAPTION_SEE = ("names", "slots")
 
 
 # Full-size defaults and the --small (CI pipeline check) ones, for every field left unset (None).
@@ -224,9 +228,22 @@ class QuickstartConfig:
         metadata={
             "help": "wording of the places in the 'who sounds where' captions: phrase ('Violin on the left, Drum "
             "in the middle': the preposition already names the middle) or label ('Violin: left, Drum: "
-            "middle'). Measured at 84 x 56 px: the preposition was chosen without the video; label: 'where' 43.4 -> "
-            "69.8 percent (docs/quickstart_start.md, sixth round)",
+            "middle'), both in order of onset, or slots ('left: Violin, middle: Drum, off screen: Bass drum': by "
+            "place, left to right then off screen, the place word before each name). Measured at 84 x 56 px: the "
+            "preposition was chosen without the video; label: 'where' 43.4 -> 69.8 percent "
+            "(docs/quickstart_start.md, sixth round)",
             "choices": list(CAPTION_PLACES),
+        },
+    )
+    caption_see: str = field(
+        default="names",
+        metadata={
+            "help": "wording of the 'what do you see' captions: names ('Violin, Drum', left to right) or slots "
+            "('left: Violin, middle: Drum': each name follows the word that says which column of the frame "
+            "holds it, where a names-only list must first find again where the last name it wrote is). "
+            "Measured at 256 wide: three-entity clips 9/29 -> 29/29 after the captions stage (seeds 0-2), "
+            "'see' 94.7-100 percent on four seeds (docs/quickstart_start.md, ninth round)",
+            "choices": list(CAPTION_SEE),
         },
     )
     pref_steps: int | None = field(
@@ -338,7 +355,9 @@ class QuickstartConfig:
         except ValueError as e:
             raise ValueError(f"a world key (--{' / --'.join(WORLD_KEYS)}): {e}") from None
         if self.caption_places not in CAPTION_PLACES:
-            raise ValueError(f"--caption_places must be phrase or label, got {self.caption_places!r}")
+            raise ValueError(f"--caption_places must be phrase, label or slots, got {self.caption_places!r}")
+        if self.caption_see not in CAPTION_SEE:
+            raise ValueError(f"--caption_see must be names or slots, got {self.caption_see!r}")
         if self.caption_steps < 0:
             raise ValueError(f"--caption_steps must be >= 0, got {self.caption_steps}")
         if self.caption_steps and self.caption_clips < 1:

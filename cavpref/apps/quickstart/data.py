@@ -13,7 +13,7 @@ from pathlib import Path
 
 from datasets import Dataset, load_from_disk
 
-from cavpref.apps.quickstart.config import CAPTION_PLACES, QuickstartConfig
+from cavpref.apps.quickstart.config import CAPTION_PLACES, CAPTION_SEE, QuickstartConfig
 from cavpref.apps.quickstart.stages import Stage
 from cavpref.data import CLEAN_TASK
 from cavpref.data_prep.build.rotation import circular_sft_rows
@@ -51,7 +51,7 @@ def _name(entity: dict) -> str:
     return str(entity["name"]).replace("_", " ").capitalize()
 
 
-def clip_captions(clip: dict, places: str = "phrase") -> list[tuple[str, str]]:
+def clip_captions(clip: dict, places: str = "phrase", see: str = "names") -> list[tuple[str, str]]:
     """(prompt, response) pairs that describe one clip from the world's ground truth: what is seen (left to
     right), what is heard (by onset) and who is sounding where. They stand in for the audio-visual
     pretraining a real AVLLM has before the paper's "zero-shot" evaluation: without them a randomly
@@ -59,9 +59,16 @@ def clip_captions(clip: dict, places: str = "phrase") -> list[tuple[str, str]]:
 
     ``places`` words the place of each sounding entity: ``"phrase"`` "Violin on the left, Drum in the
     middle" (the preposition already says whether it is the middle, so it is the token that must be read
-    from the video), ``"label"`` "Violin: left, Drum: middle" (the place word itself is that token)."""
+    from the video), ``"label"`` "Violin: left, Drum: middle" (the place word itself is that token), both in
+    order of onset; ``"slots"`` "left: Violin, middle: Drum, off screen: Bass drum": by place (left to right,
+    then off screen by onset), the place word before each name, so each name is read at a place already
+    written -- the video-to-audio direction of the binding ("is the one on the left sounding?").
+    ``see`` words what is seen: ``"names"`` "Violin, Drum" (left to right), ``"slots"`` "left: Violin,
+    middle: Drum" (the column word before each name)."""
     if places not in CAPTION_PLACES:
         raise ValueError(f"places must be one of {CAPTION_PLACES}, got {places!r}")
+    if see not in CAPTION_SEE:
+        raise ValueError(f"see must be one of {CAPTION_SEE}, got {see!r}")
     entities = clip.get("instruments") or clip.get("sources") or []
     seen = sorted(
         (e for e in entities if e.get("visible") and e.get("slot")), key=lambda e: SLOT_ORDER[e["slot"]]
@@ -77,9 +84,15 @@ def clip_captions(clip: dict, places: str = "phrase") -> list[tuple[str, str]]:
             return f": {e['slot'] if on_screen else 'off screen'}"
         return " " + (_slot_phrase(e["slot"]) if on_screen else "off screen")
 
-    where = [f"{_name(e)}{place(e)}" for e in heard]
+    if places == "slots":
+        on_screen = sorted((e for e in heard if e in seen), key=lambda e: SLOT_ORDER[e["slot"]])
+        where = [f"{e['slot']}: {_name(e)}" for e in on_screen]
+        where += [f"off screen: {_name(e)}" for e in heard if e not in seen]
+    else:
+        where = [f"{_name(e)}{place(e)}" for e in heard]
+    seen_names = [f"{e['slot']}: {_name(e)}" if see == "slots" else _name(e) for e in seen]
     return [
-        ("What do you see, from left to right?", ", ".join(_name(e) for e in seen) or "Nothing"),
+        ("What do you see, from left to right?", ", ".join(seen_names) or "Nothing"),
         ("What do you hear, in order of onset?", ", ".join(_name(e) for e in heard) or "Nothing"),
         ("Which objects are sounding, and where?", ", ".join(where) or "Nothing"),
     ]
@@ -183,7 +196,7 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
             if clip["file"] not in train_files:
                 continue
             pairs = (
-                clip_captions(clip, cfg.caption_places) * cfg.caption_repeats
+                clip_captions(clip, cfg.caption_places, cfg.caption_see) * cfg.caption_repeats
                 + clip_grounding(clip) * cfg.grounding_repeats
             )
             rows += _caption_rows(clip, source, pairs, features)
@@ -209,7 +222,7 @@ def caption_data(cfg: QuickstartConfig, stage: Stage, caption_world: Path, data:
     for source in ("music_avqa", "avqa", "audioset"):
         for clip in manifest.get(source, []):
             clips += 1
-            captions = clip_captions(clip, cfg.caption_places)
+            captions = clip_captions(clip, cfg.caption_places, cfg.caption_see)
             grounding = clip_grounding(clip) * cfg.caption_grounding
             rows += _caption_rows(clip, source, captions + grounding, features)
             rows += _caption_rows(clip, source, captions[:1] * cfg.muted_see, features, muted=True)

@@ -1,0 +1,37 @@
+"""scripts/bench_start_perception.py: the caption probe counted per clip size, so splits can be compared."""
+
+from script_module import script
+
+
+def _record(ok: list[int], seen: int, heard: int) -> dict:
+    prompts = ["see?", "hear?", "where?"][: len(ok)]
+    return {
+        "file": "f",
+        "prompts": prompts,
+        "answers": [""] * len(ok),
+        "ok": ok,
+        "seen": seen,
+        "heard": heard,
+    }
+
+
+def test_by_count_splits_each_prompt_by_entities_or_sounds():
+    bench = script("bench_start_perception")
+    records = [
+        _record([1, 1, 1], seen=1, heard=1),
+        _record([1, 0, 0], seen=2, heard=3),
+        _record([0, 1, 0], seen=3, heard=4),  # 3 and 4 sounds pool as "3+"
+        _record([0, 0, 1], seen=3, heard=2),
+    ]
+    counts = bench.by_count(records)
+    assert counts["see"] == {"1": [1, 1], "2": [1, 1], "3+": [0, 2]}
+    assert counts["hear"] == {"1": [1, 1], "2": [0, 1], "3+": [1, 2]}
+    assert counts["where"] == {"1": [1, 1], "2": [1, 1], "3+": [0, 2]}
+    assert bench.probe_accuracy(records) == {"see?": 50.0, "hear?": 50.0, "where?": 50.0}
+
+
+def test_by_count_of_a_muted_probe_has_see_alone():
+    bench = script("bench_start_perception")
+    counts = bench.by_count([_record([1], seen=2, heard=0), _record([0], seen=2, heard=1)])
+    assert counts == {"see": {"2": [1, 2]}}
+    assert bench.probe_accuracy([]) == {}
