@@ -154,12 +154,6 @@ def caption_probes(cfg: QuickstartConfig, qs: dict, clips: list[str]) -> dict[st
 PROBES = (("see", "seen"), ("hear", "heard"), ("where", "heard"))
 
 
-def probe_accuracy(records: list[dict]) -> dict[str, float]:
-    """{prompt: exact-match accuracy %} over one probe's clips."""
-    prompts = records[0]["prompts"] if records else []
-    return {p: 100.0 * sum(r["ok"][k] for r in records) / len(records) for k, p in enumerate(prompts)}
-
-
 def by_count(records: list[dict]) -> dict[str, dict[str, list[int]]]:
     """{"see" / "hear" / "where": {count: [right, clips]}}, "see" by entities on screen, "hear" and "where"
     by sounds heard (counts of 3 and more pooled as "3+"): accuracy with a split's composition taken out."""
@@ -174,10 +168,10 @@ def by_count(records: list[dict]) -> dict[str, dict[str, list[int]]]:
 
 
 def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str], clips: list[str]) -> dict:
-    answers = caption_probes(cfg, qs, clips)
-    probes = {name: probe_accuracy(records) for name, records in answers.items()}
+    science, answers = _science(), caption_probes(cfg, qs, clips)
+    probes = {name: science.probe_accuracy(records) for name, records in answers.items()}
     counts = {name: by_count(records) for name, records in answers.items()}
-    captions = probes.get("start/test") or _science().caption_probe(cfg, qs)[1]
+    captions = probes.get("start/test") or science.caption_probe(cfg, qs)[1]
     clean = {}
     for drop in (None, *drops):
         limit = f"_limit{cfg.eval_limit}" if cfg.eval_limit else "_all"  # a stage per item set

@@ -396,6 +396,12 @@ def caption_answers(
     return records
 
 
+def probe_accuracy(records: list[dict]) -> dict[str, float]:
+    """{prompt: exact-match accuracy %} over ``caption_answers`` records."""
+    prompts = records[0]["prompts"] if records else []
+    return {p: 100.0 * sum(r["ok"][k] for r in records) / len(records) for k, p in enumerate(prompts)}
+
+
 def caption_probe(
     cfg, qs: dict, model: str | None = None, clips: str = "test", muted: bool = False
 ) -> tuple[list[str], dict]:
@@ -406,8 +412,7 @@ def caption_probe(
     ``muted``: "what do you see" alone, asked of the clips without their audio — whether the names come from
     the pixels or only from what is heard."""
     records = caption_answers(cfg, qs, model, clips, muted)
-    prompts = records[0]["prompts"] if records else []
-    acc = {p: 100.0 * sum(r["ok"][k] for r in records) / len(records) for k, p in enumerate(prompts)}
+    acc = probe_accuracy(records)
     what = f"{clips} clips, audio removed" if muted else f"{clips} clips"
     lines = [f"| caption prompt ({what}, exact match) | accuracy % |", "|---|---|"]
     lines += [f"| {p} | {a:.1f} |" for p, a in acc.items()] + ["", f"{len(records)} {clips} clips."]

@@ -27,11 +27,12 @@ def test_by_count_splits_each_prompt_by_entities_or_sounds():
     assert counts["see"] == {"1": [1, 1], "2": [1, 1], "3+": [0, 2]}
     assert counts["hear"] == {"1": [1, 1], "2": [0, 1], "3+": [1, 2]}
     assert counts["where"] == {"1": [1, 1], "2": [1, 1], "3+": [0, 2]}
-    assert bench.probe_accuracy(records) == {"see?": 50.0, "hear?": 50.0, "where?": 50.0}
+    science = script("quickstart_science")
+    assert science.probe_accuracy(records) == {"see?": 50.0, "hear?": 50.0, "where?": 50.0}
 
 
 def test_by_count_of_a_muted_probe_has_see_alone():
     bench = script("bench_start_perception")
     counts = bench.by_count([_record([1], seen=2, heard=0), _record([0], seen=2, heard=1)])
     assert counts == {"see": {"2": [1, 2]}}
-    assert bench.probe_accuracy([]) == {}
+    assert script("quickstart_science").probe_accuracy([]) == {}
