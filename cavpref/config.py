@@ -59,6 +59,15 @@ class CAVPrefConfig(DPOConfig):
             "See docs/training.md"
         },
     )
+    cpu_isa: str = field(
+        default="avx2",
+        metadata={
+            "help": "CPU code of torch's kernels, oneDNN and MKL: avx2 caps all three at AVX2, so machines with "
+            "and without AVX-512 train the same bits; native lets each pick the CPU's best (x86-64 only). "
+            "See docs/training.md",
+            "choices": ["avx2", "native"],
+        },
+    )
     encoder_learning_rate: float | None = field(
         default=None,
         metadata={

@@ -203,7 +203,14 @@ def parse(argv: list[str]):
 def _versions() -> dict[str, str]:
     import importlib.metadata as md
 
-    out = {"python": sys.version.split()[0], "platform": platform.platform()}
+    import torch
+
+    # the CPU code torch's kernels ran (cpu_isa: the same recipe gives other bits on other code)
+    out = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    }
     for pkg in (
         "cavpref",
         "torch",
@@ -370,9 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     resume = train_args.resume_from_checkpoint
     if resume in ("last", "auto", "true", "True"):
         resume = last_complete_checkpoint(train_args.output_dir)
-    from cavpref.threads import pin_threads
+    from cavpref.cpu import pin_cpu
 
-    pin_threads(train_args.num_threads)
+    pin_cpu(train_args.num_threads, train_args.cpu_isa)
     changed = None
     if resume:  # the run folder must keep saying what the run was (issue 18 #9)
         from cavpref.resume_guard import check_resume

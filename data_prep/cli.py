@@ -21,6 +21,7 @@ from pathlib import Path
 from cavpref.data_prep.build import PrepConfig, PrepError, build_distributed, format_stats, merge
 from cavpref.data_prep.readers.cli import main as read_main
 
+from cavpref.cpu import default_cpu_isa
 from cavpref.parsing import parse_args
 
 USAGE = __doc__
@@ -60,6 +61,7 @@ def parse_merge(argv: list[str]) -> MergeArgs:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    default_cpu_isa()  # scores (clap_delta, hence beta) the same on CPUs with and without AVX-512
     if argv and argv[0] == "read":
         return read_main(argv[1:])
     if not argv or argv == ["-h"] or argv == ["--help"]:

@@ -27,6 +27,8 @@ from pathlib import Path
 
 from cavpref.eval import registry
 
+from cavpref.cpu import default_cpu_isa
+
 USAGE = __doc__
 
 
@@ -180,6 +182,7 @@ def _run(command: str, rest: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    default_cpu_isa()  # the same log-likelihoods on CPUs with and without AVX-512 (cavpref/cpu.py)
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0

@@ -1,5 +1,5 @@
-"""Seconds per training step of a quickstart stage by CPU thread count and data-loader workers, quiet and with
-competing processes.
+"""Seconds per training step of a quickstart stage by CPU thread count, data-loader workers and CPU instruction set
+(the recipe's ``cpu_isa``), quiet and with competing processes.
 
     cavpref quickstart --small --out runs/qs --methods sft          # any quickstart run: gives the recipe
     python scripts/bench_threads.py --recipe runs/qs/recipes/start.yaml --steps 10 --rounds 1
@@ -36,9 +36,14 @@ class BenchArguments:
         metadata={"help": "dataloader_num_workers values (persistent workers)"},
     )
     compete: list[int] = field(default_factory=lambda: [0, 1], metadata={"help": "busy competing processes"})
+    cpu_isa: list[str] = field(
+        default_factory=lambda: ["avx2"], metadata={"help": "cpu_isa values (avx2, native)"}
+    )
 
 
-def step_time(recipe: str, threads: int, workers: int, compete: int, steps: int, out: Path) -> float:
+def step_time(
+    recipe: str, threads: int, workers: int, compete: int, isa: str, steps: int, out: Path
+) -> float:
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(compete)]
     try:
         subprocess.run(
@@ -62,6 +67,8 @@ def step_time(recipe: str, threads: int, workers: int, compete: int, steps: int,
                 str(workers > 0).lower(),
                 "--logging_steps",
                 str(steps),
+                "--cpu_isa",
+                isa,
             ],
             check=True,
             capture_output=True,
@@ -81,24 +88,27 @@ def main(argv: list[str] | None = None) -> None:
     )
     if not args.recipe:
         raise SystemExit("scripts/bench_threads.py: --recipe is required")
-    cells = [(t, w, c) for c in args.compete for w in args.workers for t in args.threads]
-    times: dict[tuple[int, int, int], list[float]] = {cell: [] for cell in cells}
+    cells = [
+        (t, w, c, i) for c in args.compete for w in args.workers for t in args.threads for i in args.cpu_isa
+    ]
+    times: dict[tuple[int, int, int, str], list[float]] = {cell: [] for cell in cells}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
-            for t, w, c in cells:
-                out = Path(tmp) / f"r{r}_t{t}_w{w}_c{c}"
-                times[(t, w, c)].append(step_time(args.recipe, t, w, c, args.steps, out))
+            for t, w, c, i in cells:
+                out = Path(tmp) / f"r{r}_t{t}_w{w}_c{c}_{i}"
+                times[(t, w, c, i)].append(step_time(args.recipe, t, w, c, i, args.steps, out))
     base = times[cells[0]]
     print(
         f"{args.recipe}: {args.steps} steps, {args.rounds} round(s); ratio = s/step over the "
-        f"{cells[0][0]}-thread, {cells[0][1]}-worker, {cells[0][2]}-competing cell of the same round"
+        f"{cells[0][0]}-thread, {cells[0][1]}-worker, {cells[0][2]}-competing, {cells[0][3]} cell of the same "
+        "round"
     )
-    print("| num_threads | data-loader workers | competing processes | s/step (mean) | ratio |")
-    print("|---|---|---|---|---|")
+    print("| num_threads | data-loader workers | competing processes | cpu_isa | s/step (mean) | ratio |")
+    print("|---|---|---|---|---|---|")
     for cell in cells:
         ratio = sum(a / b for a, b in zip(times[cell], base)) / len(base)
         mean = sum(times[cell]) / len(times[cell])
-        print(f"| {cell[0]} | {cell[1]} | {cell[2]} | {mean:.3f} | {ratio:.2f} |")
+        print(f"| {cell[0]} | {cell[1]} | {cell[2]} | {cell[3]} | {mean:.3f} | {ratio:.2f} |")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ import hashlib
 import shutil
 import sys
 import tempfile
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,9 +36,12 @@ class RepeatArguments:
     num_clips: int = field(default=2, metadata={"help": "clips per source"})
     music_clips: int = field(default=3, metadata={"help": "MUSIC-AVQA clips"})
     workers: int = field(default=2, metadata={"help": "worker processes of the second world of each repeat"})
-    zeroed_allocations: bool = field(
-        default=True,
-        metadata={"help": "encode inside write_mp4's guard (false: without it, to see the fault it is for)"},
+    x264_params: str = field(
+        default="",
+        metadata={
+            "help": "libx264 parameters for this process's world (empty: write.X264_OPTIONS, mbtree=0; "
+            "mbtree=1 shows the fault that setting is for)"
+        },
     )
 
 
@@ -63,8 +65,8 @@ def main(argv=None) -> int:
         [RepeatArguments], sys.argv[1:] if argv is None else argv, prog="scripts/repeat_world.py"
     )
     knobs = {"seed": args.seed, "num_clips": args.num_clips, "music_clips": args.music_clips}
-    if not args.zeroed_allocations:
-        write.zeroed_allocations = nullcontext  # this process only: the workers keep the guard
+    if args.x264_params:  # this process only: the workers keep write.X264_OPTIONS
+        write.X264_OPTIONS = {**write.X264_OPTIONS, "x264-params": args.x264_params}
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
         here, there = Path(tmp, "in_process"), Path(tmp, "workers")
@@ -84,9 +86,10 @@ def main(argv=None) -> int:
                 tqdm.write(f"repeat {k}: {len(differ)} files differ: {', '.join(shown)}")
             shutil.rmtree(here)
             shutil.rmtree(there)
-    guard = "on" if args.zeroed_allocations else "off in this process"
+    params = args.x264_params or write.X264_OPTIONS["x264-params"]
     print(
-        f"| repeats | guard | worlds with a differing file |\n|---|---|---|\n| {args.repeats} | {guard} | {bad} |"
+        f"| repeats | x264 parameters in this process | worlds with a differing file |\n|---|---|---|\n"
+        f"| {args.repeats} | {params} | {bad} |"
     )
     return 1 if bad else 0
 

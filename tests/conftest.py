@@ -3,6 +3,13 @@
 import pytest
 import torch
 
+from cavpref.cpu import default_cpu_isa
+
+# What every `cavpref` command starts with (cavpref/cpu.py), set before this process computes anything: the
+# suite's in-process runs then use the same CPU code as the subprocesses it launches, which inherit the
+# variables once a command has set them.
+default_cpu_isa()
+
 
 @pytest.fixture(scope="module")
 def one_thread():

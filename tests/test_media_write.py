@@ -1,9 +1,11 @@
-"""write_mp4 gives the same file whatever the process's heap holds (libx264 reads memory it never wrote)."""
+"""write_mp4 gives the same file whatever the process's heap holds and whatever SIMD instructions the CPU has:
+libx264's macroblock-tree rate control, which the preset turns on, read memory it never wrote and computed in
+floating point through CPU-specific code; ``write.X264_OPTIONS`` switches it off (``mbtree=0``)."""
 
 import ctypes
+import platform
 import subprocess
 import sys
-from contextlib import nullcontext
 
 import numpy as np
 import pytest
@@ -61,16 +63,29 @@ def test_the_file_does_not_depend_on_what_the_heap_held(tmp_path):
         assert same, f"heap left holding {byte:#x}: not the file a fresh process writes"
 
 
-def test_the_heap_did_change_the_file_without_zeroed_allocations(tmp_path, monkeypatch):
-    """The fault the guard is for is real here: without it, 0xff left on the heap changes the file."""
-    monkeypatch.setattr(write, "zeroed_allocations", nullcontext)
-    changed = _written(tmp_path / "a.mp4", 0x00) != _written(tmp_path / "b.mp4", 0xFF)
-    assert changed
+# libx264's instruction sets, named as its ``asm`` parameter takes them: SSE4.2 runs on every x86-64 CPU
+SSE42 = "MMX2,SSE,SSE2,SSE2Fast,SSE3,SSSE3,SSE4.2"
+x86 = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="libx264 asm names are x86's")
 
 
-def test_guard_is_reference_counted_and_nests():
-    with write.zeroed_allocations():
-        with write.zeroed_allocations():
-            assert write._heap_users == 2
-        assert write._heap_users == 1
-    assert write._heap_users == 0
+def _with_x264(monkeypatch, params):
+    monkeypatch.setattr(write, "X264_OPTIONS", {**write.X264_OPTIONS, "x264-params": params})
+
+
+@x86
+def test_the_file_does_not_depend_on_the_cpu_instructions(tmp_path, monkeypatch):
+    """The CPU's own best code (AVX-512 or AVX2 on the machines here) and SSE4.2-only code: the same file."""
+    native = _written(tmp_path / "native.mp4", 0x00)
+    _with_x264(monkeypatch, write.X264_OPTIONS["x264-params"] + ":asm=" + SSE42)
+    assert _written(tmp_path / "sse.mp4", 0x00) == native
+
+
+@x86
+def test_with_mbtree_on_the_heap_and_the_cpu_did_change_the_file(tmp_path, monkeypatch):
+    """The faults ``mbtree=0`` is for are real here: with the preset's macroblock tree, 0xff left on the heap
+    changes the file, and so does encoding with SSE4.2 code instead of the CPU's own."""
+    _with_x264(monkeypatch, "mbtree=1")
+    native = _written(tmp_path / "a.mp4", 0x00)
+    assert native != _written(tmp_path / "b.mp4", 0xFF)
+    _with_x264(monkeypatch, "mbtree=1:asm=" + SSE42)
+    assert native != _written(tmp_path / "c.mp4", 0x00)

@@ -97,3 +97,14 @@ def test_config_vocabulary_and_validation(tmp_path):
     with pytest.raises(ValueError, match="tsim_norm"):
         ScoringConfig(tsim_norm="max")
     assert ScoringConfig(num_frames=4).frame_policy.num_frames == 4
+
+
+def test_inner_products_do_not_depend_on_how_many_rows_are_scored_together():
+    """A prep shard scores fewer rows than the one-process build: every entry must be the same bits either way
+    (BLAS's ``a @ b.T`` blocks by size and differs in the last bit for every row of this example)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((200, 64)), rng.standard_normal((12, 64))
+    full = M.inner_products(a, b)
+    assert all(np.array_equal(full[i], M.inner_products(a[i : i + 1], b)[0]) for i in range(200))
+    assert all(np.array_equal(full[i : i + 7], M.inner_products(a[i : i + 7], b, chunk=64)) for i in (0, 93))
+    np.testing.assert_allclose(full, a @ b.T, rtol=0, atol=1e-12)

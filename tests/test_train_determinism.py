@@ -1,9 +1,11 @@
 """Same recipe, same bits: a short ``cavpref train`` run gives bit-identical weights whatever the shell's
 ``OMP_NUM_THREADS``, with a competing CPU-bound process running (the recipe's ``num_threads`` fixes torch's
-thread count; docs/training.md, "Same command, same numbers") and with a data-loader worker collating."""
+thread count; docs/training.md, "Same command, same numbers"), with a data-loader worker collating, and on a
+CPU with or without AVX-512 (the recipe's ``cpu_isa``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,9 +22,34 @@ def fx(tmp_path_factory):
     return F.shared(tmp_path_factory)
 
 
-def train(rec: Path, out: Path, omp: str, compete: bool, *extra: str) -> dict:
+def _recipe(fx, path: Path) -> Path:
+    return recipe(
+        fx,
+        path,
+        max_steps=3,
+        optim="adamw_torch",
+        learning_rate=1e-3,
+        model={
+            "model_name_or_path": str(fx["model"]),
+            "dtype": "float32",
+            "lora_r": 0,
+            "num_frames": 2,
+            "freeze_vision": False,
+            "freeze_audio": False,
+            "train_projectors": True,
+        },
+    )
+
+
+def _differing(a: dict, b: dict) -> list[str]:
+    assert a.keys() == b.keys()
+    return [k for k in a if not (a[k] == b[k]).all()]
+
+
+def train(rec: Path, out: Path, omp: str, compete: bool, *extra: str, env: dict | None = None) -> dict:
+    env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}  # None: unset
     env = {
-        **os.environ,
+        **env,
         "OMP_NUM_THREADS": omp,
         "TOKENIZERS_PARALLELISM": "false",
         "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]),
@@ -47,22 +74,7 @@ def train(rec: Path, out: Path, omp: str, compete: bool, *extra: str) -> dict:
 
 
 def test_weights_bit_identical_across_thread_env_and_load(fx, tmp_path):
-    rec = recipe(
-        fx,
-        tmp_path / "r.yaml",
-        max_steps=3,
-        optim="adamw_torch",
-        learning_rate=1e-3,
-        model={
-            "model_name_or_path": str(fx["model"]),
-            "dtype": "float32",
-            "lora_r": 0,
-            "num_frames": 2,
-            "freeze_vision": False,
-            "freeze_audio": False,
-            "train_projectors": True,
-        },
-    )
+    rec = _recipe(fx, tmp_path / "r.yaml")
     quiet = train(rec, tmp_path / "quiet", "1", compete=False)
     loaded = train(rec, tmp_path / "loaded", "2", compete=True)
     # the quickstart's setting: one persistent data-loader worker collates while the step runs
@@ -77,6 +89,25 @@ def test_weights_bit_identical_across_thread_env_and_load(fx, tmp_path):
         "true",
     )
     for name, other in (("loaded", loaded), ("worker", worker)):
-        assert quiet.keys() == other.keys()
-        differing = [k for k in quiet if not (quiet[k] == other[k]).all()]
+        differing = _differing(quiet, other)
         assert not differing, f"{name}: {len(differing)} tensors differ, e.g. {differing[:3]}"
+
+
+# what a CPU without AVX-512 runs: each library's AVX2 code (set in the shell, before Python starts); and a
+# shell that sets none of them (the suite's conftest sets them for its own process)
+AVX2_MACHINE = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"}
+CLEAN_SHELL = dict.fromkeys(AVX2_MACHINE)
+
+
+def test_weights_bit_identical_with_and_without_avx512(fx, tmp_path):
+    """The default ``cpu_isa: avx2`` trains on this machine the bits an AVX2-only machine trains; with
+    ``native`` on a machine with AVX-512 they differ (the fault the key is for)."""
+    rec = _recipe(fx, tmp_path / "r.yaml")
+    here = train(rec, tmp_path / "here", "1", False, env=CLEAN_SHELL)
+    used = json.loads((tmp_path / "here" / "versions.json").read_text())["torch_cpu_capability"]
+    assert used == "AVX2"
+    avx2 = train(rec, tmp_path / "avx2", "1", False, env=AVX2_MACHINE)
+    assert not _differing(here, avx2)
+    native = train(rec, tmp_path / "native", "1", False, "--cpu_isa", "native", env=CLEAN_SHELL)
+    if json.loads((tmp_path / "native" / "versions.json").read_text())["torch_cpu_capability"] == "AVX512":
+        assert len(_differing(here, native)) > len(here) // 2

@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cavpref: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     target, _ = COMMANDS[name]
+    from cavpref.cpu import default_cpu_isa
+
+    default_cpu_isa()  # before the command computes anything (cavpref/cpu.py)
     module_name, func_name = target.split(":")
     module = importlib.import_module(module_name)
     return int(getattr(module, func_name)(rest) or 0)

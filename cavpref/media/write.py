@@ -2,58 +2,18 @@
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import os
-import threading
-from contextlib import contextmanager
 from fractions import Fraction
 
 import numpy as np
 
-_M_PERTURB = -6  # glibc <malloc.h>
-_heap_lock = threading.Lock()
-_heap_users = 0
-
-
-@functools.cache
-def _mallopt():
-    try:
-        return getattr(ctypes.CDLL(None), "mallopt", None)
-    except (OSError, TypeError):  # no C library to open by that name (Windows)
-        return None
-
-
-@contextmanager
-def zeroed_allocations():
-    """While inside, new glibc allocations start as zeros (``mallopt(M_PERTURB, 0xff)``); a no-op where the C
-    library has no ``mallopt``.
-
-    Why: libx264's macroblock-tree rate control (on in the "veryfast" preset used here; off with
-    ``mbtree=0``, which would change every file) reads memory it never wrote. Leftover bytes 0x00, 0x01, 0x7f,
-    0x80 or 0xaa there change nothing; runs of 0xff (NaN as floats; freed frames' white pixels leave them)
-    change how a block is coded. So the same frames encoded in a long-lived process (the test suite, a
-    notebook) now and then gave another file than a fresh process does (scripts/repeat_world.py;
-    docs/synthetic_world.md). Inside the guard every process writes the fresh process's bytes
-    (tests/test_media_write.py fills the heap with 0xff to show the fault and the fix). Reference-counted,
-    so threads that encode at once keep it on until the last one leaves.
-    """
-    global _heap_users
-    mallopt = _mallopt()
-    if mallopt is None:
-        yield
-        return
-    with _heap_lock:
-        _heap_users += 1
-        if _heap_users == 1:
-            mallopt(_M_PERTURB, 0xFF)
-    try:
-        yield
-    finally:
-        with _heap_lock:
-            _heap_users -= 1
-            if _heap_users == 0:
-                mallopt(_M_PERTURB, 0)
+# libx264 settings of every file written here. ``mbtree=0`` switches off the macroblock-tree rate control that
+# the "veryfast" preset turns on: its propagation runs in floating point through CPU-specific SIMD (FMA,
+# AVX-512), so the same frames gave another file on a CPU with other instructions (240 of a 1,163-file world
+# differ between libx264's AVX-512 and AVX2 code on one machine), and it read memory it never wrote (a heap
+# holding 0xff changed a block). With it off, libx264's AVX-512, AVX2 and SSE4.2 code write the same bytes
+# (docs/synthetic_world.md; tests/test_media_write.py).
+X264_OPTIONS = {"crf": "18", "preset": "veryfast", "bf": "0", "x264-params": "mbtree=0"}
 
 
 def write_mp4(
@@ -76,7 +36,7 @@ def write_mp4(
     if frames is None and audio is None:
         raise ValueError(f"{path}: nothing to write (no frames and no audio)")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with zeroed_allocations(), av.open(str(path), mode="w", format="mp4") as container:
+    with av.open(str(path), mode="w", format="mp4") as container:
         vstream = astream = None
         if frames is not None:
             frames = np.ascontiguousarray(frames, dtype=np.uint8)
@@ -85,7 +45,7 @@ def write_mp4(
                 raise ValueError(f"{path}: frames must be (T, H, W, 3) with even H, W; got {frames.shape}")
             vstream = container.add_stream("libx264", rate=Fraction(fps).limit_denominator(1000))
             vstream.width, vstream.height, vstream.pix_fmt = w, h, "yuv420p"
-            vstream.options = {"crf": str(crf), "g": str(gop), "preset": "veryfast", "bf": "0"}
+            vstream.options = {**X264_OPTIONS, "crf": str(crf), "g": str(gop)}
             # one thread for libx264 and for PyAV's RGB -> YUV conversion (which takes the codec's thread
             # count; 0 = auto), so the file does not depend on the machine's cores either
             vstream.codec_context.thread_count = 1

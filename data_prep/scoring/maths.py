@@ -24,9 +24,24 @@ def l2_normalize(x: np.ndarray, axis: int = -1, eps: float = 1e-12) -> np.ndarra
     return x / np.maximum(np.linalg.norm(x, axis=axis, keepdims=True), eps)
 
 
+def inner_products(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
+    """(N, D) x (M, D) -> (N, M) inner products, each entry a function of its two rows alone.
+
+    Why not ``a @ b.T``: BLAS blocks a product by the matrices' sizes, so an entry changed in its last bit
+    with how many rows were scored together — a prep shard's scores differed from the one-process build's
+    (``tests/test_prep_distributed.py``). Here every entry is the same sum over D whatever N and M are
+    (broadcast product, summed along D, in row chunks of at most ``chunk`` elements)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    out = np.empty((a.shape[0], b.shape[0]), dtype=np.float64)
+    step = max(1, chunk // max(1, b.shape[0] * b.shape[-1]))
+    for i in range(0, a.shape[0], step):
+        out[i : i + step] = np.sum(a[i : i + step, None, :] * b[None, :, :], axis=-1)
+    return out
+
+
 def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(N, D) x (M, D) -> (N, M) cosine similarities."""
-    return l2_normalize(a) @ l2_normalize(b).T
+    return inner_products(l2_normalize(a), l2_normalize(b))
 
 
 def to_unit_interval(cos: np.ndarray) -> np.ndarray:
@@ -67,7 +82,7 @@ def text_bridged_tsim(s_clip: np.ndarray, s_clap: np.ndarray) -> np.ndarray:
     s_clip, s_clap = np.asarray(s_clip, dtype=np.float64), np.asarray(s_clap, dtype=np.float64)
     if s_clip.shape[-1] != s_clap.shape[-1]:
         raise ValueError(f"S_CLIP has {s_clip.shape[-1]} texts but S_CLAP has {s_clap.shape[-1]}")
-    return s_clip @ s_clap.T
+    return inner_products(s_clip, s_clap)
 
 
 def paired_tsim(s_clip: np.ndarray, s_clap: np.ndarray) -> np.ndarray:

@@ -77,6 +77,14 @@ class QuickstartConfig:
             "on 2 busy cores are slower than 1; 0 leaves torch's own choice"
         },
     )
+    cpu_isa: str = field(
+        default="avx2",
+        metadata={
+            "help": "CPU code of every stage's torch kernels, oneDNN and MKL, pinned at the start: avx2 (the same "
+            "bits with and without AVX-512) or native (docs/training.md, 'Same command, same numbers')",
+            "choices": ["avx2", "native"],
+        },
+    )
     dataloader_workers: int = field(
         default=1,
         metadata={

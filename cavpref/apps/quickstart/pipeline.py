@@ -18,6 +18,7 @@ from cavpref.apps.quickstart.data import caption_data, corpus, start_data
 from cavpref.apps.quickstart.recipes import recipe, write_recipe
 from cavpref.apps.quickstart.report import load_results, table5, write_report
 from cavpref.apps.quickstart.stages import Stage, Stages, say
+from cavpref.cpu import pin_cpu
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.data_prep.build import PrepConfig, build
 from cavpref.data_prep.scoring import ScoringConfig
@@ -31,7 +32,6 @@ from cavpref.data_prep.synthetic import WorldConfig, generate_world
 from cavpref.eval.pipeline import EvalArgs, evaluate
 from cavpref.models.tiny import build_tiny_qwen_omni
 from cavpref.parsing import parse_args
-from cavpref.threads import pin_threads
 from cavpref.train import main as train_main
 
 
@@ -208,7 +208,7 @@ def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path
     (with ``cfg.caption_steps``, first a captions-only SFT on a second world's clips, from which the starting
     SFT goes on)."""
     root = Path(cfg.out)
-    pin_threads(cfg.num_threads)  # before the scorers train: no recipe has pinned it yet
+    pin_cpu(cfg.num_threads, cfg.cpu_isa)  # before the scorers train: no recipe has pinned them yet
     world = stage("world", world_stage).dir
     scorers = stage("scorers", scorers_stage, world).dir if cfg.calibrate_beta else None
     data = stage("data", prep_stage, world, scorers).dir

@@ -61,6 +61,7 @@ def recipe(
         "seed": seed,
         "data_seed": seed,
         "num_threads": cfg.num_threads,
+        "cpu_isa": cfg.cpu_isa,
         "logging_steps": max(1, steps // 20),
         "save_strategy": "steps",
         "save_steps": max(1, steps // 2),
