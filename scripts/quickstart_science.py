@@ -52,7 +52,7 @@ from cavpref.apps.quickstart import (
     task_accuracy,
     train_stage,
 )
-from cavpref.apps.quickstart.pipeline import stage_folders
+from cavpref.apps.quickstart.pipeline import stage_folders, start_stages
 from cavpref.config import PAPER_LAMBDAS
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.media.decode import FramePolicy, decode
@@ -508,9 +508,10 @@ def worker(args: ScienceArguments, cfg, seeds: list[int]) -> int:
     """``--worker``: the share of a second process (see ``ScienceArguments.worker``)."""
     root = Path(cfg.out)
     qs = stage_folders(root)
-    while not (root / "start" / ".done.json").exists():  # the main command builds the start
-        time.sleep(10)
     stage = Stages(cfg, root)
+    # the main command builds the start; going through its stages waits on their locks (every one of them, not
+    # only the start: a start copied in does not make the scored prep done) and pins the CPU numerics
+    start_stages(cfg, stage)
     last = [s for s in seeds if s != cfg.seed][-1:]
     seeds_block(cfg, stage, qs, last)
     while not all((root / "eval" / m / ".done.json").exists() for m in COMPARED):
