@@ -408,7 +408,9 @@ def main(argv: list[str] | None = None) -> int:
         save_merged(trainer, os.path.join(train_args.output_dir, "merged"))
     # Trackers closed and, under a launcher, the process group destroyed before the interpreter exits (a gloo
     # group left to interpreter teardown sometimes aborted a rank after training: "terminate called without an
-    # active exception").
+    # active exception"). Every rank first waits for the others: a rank that destroyed its group while rank 0
+    # was still writing the model shards was aborted the same way (seen once in the suite).
+    trainer.accelerator.wait_for_everyone()
     trainer.accelerator.end_training()
     return 0
 
