@@ -118,5 +118,10 @@ if __name__ == "__main__":
     grads = step_gradients(json.loads(Path(cases_file).read_text()), fx, Path(out_file).parent / "runs")
     from accelerate import PartialState
 
-    if PartialState().is_main_process:
+    state = PartialState()
+    if state.is_main_process:
         torch.save(grads, out_file)
+    # a gloo group left to interpreter teardown aborts a rank now and then ("terminate called without an active
+    # exception"): wait for every rank, then destroy it, as `cavpref train` does
+    state.wait_for_everyone()
+    state.destroy_process_group()

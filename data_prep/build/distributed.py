@@ -66,4 +66,7 @@ def build_distributed(config: PrepConfig) -> dict[str, Any]:
         stats = merge(config.output_dir, [str(shard_dir(config.output_dir, j, n)) for j in range(n)])
         stats["up_to_date"] = False
     state.wait_for_everyone()
+    # the build is the whole command: a gloo group left to interpreter teardown aborts a rank now and then
+    # ("terminate called without an active exception"), so it ends here, as `cavpref train`'s does
+    state.destroy_process_group()
     return stats
