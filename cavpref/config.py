@@ -16,6 +16,7 @@ from typing import Any
 from trl import DPOConfig
 
 from cavpref import task_registry
+from cavpref.cpu import CPU_ISAS
 from cavpref.loss import BETA_DELTAS, PAPER_LAMBDAS, ROBUST_MODES, switches_for
 
 # The four rows of the paper's Table 5.
@@ -65,7 +66,7 @@ class CAVPrefConfig(DPOConfig):
             "help": "CPU code of torch's kernels, oneDNN and MKL: avx2 caps all three at AVX2, so machines with "
             "and without AVX-512 train the same bits; native lets each pick the CPU's best (x86-64 only). "
             "See docs/training.md",
-            "choices": ["avx2", "native"],
+            "choices": list(CPU_ISAS),
         },
     )
     encoder_learning_rate: float | None = field(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cavpref.cpu import CPU_ISAS
 from cavpref.data_prep.synthetic import WorldConfig
 
 METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref", "cavpref_fixed_beta")
@@ -82,7 +83,7 @@ class QuickstartConfig:
         metadata={
             "help": "CPU code of every stage's torch kernels, oneDNN and MKL, pinned at the start: avx2 (the same "
             "bits with and without AVX-512) or native (docs/training.md, 'Same command, same numbers')",
-            "choices": ["avx2", "native"],
+            "choices": list(CPU_ISAS),
         },
     )
     dataloader_workers: int = field(
