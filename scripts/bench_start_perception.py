@@ -193,7 +193,13 @@ def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str], cl
         )
         clean[drop or "both"] = {m: task_accuracy(res, CLEAN_TASK, m) for m in ("circular", "vanilla")}
         clean[drop or "both"]["categories"] = circular_by_category(stage.root / name, Path(qs["data"]))
-    return {"captions": captions, "caption_probes": probes, "caption_counts": counts, "clean": clean}
+    return {
+        "captions": captions,
+        "caption_probes": probes,
+        "caption_counts": counts,
+        "caption_answers": answers,  # per clip: what a wrong answer said (perception.json)
+        "clean": clean,
+    }
 
 
 def subset_accuracy(m: dict, stream: str, group: str) -> float | None:

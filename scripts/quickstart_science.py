@@ -378,7 +378,7 @@ def caption_answers(
         media = decode(
             to_json(mute(clip(c["file"])) if muted else clip(c["file"])), str(world), frames=policy
         )
-        caps = clip_captions(c, cfg.caption_places, cfg.caption_see)
+        caps = clip_captions(c, cfg.caption_places, cfg.caption_see, cfg.caption_hear)
         caps = caps[:1] if muted else caps
         out = model_io.generate(
             model_io.model, [Row(p, "", media, c["file"], c["file"]) for p, _ in caps], max_new_tokens=24

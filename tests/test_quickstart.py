@@ -259,6 +259,7 @@ def test_background_ramp_reaches_both_worlds(tmp_path):
         background_spot=50,
         shape_scale=0.7,
         slot_spread=0.8,
+        level_ratio=1.5,
         num_clips=2,
         caption_clips=2,
     )
@@ -267,6 +268,7 @@ def test_background_ramp_reaches_both_worlds(tmp_path):
         manifest = json.loads((stages(name, fn).dir / "world.json").read_text())
         assert manifest["config"]["background_ramp"] == 30 and manifest["config"]["background_spot"] == 50
         assert manifest["config"]["shape_scale"] == 0.7 and manifest["config"]["slot_spread"] == 0.8
+        assert manifest["config"]["level_ratio"] == 1.5
 
 
 def test_caption_wordings_of_where_and_see():
@@ -304,6 +306,12 @@ def test_caption_wordings_of_where_and_see():
         clip_captions(clip, "word")
     with pytest.raises(ValueError, match="see must be one of"):
         clip_captions(clip, see="columns")
+    # hear="onsets": each first onset to the nearest half second before the name; see and where as before
+    onsets = clip_captions(clip, "label", see="slots", hear="onsets")
+    assert onsets[1] == (hear[0], "0 s: Cello, 0 s: Violin, 0.5 s: Bass drum")
+    assert [onsets[0], onsets[2]] == [slots[0], slots[2]]
+    with pytest.raises(ValueError, match="hear must be one of"):
+        clip_captions(clip, hear="times")
 
 
 def test_muted_caption_probe_asks_see_of_clips_without_audio(small_run, monkeypatch):

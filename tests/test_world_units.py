@@ -216,6 +216,23 @@ def test_music_clip_invariants_over_many_seeds():
         json.dumps(clip)  # plain JSON (no numpy scalars)
 
 
+def test_level_ratio_sets_the_instruments_gains():
+    assert scenes.levels() == (0.04, 0.08, 0.16, 0.32)  # the default world's gains, bit for bit
+    quiet = scenes.levels(2**0.5)  # 3 dB apart: the quietest 9 dB under the loudest, not 18
+    assert quiet[-1] == 0.32 and np.isclose(20 * np.log10(quiet[-1] / quiet[0]), 9.03, atol=0.01)
+    names = [i.name for i in catalogue.INSTRUMENTS[:8]]
+    for seed in range(50):  # same draws, other gains: only the level of each instrument moves
+        a = scenes.music_clip(np.random.default_rng(seed), names, 4.0)
+        b = scenes.music_clip(np.random.default_rng(seed), names, 4.0, level_ratio=2**0.5)
+        ga, gb = ([e.pop("gain") for e in c["instruments"]] for c in (a, b))
+        assert a == b
+        assert [scenes.levels().index(g) if g else -1 for g in ga] == [
+            quiet.index(g) if g else -1 for g in gb
+        ]
+    with pytest.raises(ValueError, match=r"WorldConfig\.level_ratio=1"):
+        WorldConfig(level_ratio=1)
+
+
 def test_config_errors_name_the_field():
     with pytest.raises(ValueError, match=r"WorldConfig\.width=41"):
         WorldConfig(width=41)

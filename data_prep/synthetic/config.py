@@ -55,6 +55,12 @@ class WorldConfig:
         "right shapes against the frame's edges, off the centres of a 3-column token grid",
         default=None,
     )
+    level_ratio: float = _h(
+        "gain ratio between a performance's consecutive instrument levels (2: 6 dB apart, the quietest of "
+        "four 18 dB under the loudest; 1.414: 3 dB, 9 dB in all): how far under a loud instrument a quiet one "
+        "plays (measured on the quickstart's start: docs/quickstart_start.md, twelfth round)",
+        default=2.0,
+    )
     workers: int = _h("processes rendering clips (0: min(4, CPUs)); never changes the output", default=0)
 
     def __post_init__(self):
@@ -89,6 +95,8 @@ class WorldConfig:
             bad("background_ramp", "must be within 0..127 levels")
         if not 0 <= self.background_spot <= 127:
             bad("background_spot", "must be within 0..127 levels")
+        if not 1 < self.level_ratio <= 4:
+            bad("level_ratio", "must be within (1, 4]: every instrument at its own level")
         if not 0 < self.shape_scale <= 1:
             bad("shape_scale", "must be within (0, 1]")
         if self.slot_spread is not None and not 0 < self.slot_spread < 1:

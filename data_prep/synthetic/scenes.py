@@ -14,7 +14,16 @@ import numpy as np
 from .catalogue import AVQA_SOURCES, SLOTS
 
 GRID = 8  # time steps per clip
-LEVELS = (0.04, 0.08, 0.16, 0.32)  # RMS gains, 6 dB apart: "louder" is never a close call
+LOUDEST = 0.32  # RMS gain of the loudest instrument of a performance
+
+
+def levels(ratio: float = 2.0) -> tuple[float, ...]:
+    """The four RMS gains of a performance's instruments, each ``ratio`` louder than the one below it:
+    ratio 2 (6 dB apart, 18 dB in all) gives 0.04, 0.08, 0.16, 0.32 exactly, so "louder" is never a close
+    call; a smaller ratio brings the quietest instrument nearer the loudest (``WorldConfig.level_ratio``)."""
+    return tuple(LOUDEST / ratio**k for k in (3, 2, 1, 0))
+
+
 MUSIC_SCENES = ("indoor", "outdoor")
 AVQA_SCENES = ("indoor", "street", "field")
 WHEN = ("At the beginning", "In the middle", "At the end", "Throughout the video")
@@ -45,9 +54,12 @@ def _summarise(entity: dict[str, Any], duration: float) -> dict[str, Any]:
     return entity
 
 
-def music_clip(rng: np.random.Generator, names: list[str], duration: float) -> dict[str, Any]:
+def music_clip(
+    rng: np.random.Generator, names: list[str], duration: float, level_ratio: float = 2.0
+) -> dict[str, Any]:
     """A performance: 1-3 visible instruments (sometimes two of one kind), some silent, sometimes an
-    off-screen one that is heard but not seen; every sounding instrument at a different level."""
+    off-screen one that is heard but not seen; every sounding instrument at a different level
+    (``levels(level_ratio)``)."""
     n_visible = int(rng.choice([1, 2, 3], p=[0.2, 0.35, 0.45]))
     slots = sorted(rng.choice(len(SLOTS), n_visible, replace=False).tolist())
     kinds = [str(k) for k in rng.choice(names, n_visible, replace=False)]
@@ -74,8 +86,8 @@ def music_clip(rng: np.random.Generator, names: list[str], duration: float) -> d
                 "events": _partial_events(rng, duration),
             }
         )
-    levels = rng.permutation(LEVELS)
-    for e, level in zip(entities, levels):
+    gains = rng.permutation(levels(level_ratio))
+    for e, level in zip(entities, gains):
         e["gain"] = float(level) if e["events"] else 0.0
         _summarise(e, duration)
     return {"scene": str(rng.choice(MUSIC_SCENES)), "duration": _round(duration), "instruments": entities}

@@ -91,7 +91,7 @@ def _music_clip(cfg: WorldConfig, i: int, vid: str, split: str, names: list[str]
         "video_id": vid,
         "split": split,
         "file": f"music_avqa/videos/{vid}.mp4",
-        **music_clip(_rng(cfg, "music_avqa", i, "truth"), names, cfg.duration),
+        **music_clip(_rng(cfg, "music_avqa", i, "truth"), names, cfg.duration, cfg.level_ratio),
     }
     _write_clip(
         cfg,

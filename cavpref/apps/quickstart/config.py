@@ -21,13 +21,14 @@ LABELS = {
 TRAIN_METHOD = {"cavpref_fixed_beta": "cavpref"}
 CALIBRATED = ("cavpref_norobust", "cavpref")
 # The keys passed to both worlds' WorldConfig (QuickstartConfig.world_keys).
-WORLD_KEYS = ("background_ramp", "background_spot", "shape_scale", "slot_spread")
+WORLD_KEYS = ("background_ramp", "background_spot", "shape_scale", "slot_spread", "level_ratio")
 # How the "who sounds where" captions word a place (data.clip_captions): "on the left" / "Violin: left" /
 # "left: Violin" (by place).
 CAPTION_PLACES = ("phrase", "label", "slots")
 # How the "what do you see" captions list what is on screen (data.clip_captions): "Violin, Drum" / "left: Violin,
 # middle: Drum".
 CAPTION_SEE = ("names", "slots")
+CAPTION_HEAR = ("names", "onsets")
 
 
 # Full-size defaults and the --small (CI pipeline check) ones, for every field left unset (None).
@@ -255,6 +256,15 @@ class QuickstartConfig:
             "choices": list(CAPTION_SEE),
         },
     )
+    caption_hear: str = field(
+        default="names",
+        metadata={
+            "help": "wording of the 'what do you hear' captions: names ('Violin, Drum', in order of onset) or "
+            "onsets ('0 s: Violin, 1.5 s: Drum': each name after the second its first sound starts at, as the "
+            "column word anchors a name in the frame). Measured: docs/quickstart_start.md, twelfth round",
+            "choices": list(CAPTION_HEAR),
+        },
+    )
     pref_steps: int | None = field(
         default=None, metadata={"help": _default("pref_steps", "steps of each Table-5 method")}
     )
@@ -331,6 +341,15 @@ class QuickstartConfig:
         },
     )
 
+    level_ratio: float = field(
+        default=2.0,
+        metadata={
+            "help": "gain ratio between the consecutive levels of a performance's instruments in both worlds "
+            "(WorldConfig.level_ratio; 2: 6 dB apart, 18 dB from the quietest to the loudest, as before). "
+            "Measured: docs/quickstart_start.md, twelfth round"
+        },
+    )
+
     @property
     def width(self) -> int:
         """The frame width in pixels (``frame_width``, else ``frame_size``)."""
@@ -367,6 +386,8 @@ class QuickstartConfig:
             raise ValueError(f"--caption_places must be phrase, label or slots, got {self.caption_places!r}")
         if self.caption_see not in CAPTION_SEE:
             raise ValueError(f"--caption_see must be names or slots, got {self.caption_see!r}")
+        if self.caption_hear not in CAPTION_HEAR:
+            raise ValueError(f"--caption_hear must be names or onsets, got {self.caption_hear!r}")
         if self.caption_steps < 0:
             raise ValueError(f"--caption_steps must be >= 0, got {self.caption_steps}")
         if self.caption_steps and self.caption_clips < 1:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from datasets import Dataset, load_from_disk
 
-from cavpref.apps.quickstart.config import CAPTION_PLACES, CAPTION_SEE, QuickstartConfig
+from cavpref.apps.quickstart.config import CAPTION_HEAR, CAPTION_PLACES, CAPTION_SEE, QuickstartConfig
 from cavpref.apps.quickstart.stages import Stage
 from cavpref.data import CLEAN_TASK
 from cavpref.data_prep.build.rotation import circular_sft_rows
@@ -51,7 +51,9 @@ def _name(entity: dict) -> str:
     return str(entity["name"]).replace("_", " ").capitalize()
 
 
-def clip_captions(clip: dict, places: str = "phrase", see: str = "names") -> list[tuple[str, str]]:
+def clip_captions(
+    clip: dict, places: str = "phrase", see: str = "names", hear: str = "names"
+) -> list[tuple[str, str]]:
     """(prompt, response) pairs that describe one clip from the world's ground truth: what is seen (left to
     right), what is heard (by onset) and who is sounding where. They stand in for the audio-visual
     pretraining a real AVLLM has before the paper's "zero-shot" evaluation: without them a randomly
@@ -64,11 +66,15 @@ def clip_captions(clip: dict, places: str = "phrase", see: str = "names") -> lis
     then off screen by onset), the place word before each name, so each name is read at a place already
     written -- the video-to-audio direction of the binding ("is the one on the left sounding?").
     ``see`` words what is seen: ``"names"`` "Violin, Drum" (left to right), ``"slots"`` "left: Violin,
-    middle: Drum" (the column word before each name)."""
+    middle: Drum" (the column word before each name). ``hear`` words what is heard: ``"names"`` "Violin, Drum"
+    (by onset), ``"onsets"`` "0 s: Violin, 1.5 s: Drum" (each first onset, to the nearest half second -- the
+    music and AVQA clips' time grid -- before the name)."""
     if places not in CAPTION_PLACES:
         raise ValueError(f"places must be one of {CAPTION_PLACES}, got {places!r}")
     if see not in CAPTION_SEE:
         raise ValueError(f"see must be one of {CAPTION_SEE}, got {see!r}")
+    if hear not in CAPTION_HEAR:
+        raise ValueError(f"hear must be one of {CAPTION_HEAR}, got {hear!r}")
     entities = clip.get("instruments") or clip.get("sources") or []
     seen = sorted(
         (e for e in entities if e.get("visible") and e.get("slot")), key=lambda e: SLOT_ORDER[e["slot"]]
@@ -91,11 +97,18 @@ def clip_captions(clip: dict, places: str = "phrase", see: str = "names") -> lis
     else:
         where = [f"{_name(e)}{place(e)}" for e in heard]
     seen_names = [f"{e['slot']}: {_name(e)}" if see == "slots" else _name(e) for e in seen]
+    heard_names = [
+        f"{_half_second(e['first_onset'])} s: {_name(e)}" if hear == "onsets" else _name(e) for e in heard
+    ]
     return [
         ("What do you see, from left to right?", ", ".join(seen_names) or "Nothing"),
-        ("What do you hear, in order of onset?", ", ".join(_name(e) for e in heard) or "Nothing"),
+        ("What do you hear, in order of onset?", ", ".join(heard_names) or "Nothing"),
         ("Which objects are sounding, and where?", ", ".join(where) or "Nothing"),
     ]
+
+
+def _half_second(t: float) -> str:
+    return f"{round(2 * t) / 2:g}"
 
 
 ORDINALS = ("first", "second", "third", "fourth")
@@ -196,7 +209,8 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
             if clip["file"] not in train_files:
                 continue
             pairs = (
-                clip_captions(clip, cfg.caption_places, cfg.caption_see) * cfg.caption_repeats
+                clip_captions(clip, cfg.caption_places, cfg.caption_see, cfg.caption_hear)
+                * cfg.caption_repeats
                 + clip_grounding(clip) * cfg.grounding_repeats
             )
             rows += _caption_rows(clip, source, pairs, features)
@@ -222,7 +236,7 @@ def caption_data(cfg: QuickstartConfig, stage: Stage, caption_world: Path, data:
     for source in ("music_avqa", "avqa", "audioset"):
         for clip in manifest.get(source, []):
             clips += 1
-            captions = clip_captions(clip, cfg.caption_places, cfg.caption_see)
+            captions = clip_captions(clip, cfg.caption_places, cfg.caption_see, cfg.caption_hear)
             grounding = clip_grounding(clip) * cfg.caption_grounding
             rows += _caption_rows(clip, source, captions + grounding, features)
             rows += _caption_rows(clip, source, captions[:1] * cfg.muted_see, features, muted=True)
