@@ -10,6 +10,7 @@ import av
 import numpy as np
 import pytest
 from cavpref.data_prep.synthetic import WorldConfig, generate_world
+from cavpref.data_prep.synthetic.scenes import levels
 from cavpref.data_prep.synthetic.visuals import BACKGROUNDS
 from source_facts import MUSIC_AVQA_ANSWERS as MUSIC_ANSWERS
 
@@ -401,6 +402,8 @@ def test_knobs_respected_through_the_cli(tmp_path, capsys):
             "20",
             "--background_spot",
             "30",
+            "--level_ratio",
+            "1.5",
             "--workers",
             "1",
         ]
@@ -427,7 +430,10 @@ def test_knobs_respected_through_the_cli(tmp_path, capsys):
         "background_spot": 30,
         "shape_scale": 1.0,
         "slot_spread": None,
+        "level_ratio": 1.5,
     }
+    gains = {e["gain"] for c in m["music_avqa"] for e in c["instruments"] if e["sounding"]}
+    assert gains <= set(levels(1.5)) and gains - {0.32}  # a level the default world has not
     assert [i["name"] for i in m["catalogue"]["instruments"]] == ["piano", "violin", "flute"]
     assert {e["name"] for c in m["music_avqa"] for e in c["instruments"]} <= {"piano", "violin", "flute"}
     assert len(m["music_avqa"]) == len(m["avqa"]) == 2 and len(m["audioset"]) == 3
