@@ -28,6 +28,8 @@ CAPTION_PLACES = ("phrase", "label", "slots")
 # How the "what do you see" captions list what is on screen (data.clip_captions): "Violin, Drum" / "left: Violin,
 # middle: Drum".
 CAPTION_SEE = ("names", "slots")
+# How the "what do you hear" captions list what sounds (data.clip_captions): "Violin, Drum" / "0 s: Violin,
+# 1.5 s: Drum".
 CAPTION_HEAR = ("names", "onsets")
 
 
