@@ -39,7 +39,7 @@ from cavpref.apps.quickstart.pipeline import stage_folders, start_stages, write_
 from cavpref.data import CLEAN_TASK
 from cavpref.parsing import parse_args
 
-PROBE_CLIPS = ("test", "train", "caption_world", "test_muted")
+PROBE_CLIPS = ("test", "train", "caption_world", "test_muted", "test_blind")
 
 
 @dataclass
@@ -58,9 +58,10 @@ class PerceptionArguments:
         metadata={
             "help": "clips the caption probe runs on, for the start and (with --caption_steps) the captions-only "
             "checkpoint: test (held out), train (the run's train clips), caption_world (every 20th clip of "
-            'the caption world), test_muted ("what do you see" of the test clips without their audio): '
-            "train and caption_world tell learnt-by-heart from cannot-fit, test_muted names from the pixels "
-            "from names from the audio"
+            'the caption world), test_muted ("what do you see" of the test clips without their audio), '
+            'test_blind ("what do you hear" without their video): train and caption_world tell learnt-by-heart '
+            "from cannot-fit, test_muted names from the pixels from names from the audio, test_blind sounds "
+            "counted from the audio from sounds counted on screen"
         },
     )
 
@@ -141,8 +142,9 @@ def caption_probes(cfg: QuickstartConfig, qs: dict, clips: list[str]) -> dict[st
             cfg,
             qs,
             model=str(Path(qs["root"]) / m),
-            clips=c.removesuffix("_muted"),
+            clips=c.removesuffix("_muted").removesuffix("_blind"),
             muted=c.endswith("_muted"),
+            blind=c.endswith("_blind"),
         )
         for m in models
         for c in clips
@@ -157,14 +159,16 @@ PROBES = (("see", "seen"), ("hear", "heard"), ("where", "heard"))
 def by_count(records: list[dict]) -> dict[str, dict[str, list[int]]]:
     """{"see" / "hear" / "where": {count: [right, clips]}}, "see" by entities on screen, "hear" and "where"
     by sounds heard (counts of 3 and more pooled as "3+"): accuracy with a split's composition taken out."""
+    key = dict(PROBES)
     out: dict[str, dict[str, list[int]]] = {}
-    for k, (probe, key) in enumerate(PROBES):
-        for r in records:
-            if k < len(r["ok"]):
-                counts = out.setdefault(probe, {}).setdefault(str(min(r[key], 3)).replace("3", "3+"), [0, 0])
-                counts[0] += r["ok"][k]
-                counts[1] += 1
-    return {p: dict(sorted(c.items())) for p, c in out.items()}
+    for r in records:
+        for probe, ok in zip(r["asked"], r["ok"]):
+            counts = out.setdefault(probe, {}).setdefault(
+                str(min(r[key[probe]], 3)).replace("3", "3+"), [0, 0]
+            )
+            counts[0] += ok
+            counts[1] += 1
+    return {p: dict(sorted(c.items())) for p in key if (c := out.get(p))}
 
 
 def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str], clips: list[str]) -> dict:
@@ -259,7 +263,8 @@ def main(argv=None) -> int:
     print(row(cfg, m))
     print("\n| caption probe (model / clips) | see % | hear % | where % |\n|---|---|---|---|")
     for name, acc in m["caption_probes"].items():
-        print(f"| {name} | " + " | ".join(f"{v:.1f}" for v in acc.values()) + " |")
+        asked = dict(zip(m["caption_answers"][name][0]["asked"], acc.values())) if acc else {}
+        print(f"| {name} | " + " | ".join(f"{asked[p]:.1f}" if p in asked else "–" for p, _ in PROBES) + " |")
     print(
         "\n| caption probe by count (model / clips) | see: entities on screen | hear: sounds | where: sounds |"
     )

@@ -3,11 +3,11 @@
 from script_module import script
 
 
-def _record(ok: list[int], seen: int, heard: int) -> dict:
-    prompts = ["see?", "hear?", "where?"][: len(ok)]
+def _record(ok: list[int], seen: int, heard: int, asked: tuple[str, ...] = ("see", "hear", "where")) -> dict:
     return {
         "file": "f",
-        "prompts": prompts,
+        "prompts": [f"{a}?" for a in asked[: len(ok)]],
+        "asked": list(asked[: len(ok)]),
         "answers": [""] * len(ok),
         "ok": ok,
         "seen": seen,
@@ -36,3 +36,9 @@ def test_by_count_of_a_muted_probe_has_see_alone():
     counts = bench.by_count([_record([1], seen=2, heard=0), _record([0], seen=2, heard=1)])
     assert counts == {"see": {"2": [1, 2]}}
     assert script("quickstart_science").probe_accuracy([]) == {}
+
+
+def test_by_count_of_a_blind_probe_has_hear_alone():
+    bench = script("bench_start_perception")
+    records = [_record([1], seen=2, heard=1, asked=("hear",)), _record([0], seen=1, heard=2, asked=("hear",))]
+    assert bench.by_count(records) == {"hear": {"1": [1, 1], "2": [0, 1]}}

@@ -158,6 +158,26 @@ def test_caption_repeats_multiplies_only_the_caption_rows(small_run, tmp_path):
     assert len(ids) == len(set(ids)) == more["clean"] + more["captions"]
 
 
+def test_sft_blind_hear_adds_hear_rows_without_the_video_to_the_start_sft(small_run, tmp_path):
+    from cavpref.apps.quickstart.data import start_data
+    from cavpref.apps.quickstart.stages import Stage
+
+    out, _ = small_run
+    cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
+    plain = Stage(out, "start_data").info()
+    cfg.sft_blind_hear = 2
+    stage = Stage(tmp_path, "start_data")
+    start_data(cfg, stage, out / "world", out / "data")
+    rows = load_from_disk(str(stage.dir / "train"))
+    assert stage.info()["captions"] == plain["captions"] + 2 * plain["clips"]
+    blind = [r for r in rows if ":blind:" in r["id"]]
+    assert len(blind) == 2 * plain["clips"] == len(set(r["id"] for r in blind))
+    assert {r["prompt"] for r in blind} == {"What do you hear, in order of onset?"}
+    assert all(has_audio(from_json(r["media"])) and not has_video(from_json(r["media"])) for r in blind)
+    with pytest.raises(ValueError, match="sft_blind_hear"):
+        QuickstartConfig(sft_blind_hear=-1)
+
+
 def test_muted_see_adds_see_rows_without_the_audio(small_run, tmp_path):
     from cavpref.apps.quickstart.data import caption_data
     from cavpref.apps.quickstart.stages import Stage
@@ -176,6 +196,30 @@ def test_muted_see_adds_see_rows_without_the_audio(small_run, tmp_path):
     }
     assert all(has_video(from_json(r["media"])) and not has_audio(from_json(r["media"])) for r in muted)
     assert all(has_audio(from_json(r["media"])) for r in rows if ":muted:" not in r["id"])
+
+
+def test_blind_hear_adds_hear_rows_without_the_video(small_run, tmp_path):
+    from cavpref.apps.quickstart.data import caption_data
+    from cavpref.apps.quickstart.stages import Stage
+
+    out, _ = small_run
+    cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
+    plain = Stage(out, "caption_data").info()
+    cfg.blind_hear = 1
+    stage = Stage(tmp_path, "caption_data")
+    caption_data(cfg, stage, out / "caption_world", out / "data")
+    rows = load_from_disk(str(stage.dir / "train"))
+    assert len(rows) == len(set(rows["id"])) == plain["captions"] + plain["clips"]
+    blind = [r for r in rows if ":blind:" in r["id"]]
+    assert len(blind) == plain["clips"] and {r["prompt"] for r in blind} == {
+        "What do you hear, in order of onset?"
+    }
+    assert all(has_audio(from_json(r["media"])) and not has_video(from_json(r["media"])) for r in blind)
+    heard = {r["id"].replace(":blind:0", ":1"): r["chosen"] for r in blind}
+    assert all(heard[r["id"]] == r["chosen"] for r in rows if r["id"] in heard)  # the clip's own hear caption
+    assert all(has_video(from_json(r["media"])) for r in rows if ":blind:" not in r["id"])
+    with pytest.raises(ValueError, match="blind_hear"):
+        QuickstartConfig(blind_hear=-1)
 
 
 def test_caption_grounding_adds_one_entity_rows_to_the_captions_stage(small_run, tmp_path):
@@ -314,7 +358,7 @@ def test_caption_wordings_of_where_and_see():
         clip_captions(clip, hear="times")
 
 
-def test_muted_caption_probe_asks_see_of_clips_without_audio(small_run, monkeypatch):
+def test_muted_and_blind_caption_probes_ask_of_clips_without_a_stream(small_run, monkeypatch):
     from script_module import script
 
     from cavpref.apps.quickstart.pipeline import stage_folders
@@ -335,6 +379,10 @@ def test_muted_caption_probe_asks_see_of_clips_without_audio(small_run, monkeypa
     lines, acc = science.caption_probe(cfg, stage_folders(out), muted=True)
     assert list(acc) == ["What do you see, from left to right?"] and "audio removed" in lines[0]
     assert seen and all(r.media.audio is None and r.media.frames is not None for r in seen)
+    seen.clear()
+    lines, acc = science.caption_probe(cfg, stage_folders(out), blind=True)
+    assert list(acc) == ["What do you hear, in order of onset?"] and "video removed" in lines[0]
+    assert seen and all(r.media.audio is not None and r.media.frames is None for r in seen)
     seen.clear()
     _, both = science.caption_probe(cfg, stage_folders(out))
     assert len(both) == 3 and all(r.media.audio is not None for r in seen)

@@ -20,7 +20,7 @@ from cavpref.data_prep.build.rotation import circular_sft_rows
 from cavpref.data_prep.tasks import item_prompt
 from cavpref.eval.loader import load_items
 from cavpref.media.spec import clip as clip_spec
-from cavpref.media.spec import mute, to_json
+from cavpref.media.spec import drop_video, mute, to_json
 from cavpref.prompts import rotate_response, rotated_view, rotation_for
 
 
@@ -165,16 +165,19 @@ def probe_clips(folders: dict[str, str], which: str = "test") -> tuple[Path, lis
 
 
 def _caption_rows(
-    clip: dict, source: str, pairs: list[tuple[str, str]], features, muted: bool = False
+    clip: dict, source: str, pairs: list[tuple[str, str]], features, drop: str | None = None
 ) -> list[dict]:
     """One SFT row (CLEAN's schema, every other column None) per (prompt, response) pair about ``clip``
-    (``muted``: the clip without its audio)."""
+    (``drop``: ``"audio"`` the clip without its audio, ``"video"`` without its video)."""
     spec = clip_spec(clip["file"])
-    rows, media = [], to_json(mute(spec) if muted else spec)
+    spec, tag = {None: (spec, ""), "audio": (mute(spec), "muted:"), "video": (drop_video(spec), "blind:")}[
+        drop
+    ]
+    rows, media = [], to_json(spec)
     for k, (prompt, response) in enumerate(pairs):
         row = {name: None for name in features}
         row.update(
-            id=f"caption:{clip['file']}:{'muted:' if muted else ''}{k}",
+            id=f"caption:{clip['file']}:{tag}{k}",
             task=CLEAN_TASK,
             source=source,
             category="Existential",
@@ -208,12 +211,10 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
         for clip in manifest.get(source, []):
             if clip["file"] not in train_files:
                 continue
-            pairs = (
-                clip_captions(clip, cfg.caption_places, cfg.caption_see, cfg.caption_hear)
-                * cfg.caption_repeats
-                + clip_grounding(clip) * cfg.grounding_repeats
-            )
+            captions = clip_captions(clip, cfg.caption_places, cfg.caption_see, cfg.caption_hear)
+            pairs = captions * cfg.caption_repeats + clip_grounding(clip) * cfg.grounding_repeats
             rows += _caption_rows(clip, source, pairs, features)
+            rows += _caption_rows(clip, source, captions[1:2] * cfg.sft_blind_hear, features, drop="video")
     if not rows:
         raise RuntimeError(f"no train clips of {world / 'world.json'} in {data / 'preferences'}")
     Dataset.from_list(clean + rows, features=features).shuffle(seed=cfg.seed).save_to_disk(
@@ -239,7 +240,8 @@ def caption_data(cfg: QuickstartConfig, stage: Stage, caption_world: Path, data:
             captions = clip_captions(clip, cfg.caption_places, cfg.caption_see, cfg.caption_hear)
             grounding = clip_grounding(clip) * cfg.caption_grounding
             rows += _caption_rows(clip, source, captions + grounding, features)
-            rows += _caption_rows(clip, source, captions[:1] * cfg.muted_see, features, muted=True)
+            rows += _caption_rows(clip, source, captions[:1] * cfg.muted_see, features, drop="audio")
+            rows += _caption_rows(clip, source, captions[1:2] * cfg.blind_hear, features, drop="video")
     if not rows:
         raise RuntimeError(f"no clips in {caption_world / 'world.json'}")
     Dataset.from_list(rows, features=features).shuffle(seed=cfg.seed).save_to_disk(str(stage.dir / "train"))
