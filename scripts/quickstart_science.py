@@ -68,8 +68,8 @@ COMPARED = ("dpo", "cavpref")  # the stream ablation and the CLEAN-mix compariso
 # Paired-by-seed differences printed under the seeds table: what the method adds over DPO, what the robust
 # aggregation adds, what calibrating β adds.
 DIFFS = (("cavpref", "dpo"), ("cavpref", "cavpref_norobust"), ("cavpref", "cavpref_fixed_beta"))
-# Logged per-component training metrics read back from each stage's trainer_state.json (docs/training.md).
 CAPTION_PROBES = ("see", "hear", "where")  # clip_captions' prompts, in order
+# Logged per-component training metrics read back from each stage's trainer_state.json (docs/training.md).
 DYNAMICS = tuple(f"{c}/{m}" for c in ("y", "v", "a") for m in ("margin", "reward_accuracy", "beta"))
 
 

@@ -138,40 +138,34 @@ def test_second_run_reuses_every_stage(small_run, capsys):
     assert second < first / 3, (first, second)
 
 
-def test_caption_repeats_multiplies_only_the_caption_rows(small_run, tmp_path):
-    from datasets import load_from_disk
-
-    from cavpref.apps.quickstart.data import start_data
+def _stage_again(small_run, tmp_path, name: str, **keys) -> tuple[dict, dict, object]:
+    """(the small run's own ``name`` stage info, the info and rows of the same stage rebuilt in ``tmp_path``
+    with config ``keys`` changed): what one key adds to a data stage."""
+    from cavpref.apps.quickstart import data
     from cavpref.apps.quickstart.stages import Stage
 
     out, _ = small_run
-    cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
-    once = Stage(out, "start_data").info()
-    once_repeats = cfg.caption_repeats
-    cfg.caption_repeats = once_repeats + 2
-    stage = Stage(tmp_path, "start_data")
-    start_data(cfg, stage, out / "world", out / "data")
-    more = stage.info()
+    cfg = QuickstartConfig(**{**json.loads((out / "quickstart_config.json").read_text()), **keys})
+    stage = Stage(tmp_path, name)
+    world = out / ("caption_world" if name == "caption_data" else "world")
+    getattr(data, name)(cfg, stage, world, out / "data")
+    return Stage(out, name).info(), stage.info(), load_from_disk(str(stage.dir / "train"))
+
+
+def test_caption_repeats_multiplies_only_the_caption_rows(small_run, tmp_path):
+    once_repeats = json.loads((small_run[0] / "quickstart_config.json").read_text())["caption_repeats"]
+    once, more, rows = _stage_again(small_run, tmp_path, "start_data", caption_repeats=once_repeats + 2)
     assert more["clean"] == once["clean"] and more["clips"] == once["clips"]
     assert more["captions"] * once_repeats == once["captions"] * (once_repeats + 2) > 0
-    ids = load_from_disk(str(stage.dir / "train"))["id"]
+    ids = rows["id"]
     assert len(ids) == len(set(ids)) == more["clean"] + more["captions"]
 
 
 def test_sft_blind_hear_adds_hear_rows_without_the_video_to_the_start_sft(small_run, tmp_path):
-    from cavpref.apps.quickstart.data import start_data
-    from cavpref.apps.quickstart.stages import Stage
-
-    out, _ = small_run
-    cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
-    plain = Stage(out, "start_data").info()
-    cfg.sft_blind_hear = 2
-    stage = Stage(tmp_path, "start_data")
-    start_data(cfg, stage, out / "world", out / "data")
-    rows = load_from_disk(str(stage.dir / "train"))
-    assert stage.info()["captions"] == plain["captions"] + 2 * plain["clips"]
+    plain, info, rows = _stage_again(small_run, tmp_path, "start_data", sft_blind_hear=2)
+    assert info["captions"] == plain["captions"] + 2 * plain["clips"]
     blind = [r for r in rows if ":blind:" in r["id"]]
-    assert len(blind) == 2 * plain["clips"] == len(set(r["id"] for r in blind))
+    assert len(blind) == 2 * plain["clips"] == len({r["id"] for r in blind})
     assert {r["prompt"] for r in blind} == {"What do you hear, in order of onset?"}
     assert all(has_audio(from_json(r["media"])) and not has_video(from_json(r["media"])) for r in blind)
     with pytest.raises(ValueError, match="sft_blind_hear"):
@@ -179,17 +173,8 @@ def test_sft_blind_hear_adds_hear_rows_without_the_video_to_the_start_sft(small_
 
 
 def test_muted_see_adds_see_rows_without_the_audio(small_run, tmp_path):
-    from cavpref.apps.quickstart.data import caption_data
-    from cavpref.apps.quickstart.stages import Stage
-
-    out, _ = small_run
-    cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
-    plain = Stage(out, "caption_data").info()
-    cfg.muted_see = 2
-    stage = Stage(tmp_path, "caption_data")
-    caption_data(cfg, stage, out / "caption_world", out / "data")
-    rows = load_from_disk(str(stage.dir / "train"))
-    assert len(rows) == len(set(rows["id"])) == stage.info()["captions"] == plain["captions"] * (3 + 2) // 3
+    plain, info, rows = _stage_again(small_run, tmp_path, "caption_data", muted_see=2)
+    assert len(rows) == len(set(rows["id"])) == info["captions"] == plain["captions"] * (3 + 2) // 3
     muted = [r for r in rows if ":muted:" in r["id"]]
     assert len(muted) == 2 * plain["clips"] and {r["prompt"] for r in muted} == {
         "What do you see, from left to right?"
@@ -199,16 +184,7 @@ def test_muted_see_adds_see_rows_without_the_audio(small_run, tmp_path):
 
 
 def test_blind_hear_adds_hear_rows_without_the_video(small_run, tmp_path):
-    from cavpref.apps.quickstart.data import caption_data
-    from cavpref.apps.quickstart.stages import Stage
-
-    out, _ = small_run
-    cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
-    plain = Stage(out, "caption_data").info()
-    cfg.blind_hear = 1
-    stage = Stage(tmp_path, "caption_data")
-    caption_data(cfg, stage, out / "caption_world", out / "data")
-    rows = load_from_disk(str(stage.dir / "train"))
+    plain, _, rows = _stage_again(small_run, tmp_path, "caption_data", blind_hear=1)
     assert len(rows) == len(set(rows["id"])) == plain["captions"] + plain["clips"]
     blind = [r for r in rows if ":blind:" in r["id"]]
     assert len(blind) == plain["clips"] and {r["prompt"] for r in blind} == {
@@ -223,12 +199,9 @@ def test_blind_hear_adds_hear_rows_without_the_video(small_run, tmp_path):
 
 
 def test_caption_grounding_adds_one_entity_rows_to_the_captions_stage(small_run, tmp_path):
-    from cavpref.apps.quickstart.data import caption_data, clip_grounding
-    from cavpref.apps.quickstart.stages import Stage
+    from cavpref.apps.quickstart.data import clip_grounding
 
     out, _ = small_run
-    cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
-    plain = Stage(out, "caption_data").info()
     clips = [
         c
         for src in json.loads((out / "caption_world" / "world.json").read_text()).values()
@@ -236,10 +209,7 @@ def test_caption_grounding_adds_one_entity_rows_to_the_captions_stage(small_run,
         for c in src
         if isinstance(c, dict) and "file" in c
     ]
-    cfg.caption_grounding = 2
-    stage = Stage(tmp_path, "caption_data")
-    caption_data(cfg, stage, out / "caption_world", out / "data")
-    rows = load_from_disk(str(stage.dir / "train"))
+    plain, _, rows = _stage_again(small_run, tmp_path, "caption_data", caption_grounding=2)
     extra = sum(len(clip_grounding(c)) for c in clips)
     assert extra and len(rows) == len(set(rows["id"])) == plain["captions"] + 2 * extra
     asked = {r["prompt"] for r in rows}

@@ -164,16 +164,17 @@ def probe_clips(folders: dict[str, str], which: str = "test") -> tuple[Path, lis
     return world, [c for c in every if c["file"] in keep]
 
 
+# A stream removed from a caption row: (media transform, id tag).
+WITHOUT = {None: (lambda spec: spec, ""), "audio": (mute, "muted:"), "video": (drop_video, "blind:")}
+
+
 def _caption_rows(
     clip: dict, source: str, pairs: list[tuple[str, str]], features, drop: str | None = None
 ) -> list[dict]:
     """One SFT row (CLEAN's schema, every other column None) per (prompt, response) pair about ``clip``
     (``drop``: ``"audio"`` the clip without its audio, ``"video"`` without its video)."""
-    spec = clip_spec(clip["file"])
-    spec, tag = {None: (spec, ""), "audio": (mute(spec), "muted:"), "video": (drop_video(spec), "blind:")}[
-        drop
-    ]
-    rows, media = [], to_json(spec)
+    without, tag = WITHOUT[drop]
+    rows, media = [], to_json(without(clip_spec(clip["file"])))
     for k, (prompt, response) in enumerate(pairs):
         row = {name: None for name in features}
         row.update(
