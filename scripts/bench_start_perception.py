@@ -143,8 +143,7 @@ def caption_probes(cfg: QuickstartConfig, qs: dict, clips: list[str]) -> dict[st
             qs,
             model=str(Path(qs["root"]) / m),
             clips=c.removesuffix("_muted").removesuffix("_blind"),
-            muted=c.endswith("_muted"),
-            blind=c.endswith("_blind"),
+            drop="audio" if c.endswith("_muted") else "video" if c.endswith("_blind") else None,
         )
         for m in models
         for c in clips

@@ -52,11 +52,12 @@ from cavpref.apps.quickstart import (
     task_accuracy,
     train_stage,
 )
+from cavpref.apps.quickstart.data import WITHOUT
 from cavpref.apps.quickstart.pipeline import stage_folders, start_stages
 from cavpref.config import PAPER_LAMBDAS
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.media.decode import FramePolicy, decode
-from cavpref.media.spec import clip, drop_video, mute, to_json
+from cavpref.media.spec import clip, to_json
 from cavpref.models.base import Row
 from cavpref.models.registry import load_model_io
 from cavpref.parsing import parse_args
@@ -69,6 +70,8 @@ COMPARED = ("dpo", "cavpref")  # the stream ablation and the CLEAN-mix compariso
 # aggregation adds, what calibrating β adds.
 DIFFS = (("cavpref", "dpo"), ("cavpref", "cavpref_norobust"), ("cavpref", "cavpref_fixed_beta"))
 CAPTION_PROBES = ("see", "hear", "where")  # clip_captions' prompts, in order
+# Which of them a probe asks with a stream removed: what is seen without the audio, what is heard without the video.
+ASKED_WITHOUT = {None: slice(0, 3), "audio": slice(0, 1), "video": slice(1, 2)}
 # Logged per-component training metrics read back from each stage's trainer_state.json (docs/training.md).
 DYNAMICS = tuple(f"{c}/{m}" for c in ("y", "v", "a") for m in ("margin", "reward_accuracy", "beta"))
 
@@ -359,13 +362,13 @@ def protocol_probe(cfg, stage: Stages, qs: dict) -> tuple[list[str], dict]:
 
 
 def caption_answers(
-    cfg, qs: dict, model: str | None = None, clips: str = "test", muted: bool = False, blind: bool = False
+    cfg, qs: dict, model: str | None = None, clips: str = "test", drop: str | None = None
 ) -> list[dict]:
     """Per clip of ``caption_probe``: the greedy answers to the caption prompts, whether each matches the
     world's ground truth exactly (``ok``), and how many entities the clip shows (``seen``) and sounds it has
     (``heard``) -- a list of three is harder than a list of one, and splits differ in how many they hold.
-    ``muted`` asks "what do you see" alone of the clips without their audio, ``blind`` "what do you hear" alone
-    without their video (``caption_probe``)."""
+    ``drop="audio"`` asks "what do you see" alone of the clips without their audio, ``drop="video"`` "what do
+    you hear" alone without their video (``caption_probe``)."""
     world, chosen = probe_clips(qs, clips)
     model_io = load_model_io(
         model or qs["start"],
@@ -378,11 +381,10 @@ def caption_answers(
     policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.width))
     records = []
     for c in chosen:
-        spec = mute(clip(c["file"])) if muted else drop_video(clip(c["file"])) if blind else clip(c["file"])
-        media = decode(to_json(spec), str(world), frames=policy)
-        caps = clip_captions(c, cfg.caption_places, cfg.caption_see, cfg.caption_hear)
-        asked = slice(0, 1) if muted else slice(1, 2) if blind else slice(0, 3)
-        caps = caps[asked]
+        without, _ = WITHOUT[drop]
+        media = decode(to_json(without(clip(c["file"]))), str(world), frames=policy)
+        asked = ASKED_WITHOUT[drop]
+        caps = clip_captions(c, cfg.caption_places, cfg.caption_see, cfg.caption_hear)[asked]
         out = model_io.generate(
             model_io.model, [Row(p, "", media, c["file"], c["file"]) for p, _ in caps], max_new_tokens=24
         )
@@ -408,18 +410,18 @@ def probe_accuracy(records: list[dict]) -> dict[str, float]:
 
 
 def caption_probe(
-    cfg, qs: dict, model: str | None = None, clips: str = "test", muted: bool = False, blind: bool = False
+    cfg, qs: dict, model: str | None = None, clips: str = "test", drop: str | None = None
 ) -> tuple[list[str], dict]:
     """Does the starting model see and hear? Greedy answers to the three caption prompts, exact match against
     the world's ground truth (``clip_captions``), of ``model`` (default: the start) on the run's *test*
     clips (never trained on; ``clips="train"``: its train clips, ``"caption_world"``: every 20th clip of the
     caption world, to tell a model that cannot fit its captions from one that learnt them by heart).
-    ``muted``: "what do you see" alone, asked of the clips without their audio — whether the names come from
-    the pixels or only from what is heard; ``blind``: "what do you hear" alone, without the video -- whether
+    ``drop="audio"``: "what do you see" alone, asked of the clips without their audio — whether the names come from
+    the pixels or only from what is heard; ``drop="video"``: "what do you hear" alone, without the video -- whether
     the sounds are counted from the audio or from what is on screen."""
-    records = caption_answers(cfg, qs, model, clips, muted, blind)
+    records = caption_answers(cfg, qs, model, clips, drop)
     acc = probe_accuracy(records)
-    what = f"{clips} clips, {'audio' if muted else 'video'} removed" if muted or blind else f"{clips} clips"
+    what = f"{clips} clips, {drop} removed" if drop else f"{clips} clips"
     lines = [f"| caption prompt ({what}, exact match) | accuracy % |", "|---|---|"]
     lines += [f"| {p} | {a:.1f} |" for p, a in acc.items()] + ["", f"{len(records)} {clips} clips."]
     return lines, acc

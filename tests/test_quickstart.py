@@ -346,11 +346,11 @@ def test_muted_and_blind_caption_probes_ask_of_clips_without_a_stream(small_run,
         return io
 
     monkeypatch.setattr(science, "load_model_io", recording_loader)
-    lines, acc = science.caption_probe(cfg, stage_folders(out), muted=True)
+    lines, acc = science.caption_probe(cfg, stage_folders(out), drop="audio")
     assert list(acc) == ["What do you see, from left to right?"] and "audio removed" in lines[0]
     assert seen and all(r.media.audio is None and r.media.frames is not None for r in seen)
     seen.clear()
-    lines, acc = science.caption_probe(cfg, stage_folders(out), blind=True)
+    lines, acc = science.caption_probe(cfg, stage_folders(out), drop="video")
     assert list(acc) == ["What do you hear, in order of onset?"] and "video removed" in lines[0]
     assert seen and all(r.media.audio is not None and r.media.frames is None for r in seen)
     seen.clear()
