@@ -52,7 +52,7 @@ from cavpref.apps.quickstart import (
     task_accuracy,
     train_stage,
 )
-from cavpref.apps.quickstart.data import WITHOUT
+from cavpref.apps.quickstart.data import CAPTION_PROBES, WITHOUT
 from cavpref.apps.quickstart.pipeline import stage_folders, start_stages
 from cavpref.config import PAPER_LAMBDAS
 from cavpref.data import CLEAN_TASK, TASKS
@@ -69,9 +69,6 @@ COMPARED = ("dpo", "cavpref")  # the stream ablation and the CLEAN-mix compariso
 # Paired-by-seed differences printed under the seeds table: what the method adds over DPO, what the robust
 # aggregation adds, what calibrating β adds.
 DIFFS = (("cavpref", "dpo"), ("cavpref", "cavpref_norobust"), ("cavpref", "cavpref_fixed_beta"))
-CAPTION_PROBES = ("see", "hear", "where")  # clip_captions' prompts, in order
-# Which of them a probe asks with a stream removed: what is seen without the audio, what is heard without the video.
-ASKED_WITHOUT = {None: slice(0, 3), "audio": slice(0, 1), "video": slice(1, 2)}
 # Logged per-component training metrics read back from each stage's trainer_state.json (docs/training.md).
 DYNAMICS = tuple(f"{c}/{m}" for c in ("y", "v", "a") for m in ("margin", "reward_accuracy", "beta"))
 
@@ -379,11 +376,9 @@ def caption_answers(
         audio_max_seconds=cfg.audio_seconds,
     )
     policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.width))
-    records = []
+    records, (without, _, asked) = [], WITHOUT[drop]
     for c in chosen:
-        without, _ = WITHOUT[drop]
         media = decode(to_json(without(clip(c["file"]))), str(world), frames=policy)
-        asked = ASKED_WITHOUT[drop]
         caps = clip_captions(c, cfg.caption_places, cfg.caption_see, cfg.caption_hear)[asked]
         out = model_io.generate(
             model_io.model, [Row(p, "", media, c["file"], c["file"]) for p, _ in caps], max_new_tokens=24

@@ -9,7 +9,9 @@ training: the evaluator rotates the options (and "None of the above") on every p
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from datasets import Dataset, load_from_disk
 
@@ -164,8 +166,22 @@ def probe_clips(folders: dict[str, str], which: str = "test") -> tuple[Path, lis
     return world, [c for c in every if c["file"] in keep]
 
 
-# A stream removed from a caption row: (media transform, id tag).
-WITHOUT = {None: (lambda spec: spec, ""), "audio": (mute, "muted:"), "video": (drop_video, "blind:")}
+class Removal(NamedTuple):
+    """A stream removed from a caption row: the media transform, the row id's tag, and which of
+    ``clip_captions``' three (see, hear, where) is still asked -- what is seen without the audio, what is heard
+    without the video (the probes ask the same of the test clips)."""
+
+    transform: Callable
+    tag: str
+    asked: slice
+
+
+CAPTION_PROBES = ("see", "hear", "where")  # clip_captions' pairs, in order
+WITHOUT = {
+    None: Removal(lambda spec: spec, "", slice(0, 3)),
+    "audio": Removal(mute, "muted:", slice(0, 1)),
+    "video": Removal(drop_video, "blind:", slice(1, 2)),
+}
 
 
 def _caption_rows(
@@ -173,7 +189,7 @@ def _caption_rows(
 ) -> list[dict]:
     """One SFT row (CLEAN's schema, every other column None) per (prompt, response) pair about ``clip``
     (``drop``: ``"audio"`` the clip without its audio, ``"video"`` without its video)."""
-    without, tag = WITHOUT[drop]
+    without, tag, _ = WITHOUT[drop]
     rows, media = [], to_json(without(clip_spec(clip["file"])))
     for k, (prompt, response) in enumerate(pairs):
         row = {name: None for name in features}
@@ -215,7 +231,9 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
             captions = clip_captions(clip, cfg.caption_places, cfg.caption_see, cfg.caption_hear)
             pairs = captions * cfg.caption_repeats + clip_grounding(clip) * cfg.grounding_repeats
             rows += _caption_rows(clip, source, pairs, features)
-            rows += _caption_rows(clip, source, captions[1:2] * cfg.sft_blind_hear, features, drop="video")
+            rows += _caption_rows(
+                clip, source, captions[WITHOUT["video"].asked] * cfg.sft_blind_hear, features, drop="video"
+            )
     if not rows:
         raise RuntimeError(f"no train clips of {world / 'world.json'} in {data / 'preferences'}")
     Dataset.from_list(clean + rows, features=features).shuffle(seed=cfg.seed).save_to_disk(
@@ -241,8 +259,12 @@ def caption_data(cfg: QuickstartConfig, stage: Stage, caption_world: Path, data:
             captions = clip_captions(clip, cfg.caption_places, cfg.caption_see, cfg.caption_hear)
             grounding = clip_grounding(clip) * cfg.caption_grounding
             rows += _caption_rows(clip, source, captions + grounding, features)
-            rows += _caption_rows(clip, source, captions[:1] * cfg.muted_see, features, drop="audio")
-            rows += _caption_rows(clip, source, captions[1:2] * cfg.blind_hear, features, drop="video")
+            rows += _caption_rows(
+                clip, source, captions[WITHOUT["audio"].asked] * cfg.muted_see, features, drop="audio"
+            )
+            rows += _caption_rows(
+                clip, source, captions[WITHOUT["video"].asked] * cfg.blind_hear, features, drop="video"
+            )
     if not rows:
         raise RuntimeError(f"no clips in {caption_world / 'world.json'}")
     Dataset.from_list(rows, features=features).shuffle(seed=cfg.seed).save_to_disk(str(stage.dir / "train"))
