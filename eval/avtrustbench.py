@@ -14,6 +14,9 @@ judge (step 2) -> letter / abstention / unparsed. *likelihood*: the option strin
 scored by the model's log-likelihood and the best one is the answer — no parsing, much faster; in the
 base setting of an abstention task (no "None of the above" option) the task's short abstention
 response is scored as one more candidate, so abstaining stays possible. Results say which mode ran.
+"Best" is read three ways (``cavpref.eval.option_score``: summed, per token, the letter alone); every
+pass records all three, ``option_score`` picks the headline, and CircularEval runs each item's passes
+until every protocol has decided it, so each protocol's circular accuracy is exact.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from cavpref.eval import circular as circ
 from cavpref.eval.choice_judge import JUDGE_ERROR, ChoiceJudge, build_query
 from cavpref.eval.extract import ABSTAIN, Extraction, abstention_response, is_correct, match_choice
 from cavpref.eval.metrics import ItemOutcome
+from cavpref.eval.option_score import OPTION_SCORES, best_option, check_option_score
 from cavpref.eval.runner import Job, PassRequest
 from cavpref.eval.trust import record_key
 
@@ -41,6 +45,10 @@ class AVTrustBenchOptions:
     post_prompt: str = ""
     mode: str = "generate"
     extra_abstentions: dict[str, list[str]] = field(default_factory=dict)
+    option_score: str = "sum"  # likelihood mode's headline protocol (cavpref.eval.option_score)
+
+    def __post_init__(self):
+        check_option_score(self.option_score)
 
 
 def format_prompt(
@@ -65,7 +73,20 @@ class AVTrustBench:
         return item.abstain_letter if self.opt.pin_abstain else None
 
     def next_pass(self, item: BenchmarkItem, records: list[dict]) -> int | None:
-        return circ.next_pass([r["correct"] for r in records], self.n_passes(item))
+        """CircularEval's next pass; in likelihood mode while any protocol is still right on every pass."""
+        if self.opt.mode != "likelihood":
+            return circ.next_pass([r["correct"] for r in records], self.n_passes(item))
+        alive = [circ.next_pass(self._correct(records, p), self.n_passes(item)) for p in OPTION_SCORES]
+        return next((k for k in alive if k is not None), None)
+
+    def _correct(self, records: list[dict], protocol: str | None) -> list[bool]:
+        """Pass results under ``protocol`` (None: the record's own), up to and including its first failure."""
+        out = []
+        for r in records:
+            out.append(is_correct(_choice(r, protocol), r["answer"]))
+            if not out[-1]:
+                break
+        return out
 
     def view(self, item: BenchmarkItem, k: int) -> tuple[dict[str, str], str | None, str | None]:
         """(options, answer, abstain letter) as pass ``k`` shows them."""
@@ -77,13 +98,17 @@ class AVTrustBench:
     def request(self, item: BenchmarkItem, k: int) -> PassRequest:
         options, answer, abstain = self.view(item, k)
         _, _, prompt = rotated_view(item, k, pin=self._pin(item), post_prompt=self.opt.post_prompt)
-        candidates = None
+        candidates = letters = None
         if self.opt.mode == "likelihood":
-            candidates = [f"{x}. {t}" for x, t in options.items()]
+            candidates, letters = [f"{x}. {t}" for x, t in options.items()], list(options)
             if self._abstain_candidate(item, abstain):
                 candidates.append(abstention_response(item.task))
+                letters.append(None)
         return PassRequest(
-            prompt, candidates, {"options": options, "answer": answer, "abstain_letter": abstain}
+            prompt,
+            candidates,
+            {"options": options, "answer": answer, "abstain_letter": abstain},
+            letters=letters,
         )
 
     @staticmethod
@@ -96,8 +121,10 @@ class AVTrustBench:
 
     # ----- scoring -----------------------------------------------------------------------------------------
     def score(self, jobs: list[Job]) -> list[dict]:
+        choices = None
         if self.opt.mode == "likelihood":
-            found = [self._argmax(j) for j in jobs]
+            choices = [{p: self._argmax(j, p).choice for p in OPTION_SCORES} for j in jobs]
+            found = [self._argmax(j, self.opt.option_score) for j in jobs]
         else:
             found = [
                 match_choice(
@@ -111,7 +138,7 @@ class AVTrustBench:
             ]
             self._judge(jobs, found)
         records = []
-        for job, ext in zip(jobs, found):
+        for n, (job, ext) in enumerate(zip(jobs, found)):
             info = job.request.info
             rec = {
                 "task": job.item.task,
@@ -127,14 +154,19 @@ class AVTrustBench:
             }
             if ext.rule.startswith("judge"):
                 rec["judge"] = self.judge.describe()
+            if choices is not None:
+                rec["choices"], rec["option_score"] = choices[n], self.opt.option_score
             records.append(rec)
         return records
 
-    def _argmax(self, job: Job) -> Extraction:
-        scores = job.output
-        best = max(range(len(scores)), key=lambda i: scores[i])
+    def _argmax(self, job: Job, protocol: str) -> Extraction:
+        best = best_option(job.output, protocol)
         letters = list(job.request.info["options"])
-        return Extraction(letters[best] if best < len(letters) else ABSTAIN, "likelihood", "argmax")
+        if best is None:
+            return Extraction(None, "unparsed", f"no candidate scored under {protocol}")
+        return Extraction(
+            letters[best] if best < len(letters) else ABSTAIN, "likelihood", f"argmax {protocol}"
+        )
 
     def _judge(self, jobs: Sequence[Job], found: list[Extraction]) -> None:
         """Step 2 for what step 1 left unparsed (an empty response has nothing to judge)."""
@@ -156,11 +188,26 @@ class AVTrustBench:
             found[i] = ext
 
     def needs_rescore(self, record: dict) -> bool:
+        """A judge error is re-judged; a likelihood pass recorded under another headline protocol is re-read
+        from its stored scores (no model call)."""
+        if record.get("option_score") not in (None, self.opt.option_score):
+            return True
         return self.judge is not None and record.get("rule", "").startswith(JUDGE_ERROR)
 
     # ----- outcome -----------------------------------------------------------------------------------------
-    def outcome(self, item: BenchmarkItem, records: list[dict]) -> ItemOutcome:
-        res = circ.circular_outcome([r["correct"] for r in records], self.n_passes(item))
+    def outcome(
+        self, item: BenchmarkItem, records: list[dict], option_score: str | None = None
+    ) -> ItemOutcome:
+        """The item's outcome; ``option_score`` reads a likelihood run under that protocol (default: the
+        headline protocol), from the passes that protocol needed."""
+        if option_score is None and self.opt.mode == "likelihood":
+            option_score = self.opt.option_score
+        if option_score is not None:
+            records = records[: len(self._correct(records, option_score))]
+        records = [{**r, "choice": _choice(r, option_score)} for r in records]
+        res = circ.circular_outcome(
+            [is_correct(r["choice"], r["answer"]) for r in records], self.n_passes(item)
+        )
         unparsed = [r for r in records if r["choice"] is None]
         out = ItemOutcome(
             item.id,
@@ -196,8 +243,14 @@ class AVTrustBench:
             "circular": self.opt.circular,
             "pin_abstain": self.opt.pin_abstain,
             "post_prompt": self.opt.post_prompt,
+            **({"option_score": self.opt.option_score} if self.opt.mode == "likelihood" else {}),
             "judge": None if self.judge is None else self.judge.describe(),
         }
+
+
+def _choice(record: dict, protocol: str | None) -> str | None:
+    """The pass's answer under ``protocol`` (a likelihood record keeps all three), else its own choice."""
+    return record["choices"][protocol] if protocol is not None and "choices" in record else record["choice"]
 
 
 def _masked_answer(item: BenchmarkItem) -> str | None:

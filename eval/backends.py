@@ -18,6 +18,7 @@ import base64
 import hashlib
 import io
 import json
+import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -108,9 +109,31 @@ class ModelIOBackend:
             texts = self.model_io.generate(self.model, self._rows(prompts, media, keys), **self.generation)
         return [(t, None) for t in texts]
 
-    def option_logps(self, prompts, media, keys, candidates: Sequence[Sequence[str]]) -> list[Output]:
-        scores = self.model_io.option_logps(self.model, self._rows(prompts, media, keys), candidates)
-        return [([float(x) for x in s], None) for s in scores]
+    def option_logps(
+        self,
+        prompts,
+        media,
+        keys,
+        candidates: Sequence[Sequence[str]],
+        letters: Sequence[Sequence[str | None] | None] | None = None,
+    ) -> list[Output]:
+        """Per row ``{"sum": [...], "tokens": [...], "letter": [...]}`` (``AVModelIO.option_scores``); a letter
+        score is None where the candidate has no letter (or none was given)."""
+        letters = [ls or [None] * len(c) for ls, c in zip(letters or [None] * len(candidates), candidates)]
+        scores = self.model_io.option_scores(
+            self.model, self._rows(prompts, media, keys), candidates, letters
+        )
+        return [
+            (
+                {
+                    "sum": [float(x) for x in s["sum"]],
+                    "tokens": [int(x) for x in s["tokens"]],
+                    "letter": [None if math.isnan(x) else float(x) for x in s["letter"].tolist()],
+                },
+                None,
+            )
+            for s in scores
+        ]
 
 
 class EndpointBackend:

@@ -2,6 +2,7 @@
 
     cavpref eval avtrustbench --model CKPT_OR_URL --data BENCH --output RUN [--tasks …] [--setting base|instruction]
                               [--circular | --vanilla] [--limit N] [--mode generate|likelihood]
+                              [--option_score sum|per_token|letter]
     cavpref eval aura    --model CKPT_OR_URL --data aura.jsonl --output RUN [--judge_model M] [--protocol official]
     cavpref eval mmar    --model CKPT_OR_URL --data MMAR-meta.jsonl --output RUN [--judge_model M] [--raters 5]
     cavpref eval traceav --model CKPT_OR_URL --data data/ --media_root VIDEOS --output RUN [--long_num_frames 64]

@@ -20,6 +20,7 @@ from cavpref.eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
 from cavpref.eval.extract import ABSTAIN, Extraction, is_correct
 from cavpref.eval.loader import DataError, LoadResult, load_items
 from cavpref.eval.metrics import ItemOutcome, summarize
+from cavpref.eval.option_score import OPTION_SCORES, check_option_score
 from cavpref.eval.registry import write_reports
 from cavpref.eval.runner import Job, RunConfig, Runner
 from cavpref.eval.trust import references, trust_summary
@@ -53,6 +54,15 @@ class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments):
         default=None, metadata={"help": "first N items (by id) of each task and setting"}
     )
     mode: str = field(default="generate", metadata={"help": "generate (free-form + extraction) | likelihood"})
+    option_score: str = field(
+        default="sum",
+        metadata={
+            "help": "likelihood mode: how an option's log-likelihood is read for the headline — sum (summed over "
+            "its tokens) | per_token (that sum over its token count) | letter (the answer letter alone); all "
+            "three are recorded and reported (docs/evaluation.md)",
+            "choices": list(OPTION_SCORES),
+        },
+    )
     label: str | None = field(default=None, metadata={"help": "name of this run in reports and `compare`"})
     batch_size: int = field(default=8, metadata={"help": "items per generation batch"})
     chunk_size: int = field(
@@ -95,6 +105,7 @@ class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments):
             raise ValueError(f"--setting must be base or instruction, got {self.setting!r}")
         if self.mode not in ("generate", "likelihood"):
             raise ValueError(f"--mode must be generate or likelihood, got {self.mode!r}")
+        check_option_score(self.option_score)
         if self.drop_stream not in (None, "video", "audio"):
             raise ValueError(f"--drop_stream must be video or audio, got {self.drop_stream!r}")
 
@@ -242,7 +253,11 @@ def evaluate(
     judge = judge if judge is not None else build_judge(args)
     bench = AVTrustBench(
         AVTrustBenchOptions(
-            circular=args.circular, pin_abstain=args.pin_abstain, post_prompt=args.post_prompt, mode=args.mode
+            circular=args.circular,
+            pin_abstain=args.pin_abstain,
+            post_prompt=args.post_prompt,
+            mode=args.mode,
+            option_score=args.option_score,
         ),
         judge,
     )
@@ -281,8 +296,34 @@ def evaluate(
         "metrics": metrics(outcomes, loaded.items, circular=args.circular),
         "missing_streams": missing_stream_counts(loaded.items, used),
     }
+    if args.mode == "likelihood":
+        results["by_option_score"] = by_option_score(bench, loaded.items, outcomes, used, args.circular)
     write_reports(results, args.output)
     return results
+
+
+def by_option_score(
+    bench: AVTrustBench, items, outcomes: list[ItemOutcome], used: list[dict], circular: bool
+):
+    """``{protocol: summarize(...) + {"trust": ...}}``: the same passes read under each option-scoring protocol
+    (``cavpref.eval.option_score``); skipped and incomplete items stay as they are."""
+    records: dict[str, list[dict]] = defaultdict(list)
+    for rec in sorted(used, key=lambda r: r["pass"]):
+        records[rec["item_id"]].append(rec)
+    by_id = {o.item_id: o for o in outcomes}
+    out = {}
+    for protocol in OPTION_SCORES:
+        outs = [
+            bench.outcome(item, records[item.id], protocol)
+            if by_id[item.id].status == "evaluated"
+            else by_id[item.id]
+            for item in sorted(items, key=lambda i: i.id)
+        ]
+        out[protocol] = {
+            **summarize(outs, circular=circular),
+            "trust": trust_summary(outs, circular=circular),
+        }
+    return out
 
 
 def missing_stream_counts(items, records: list[dict]) -> dict[str, dict[str, int]]:

@@ -48,7 +48,8 @@ def render_markdown(results: dict) -> str:
     )
     how = {
         "generate": f"free-form generation, {extraction}",
-        "likelihood": "option log-likelihood (argmax over the option strings; nothing to parse)",
+        "likelihood": "option log-likelihood (argmax over the option strings; nothing to parse), read "
+        f"**{results.get('evaluation', {}).get('option_score', 'sum')}** (every protocol: below)",
     }.get(mode, f"answers from {results['model'].get('predictions', 'elsewhere')}, {extraction}")
     out += [
         f"- answer mode: **{mode}** — {how}",
@@ -97,6 +98,7 @@ def render_markdown(results: dict) -> str:
         )
         out += _trust_tables(m, setting, block)
         out += _category_tables(setting, block)
+    out += _option_score_tables(results)
     out += ["## Circular vs vanilla (paper Table 8)", ""]
     out += _table(
         ["Setting", "Task", "Circular / Vanilla"],
@@ -171,6 +173,41 @@ def _trust_tables(m: dict, setting: str, block: dict) -> list[str]:
         "computed policies on the same items (docs/evaluation.md)."
     )
     return [f"### Trust — {setting} setting", "", note, ""] + _table(head, rows)
+
+
+def _option_score_tables(results: dict) -> list[str]:
+    """Likelihood mode: the headline accuracy per task, the paired trust score and CLEAN's false abstention
+    under each option-scoring protocol (``cavpref.eval.option_score``), on the same passes."""
+    by = results.get("by_option_score")
+    if not by:
+        return []
+    out = [
+        "## Option scoring protocols (likelihood mode)",
+        "",
+        (
+            "The same passes, the best option read as the summed log-likelihood (`sum`), per token "
+            "(`per_token`) or from the answer letter alone (`letter`); the run's headline is "
+            f"`{results.get('evaluation', {}).get('option_score', 'sum')}` (docs/evaluation.md)."
+        ),
+        "",
+    ]
+    for setting in results["metrics"]["settings"]:
+        blocks = {p: b["settings"].get(setting, {}) for p, b in by.items()}
+        tasks = task_registry.order({t for b in blocks.values() for t in b.get("tasks", {})})
+        rows = []
+        for p, b in blocks.items():
+            trust = (by[p].get("trust") or {}).get("settings", {}).get(setting, {})
+            rows.append(
+                [
+                    p,
+                    *(fmt(primary(b["tasks"][t])) if t in b.get("tasks", {}) else "–" for t in tasks),
+                    fmt(primary(trust["paired"])) if trust.get("paired", {}).get("n") else "–",
+                    fmt(trust.get("false_abstention")),
+                ]
+            )
+        out += [f"### {setting} setting", ""]
+        out += _table(["Protocol", *tasks, "Paired", "False abstention %"], rows)
+    return out
 
 
 def _counts_table(results: dict) -> list[str]:
@@ -363,7 +400,8 @@ def _protocols(runs: Sequence[dict], labels: Sequence[str], metric: str) -> list
     circular run also has its vanilla numbers, so ``metric="vanilla"`` compares like with like)."""
     used = [
         (
-            r.get("mode", "?"),
+            r.get("mode", "?")
+            + (f" ({r['evaluation']['option_score']})" if "option_score" in r.get("evaluation", {}) else ""),
             "vanilla" if metric == "vanilla" or not r["metrics"].get("circular") else "circular",
         )
         for r in runs

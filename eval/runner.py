@@ -42,6 +42,7 @@ class PassRequest:
     prompt: str
     candidates: list[str] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    letters: list[str | None] | None = None  # likelihood mode: each candidate's answer letter (None: none)
 
 
 @dataclass
@@ -52,6 +53,10 @@ class Job:
     key: str
     output: Any = None
     error: str | None = None
+
+
+#: what a likelihood pass stores under ``scores`` (``cavpref.eval.option_score``); part of every record key
+LIKELIHOOD_SCORES = "sum, tokens, letter"
 
 
 class Benchmark(Protocol):
@@ -139,6 +144,10 @@ class Runner:
             "frames": asdict(config.frames),
             "sample_rate": config.sample_rate,
         }
+        if (
+            config.mode == "likelihood"
+        ):  # what a pass records: passes recorded before the letter was are redone
+            self.key_basis["scores"] = LIKELIHOOD_SCORES
         self._missing: dict[str, list[str]] = {}  # item id -> streams its file lacks (this run's decodes)
         self.stats = {
             "passes_computed": 0,
@@ -334,7 +343,11 @@ class Runner:
                 outputs = self.backend.generate(prompts, decoded, keys)
             else:
                 outputs = self.backend.option_logps(
-                    prompts, decoded, keys, [j.request.candidates for j in jobs]
+                    prompts,
+                    decoded,
+                    keys,
+                    [j.request.candidates for j in jobs],
+                    [j.request.letters for j in jobs],
                 )
         except (ModelIOError, MediaError) as err:
             if len(jobs) == 1:

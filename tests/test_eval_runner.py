@@ -230,8 +230,30 @@ def test_likelihood_mode_and_data_parallel_shards(backend, bench, tmp_path):
     recs = records_of(tmp_path / "one")
     assert all(r["method"] == "likelihood" and r["choice"] is not None for r in recs)
     mat = [r for r in recs if r["item_id"] == "m2"]
-    assert len(mat[0]["scores"]) == 3  # two options + the MAT abstention ("The audio is missing.")
+    assert len(mat[0]["scores"]["sum"]) == 3  # two options + the MAT abstention ("The audio is missing.")
+    assert mat[0]["scores"]["letter"][2] is None  # ... which has no letter
     assert single["metrics"]["overall"]["unparsed_rate"] == 0.0
+
+
+def test_likelihood_reports_every_option_score_and_switching_reruns_nothing(backend, bench, tmp_path):
+    """All three protocols are read from the same passes (results.json ``by_option_score``, report.md); the
+    headline follows ``option_score``, and switching it re-reads the recorded scores without a model call."""
+    first = evaluate(args_for(bench, tmp_path, mode="likelihood"), backend=backend, rank=0, world=1)
+    by = first["by_option_score"]
+    assert set(by) == {"sum", "per_token", "letter"}
+    for key in ("overall", "settings", "counts", "trust"):
+        assert first["metrics"][key] == by["sum"][key]  # the default headline is the summed score
+    recs = records_of(tmp_path)
+    assert all(set(r["choices"]) == set(by) and r["option_score"] == "sum" for r in recs)
+    again = evaluate(
+        args_for(bench, tmp_path, mode="likelihood", option_score="letter"), backend=backend, rank=0, world=1
+    )
+    log = json.loads((tmp_path / "run_log.rank0.json").read_text())
+    assert log["passes_computed"] == 0 and log["passes_rescored"] == len(recs)
+    assert again["by_option_score"] == by and again["evaluation"]["option_score"] == "letter"
+    for key in ("overall", "settings", "trust"):
+        assert again["metrics"][key] == by["letter"][key]
+    assert "## Option scoring protocols" in (tmp_path / "report.md").read_text()
 
 
 def test_fingerprint_and_keys_follow_the_weights(backend, bench, tmp_path):

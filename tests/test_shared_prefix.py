@@ -302,3 +302,38 @@ def test_config_field_reaches_the_model_io(folders):
     assert (
         io.shared_prefix is False and "packed" not in _collator(io, "dpo")([_example("MCIT")])["model_inputs"]
     )
+
+
+@pytest.mark.parametrize("config", ["qwen", "composed"])
+def test_option_scores_sum_tokens_and_letter_in_one_batch(ios, config):
+    """Eval's three option-scoring protocols from one collate: ``sum`` is the summed log-prob (as before),
+    ``tokens`` counts the option's tokens plus the end of turn, ``letter`` is the answer letter alone (one token,
+    no end of turn) scored as its own continuation, packed on the same prefix."""
+    io = ios[config]
+    rows = [Row("Which instrument?", "", MEDIA["P"], "P", "i0"), Row("How many?", "", MEDIA["C"], "C", "i1")]
+    options = [
+        ["A. piano", "B. violin", "C. None of the above"],
+        ["A. one", "B. two", "The audio is missing."],
+    ]
+    letters = [["A", "B", "C"], ["A", "B", None]]
+    got = io.option_scores(io.model, rows, options, letters)
+    want_sum = io.option_logps(io.model, rows, options)
+    for r, opts in enumerate(options):
+        torch.testing.assert_close(got[r]["sum"], want_sum[r], rtol=RTOL, atol=0)
+        # by hand: the option's own tokens, then the one end-of-turn token the template closes the answer with
+        hand = [len(io.tokenizer(o, add_special_tokens=False)["input_ids"]) + 1 for o in opts]
+        assert got[r]["tokens"].tolist() == hand
+    assert torch.isnan(got[1]["letter"][2]) and not torch.isnan(got[0]["letter"]).any()
+    io.shared_prefix = False  # the letter alone, full rows, one row at a time
+    try:
+        for r, row in enumerate(rows):
+            for j, letter in enumerate(letters[r]):
+                if letter is None:
+                    continue
+                batch = io.collate([Row(row.prompt, letter, row.media, row.media_key, end_turn=False)])
+                assert int((batch["labels"] != -100).sum()) == 1  # the letter's one token, no end of turn
+                want = io.logps(io.model, batch)[0]
+                torch.testing.assert_close(got[r]["letter"][j], want, rtol=RTOL, atol=1e-6)
+    finally:
+        io.shared_prefix = True
+    assert (got[0]["letter"] > got[0]["sum"]).all()  # one token of the option costs less than all of them

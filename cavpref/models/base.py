@@ -19,6 +19,10 @@ from cavpref.deprecation import deprecated_aliases
 from cavpref.media.decode import DecodedMedia
 
 
+#: the label of every token that is not scored (prompt, padding, media placeholders): ``collate``'s contract
+IGNORE_INDEX = -100
+
+
 class ModelIOError(ValueError):
     """A row the model_io cannot turn into model inputs. The message names the row."""
 
@@ -38,6 +42,9 @@ class Row:
     media: DecodedMedia | None = None
     media_key: str | None = None
     row_id: str = ""
+    #: False: score ``response`` as the *start* of the answer, without the end-of-turn token the chat template
+    #: closes an answer with (the answer letter alone: eval's ``option_score: letter``)
+    end_turn: bool = True
 
 
 class AVModelIO(ABC):
@@ -70,17 +77,50 @@ class AVModelIO(ABC):
         self, model: torch.nn.Module, rows: Sequence[Row], options: Sequence[Sequence[str]]
     ) -> list[torch.Tensor]:
         """Log-likelihood of each candidate response: for row i, a tensor (len(options[i]),)."""
+        return [s["sum"] for s in self.option_scores(model, rows, options)]
+
+    def option_scores(
+        self,
+        model: torch.nn.Module,
+        rows: Sequence[Row],
+        options: Sequence[Sequence[str]],
+        letters: Sequence[Sequence[str | None]] | None = None,
+    ) -> list[dict[str, torch.Tensor]]:
+        """What eval's likelihood mode reads from each candidate, for row i a dict of (len(options[i]),) tensors:
+        ``sum`` (summed log-prob of the whole candidate, end of turn included), ``tokens`` (how many tokens that
+        sum runs over, so ``sum / tokens`` is the per-token score) and, with ``letters`` (candidate j's answer
+        letter, or None for a candidate without one), ``letter``: the log-prob of the letter alone as the start
+        of the answer (no end of turn; NaN where None).
+
+        Why one batch: the letter is its own continuation of the same prompt and media, so with shared-prefix
+        scoring every candidate and every letter of a row ride on one packed prefix (one forward)."""
         flat = [
             Row(r.prompt, o, r.media, r.media_key, f"{r.row_id}/opt{j}")
             for r, opts in zip(rows, options)
             for j, o in enumerate(opts)
         ]
+        letter_at = []  # (row, candidate) of each letter row
+        for i, r in enumerate(rows):
+            for j, letter in enumerate(letters[i] if letters is not None else ()):
+                if letter is not None:
+                    letter_at.append((i, j))
+                    flat.append(
+                        Row(r.prompt, letter, r.media, r.media_key, f"{r.row_id}/letter{j}", end_turn=False)
+                    )
+        batch = self.collate(flat)
         with torch.no_grad():
-            scores = self.logps(model, self.collate(flat))
+            scores = self.logps(model, batch).float().cpu()
+        tokens = (batch["labels"] != IGNORE_INDEX).sum(-1).cpu()
         out, i = [], 0
         for opts in options:
-            out.append(scores[i : i + len(opts)])
-            i += len(opts)
+            n = len(opts)
+            out.append({"sum": scores[i : i + n], "tokens": tokens[i : i + n]})
+            i += n
+        if letters is not None:
+            for row in out:
+                row["letter"] = torch.full_like(row["sum"], float("nan"))
+            for k, (r, j) in enumerate(letter_at):
+                out[r]["letter"][j] = scores[i + k]
         return out
 
 

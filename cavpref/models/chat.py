@@ -297,6 +297,13 @@ class ChatModelIO(AVModelIO):
             enc = encoded[row_media[i]] if row_media[i] is not None else None
             prompt_ids, msgs, prompt_text = self._prompt_ids(row, enc, where)
             completion = self.completion_text(msgs, prompt_text, row.response, where)
+            if not row.end_turn:  # the answer's start only: the end of turn the template adds is not scored
+                if not completion.startswith(row.response):
+                    raise ModelIOError(
+                        f"{where}: the chat template does not render the response verbatim after the prompt; "
+                        "cannot score it without its end of turn"
+                    )
+                completion = row.response
             resp = self.tokenizer(completion, add_special_tokens=False)["input_ids"]
             if self.max_length is not None and len(prompt_ids) + len(resp) > self.max_length:
                 raise ModelIOError(

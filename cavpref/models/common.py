@@ -12,9 +12,7 @@ import numpy as np
 import torch
 
 from cavpref.media.decode import DecodedMedia
-from cavpref.models.base import ModelIOError, Row
-
-IGNORE_INDEX = -100
+from cavpref.models.base import IGNORE_INDEX, ModelIOError, Row
 
 
 def response_logps(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
