@@ -46,11 +46,25 @@ SLOT_FIELDS = {
     "a_l": ("audio_response", "audio_perturbed"),
 }
 SCORE_FIELDS = {"y": "clap_delta", "v": "avsm_delta_v", "a": "avsm_delta_a"}
+#: the anchor rows' response (``CAVPrefConfig.anchor_response``): the anchor pair's own (the original answer)
+#: or the sample's chosen response, as the paper prints Eq. 2-3 (docs/training.md, "Anchors")
+ANCHORS = ("original", "chosen")
 REF_COLUMNS = {k: f"ref_{k}" for k in SLOTS}
 
 
 class BadRowError(ValueError):
     """A preference row that cannot be used. The message names the example id and the field."""
+
+
+def slot_fields(anchor: str = "original") -> dict[str, tuple[str, str]]:
+    """slot -> (response column, media column) when the anchor rows score ``anchor``: ``original`` keeps
+    ``SLOT_FIELDS`` (the answer the clean media support, mDPO's conditional anchor); ``chosen`` puts the
+    sample's ``chosen`` response under the anchor pair's clean and perturbed media (the paper's y_w)."""
+    if anchor not in ANCHORS:
+        raise ValueError(f"anchor_response must be one of {ANCHORS}, got {anchor!r}")
+    if anchor == "original":
+        return dict(SLOT_FIELDS)
+    return {s: ("chosen" if s[0] in "va" else resp, media) for s, (resp, media) in SLOT_FIELDS.items()}
 
 
 def needed_slots(method: str, eta: int, gamma: int) -> tuple[str, ...]:
@@ -80,9 +94,11 @@ def check_example(
     calibrated: Sequence[str] = (),
     where: str = "",
     tasks: Sequence[str] | None = None,
+    fields: Mapping[str, tuple[str, str]] = SLOT_FIELDS,
 ) -> list[str]:
     """Problems that make ``example`` unusable for ``slots``; empty when it is fine. Cheap: no decoding.
-    ``tasks``: the run's tasks (its switch table's keys); default every declared task."""
+    ``tasks``: the run's tasks (its switch table's keys); default every declared task. ``fields``: the
+    columns of each slot (``slot_fields``)."""
     problems = []
     ident = f"{where}example {example.get('id', '?')!r} (task {example.get('task', '?')})"
     tasks = tuple(tasks) if tasks is not None else task_registry.task_names()
@@ -91,7 +107,7 @@ def check_example(
     if not isinstance(example.get("prompt"), str) or not example["prompt"].strip():
         problems.append(f"{ident}: field 'prompt' is missing or empty")
     for slot in slots:
-        for col in SLOT_FIELDS[slot]:
+        for col in fields[slot]:
             value = example.get(col)
             if value is None or (isinstance(value, str) and not value.strip()):
                 problems.append(f"{ident}: field {col!r} (row {slot}) is missing or empty")
@@ -128,8 +144,10 @@ class CAVPrefCollator:
     decode: Callable[[str], Any] | None = None
     cache_size: int = 0  # decoded media kept (LRU), keyed by the MediaSpec JSON; 0 = no cache
     missing_stream: str = "allow"  # a stream the spec keeps but the file lacks: allow (counted) | error
+    anchor: str = "original"  # the anchor rows' response: original | chosen (``slot_fields``)
 
     def __post_init__(self):
+        self.fields = slot_fields(self.anchor)
         if self.cache_size > 0:  # per process: each dataloader worker keeps its own
             self._decode = functools.lru_cache(maxsize=self.cache_size)(self._decode)
 
@@ -160,7 +178,9 @@ class CAVPrefCollator:
         missing: list[tuple[str, str, str]] = []  # (example id, task, stream) trained without that stream
         for ex in examples:
             slots = self.slots_for(ex)
-            problems = check_example(ex, slots, self.calibrated, tasks=tuple(self.switches))
+            problems = check_example(
+                ex, slots, self.calibrated, tasks=tuple(self.switches), fields=self.fields
+            )
             if not problems:
                 problems = self._decode_all(ex, slots, media)
             if not problems:
@@ -228,7 +248,7 @@ class CAVPrefCollator:
         slot_idx = {s: [-1] * len(kept) for s in SLOTS}
         for i, (ex, slots) in enumerate(kept):
             for slot in slots:
-                resp_col, media_col = SLOT_FIELDS[slot]
+                resp_col, media_col = self.fields[slot]
                 key = (ex["prompt"], ex[resp_col], ex[media_col])
                 if key not in index:
                     index[key] = len(rows)

@@ -16,6 +16,7 @@ from typing import Any
 from trl import DPOConfig
 
 from cavpref import task_registry
+from cavpref.collator import ANCHORS
 from cavpref.cpu import CPU_ISAS
 from cavpref.loss import BETA_DELTAS, PAPER_LAMBDAS, ROBUST_MODES, switches_for
 
@@ -142,6 +143,15 @@ class CAVPrefConfig(DPOConfig):
             "than this in an optimizer batch: β's min-max and the log-mean-exp mean little there"
         },
     )
+    anchor_response: str = field(
+        default="original",
+        metadata={
+            "help": "Response of the visual / audio anchor rows: original (the answer the clean media support, "
+            "mDPO-style; the project's default) | chosen (the sample's chosen response under clean vs perturbed "
+            "media, as the paper prints Eq. 2-3). docs/training.md, Anchors",
+            "choices": list(ANCHORS),
+        },
+    )
     switch_variant: str = field(
         default="paper",
         metadata={
@@ -230,6 +240,7 @@ class CAVPrefConfig(DPOConfig):
         _check_choice("method", self.method, METHODS)
         _check_choice("robust", self.robust, ROBUST_MODES)
         _check_choice("switch_variant", self.switch_variant, SWITCH_VARIANTS)
+        _check_choice("anchor_response", self.anchor_response, ANCHORS)
         _check_choice("sampler", self.sampler, SAMPLERS)
         _check_choice("reference", self.reference, REFERENCES)
         _check_choice("missing_stream", self.missing_stream, ("allow", "error"))

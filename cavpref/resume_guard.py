@@ -55,6 +55,7 @@ LOSS_KEYS = (
     "beta_a",
     "beta_scale",
     "beta_offset",
+    "anchor_response",
     "switch_variant",
     "switch_table",
     "sampler",

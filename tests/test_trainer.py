@@ -490,3 +490,50 @@ def test_composed_avllm_trains_with_the_same_trainer(fx, prefs, tmp_path):
     after = dict(tr.model.named_parameters())
     changed = {k for k, v in before.items() if not torch.equal(after[k], v)}
     assert changed and all(k.startswith("language_model.") for k in changed)
+
+
+def test_anchor_response_picks_the_anchor_rows_response(fx, model_io, prefs, tmp_path):
+    """``anchor_response``: ``original`` scores the anchor pair's own response (the answer the clean media
+    support) under clean vs perturbed media; ``chosen`` scores the sample's chosen response there (paper Eq. 2-3).
+    MVIT presents the perturbed media, so with ``chosen`` its v_l row *is* its y_w row (one row, deduplicated)."""
+    from cavpref.collator import slot_fields
+
+    rows = by_task(prefs, "MVIT", "MAIT")
+    mvit, mait = rows
+    assert mvit["visual_perturbed"] == mvit["media"] and mvit["chosen"] != mvit["visual_response"]
+
+    def built(anchor):
+        col = CAVPrefCollator(
+            model_io,
+            DEFAULT_SWITCHES,
+            method="cavpref",
+            media_root=str(fx["media"]),
+            frames=frames(),
+            anchor=anchor,
+        )
+        batch = col(rows)
+        ids = batch["model_inputs"]["row_ids"]
+        return {
+            (s, i): ids[int(v[i])] for s, v in batch["slots"].items() for i in range(2) if v[i] >= 0
+        }, batch
+
+    original, b_orig = built("original")
+    chosen, b_chosen = built("chosen")
+    assert (
+        original[("v_w", 0)] == "MVIT-0/v_w:visual_response"
+        and original[("a_l", 1)] == "MAIT-0/a_l:audio_response"
+    )
+    assert chosen[("v_w", 0)] == "MVIT-0/v_w:chosen" and chosen[("a_l", 1)] == "MAIT-0/y_w:chosen"
+    assert chosen[("v_l", 0)] == chosen[("y_w", 0)] == "MVIT-0/y_w:chosen"  # same prompt, response, media
+    # the two tasks share prompt, chosen response and clean clip: MAIT's a_w is MVIT's v_w either way
+    assert original[("a_w", 1)] == "MVIT-0/v_w:visual_response" and chosen[("a_w", 1)] == "MVIT-0/v_w:chosen"
+    # original: 4 MVIT rows + MAIT's y_w, y_l, a_l = 7; chosen: v_l and a_l coincide with y_w -> 5
+    assert int(b_orig["num_rows"]) == 7 and int(b_chosen["num_rows"]) == 5
+    assert slot_fields("chosen")["y_l"] == ("rejected", "media") and slot_fields("chosen")["a_l"] == (
+        "chosen",
+        "audio_perturbed",
+    )
+    with pytest.raises(ValueError, match="anchor_response must be one of"):
+        slot_fields("rejected")
+    with pytest.raises(ValueError, match="anchor_response"):
+        config(tmp_path, anchor_response="paper")

@@ -20,6 +20,9 @@ class ObjectiveMixin:
         """(example id, message naming the row and field) for every needed log-prob that is NaN / inf."""
         problems = []
         ids = inputs["example_ids"]
+        fields = getattr(
+            self.data_collator, "fields", SLOT_FIELDS
+        )  # the anchor rows' columns (anchor_response)
         for which, vals in (("policy", policy), ("reference", ref)):
             if vals is None:
                 continue
@@ -27,7 +30,7 @@ class ObjectiveMixin:
                 need = inputs["slots"][s].to(vals[s].device) >= 0
                 bad = need & ~torch.isfinite(vals[s].detach())
                 for i in bad.nonzero().flatten().tolist():
-                    resp, media = SLOT_FIELDS[s]
+                    resp, media = fields[s]
                     value = float(vals[s][i].detach())
                     msg = f"example '{ids[i]}' row {s} ({resp} under {media}): {which} log-prob is {value}"
                     problems.append((ids[i], msg))

@@ -73,6 +73,7 @@ def precompute_reference_logps(trainer, dataset, name: str, batch_size: int):
         str(collator.frames),
         collator.sample_rate,
         type(trainer.model_io).__name__,
+        getattr(collator, "anchor", "original"),  # which response the anchor rows score
         *(repr(getattr(trainer.model_io, a, None)) for a in MODEL_IO_SETTINGS),
     )
     key = [Hasher.hash((dataset._fingerprint, trainer._precompute_model_hash, policy))]

@@ -141,6 +141,7 @@ class CAVPrefTrainer(EncoderLearningRateMixin, ObjectiveMixin, OptimizerStepMixi
                 missing_stream=args.missing_stream,
                 sample_rate=sample_rate or getattr(model_io, "sample_rate", None) or 16000,
                 cache_size=args.media_cache_size,
+                anchor=args.anchor_response,
             )
         self._collator = data_collator
         if ref_model is not None and not isinstance(ref_model, str) and fsdp_launch():
@@ -197,6 +198,7 @@ class CAVPrefTrainer(EncoderLearningRateMixin, ObjectiveMixin, OptimizerStepMixi
                 calibrated,
                 where=f"{dataset_name} row {i}: ",
                 tasks=tuple(collator.switches) if collator is not None else None,
+                fields=collator.fields if collator is not None else SLOT_FIELDS,
             )
             if found:
                 problems.append((str(ex.get("id", i)), "; ".join(found)))
