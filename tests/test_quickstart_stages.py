@@ -52,7 +52,7 @@ def test_recipes_calibrate_beta_for_cavpref_only_and_keep_a_fixed_beta_row(tmp_p
             tasks=["MCIT"],
         )
 
-    on = QuickstartConfig(small=True)  # calibrate_beta is the default
+    on = QuickstartConfig(preset="small")  # calibrate_beta is the default
     assert on.calibrate_beta
     for method in ("cavpref", "cavpref_norobust"):
         assert not {"beta_y", "beta_v", "beta_a"} & set(make(on, method)), method  # unset = calibrated
@@ -60,5 +60,5 @@ def test_recipes_calibrate_beta_for_cavpref_only_and_keep_a_fixed_beta_row(tmp_p
     assert fixed["method"] == "cavpref" and fixed["beta_y"] == fixed["beta_v"] == fixed["beta_a"] == 0.1
     assert make(on, "dpo")["beta"] == 0.1 and make(on, "dpo")["method"] == "dpo"
     assert make(on, "sft")["audio_max_seconds"] == 4.0  # the world's clip length, not the 30-s default
-    off = QuickstartConfig(small=True, calibrate_beta=False)
+    off = QuickstartConfig(preset="small", calibrate_beta=False)
     assert make(off, "cavpref")["beta_v"] == 0.1

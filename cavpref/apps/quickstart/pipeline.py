@@ -118,8 +118,7 @@ def model_stage(cfg: QuickstartConfig, stage: Stage, data: Path) -> None:
         vision_depth=cfg.vision_depth,
         audio_d_model=cfg.audio_d_model,
         audio_layers=cfg.audio_layers,
-        frame_pixels=cfg.frame_size * cfg.width,
-        rope_theta=cfg.rope_theta,
+        frame_pixels=cfg.frame_size * cfg.frame_size,
         extra_corpus=corpus(data),
         vocab_size=cfg.vocab_size,
         seed=cfg.seed,
@@ -165,7 +164,7 @@ def eval_stage(
         media_root=str(world),
         num_frames=cfg.num_frames,
         frame_height=cfg.frame_size,
-        frame_width=cfg.width,
+        frame_width=cfg.frame_size,
         audio_max_seconds=cfg.audio_seconds,
         max_new_tokens=24,
         no_judge=True,
@@ -235,8 +234,14 @@ def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path
     if cfg.caption_steps:
         caption_world = stage("caption_world", caption_world_stage).dir
         captions = stage("caption_data", caption_data, caption_world, data).dir
-        lr = cfg.caption_learning_rate or cfg.sft_learning_rate
-        init = start_sft("start_captions", init, captions / "train", caption_world, cfg.caption_steps, lr)
+        init = start_sft(
+            "start_captions",
+            init,
+            captions / "train",
+            caption_world,
+            cfg.caption_steps,
+            cfg.caption_learning_rate,
+        )
     start = start_sft("start", init, sft_data / "train", world, cfg.sft_steps, cfg.sft_learning_rate)
     return world, data, start
 
