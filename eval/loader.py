@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cavpref.data import BenchmarkItem
+from cavpref.data import BenchmarkItem, check_limit
 
 SPLITS = ("train", "validation", "test")
 
@@ -127,7 +127,7 @@ def load_items(
     if not result.files:
         raise DataError(f"{path}: no datasets or JSONL files with split {split!r} found")
     result.items.sort(key=lambda i: i.id)
-    if limit is not None:  # the first ``limit`` items (by id) of each task and setting
+    if check_limit(limit):  # the first ``limit`` items (by id) of each task and setting; 0 = all
         per_task: Counter = Counter()
         kept = []
         for item in result.items:

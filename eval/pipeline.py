@@ -51,7 +51,7 @@ class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments):
     circular: bool = field(default=True, metadata={"help": "CircularEval (default); --vanilla for one pass"})
     vanilla: bool = field(default=False, metadata={"help": "one pass per item (no CircularEval)"})
     limit: int | None = field(
-        default=None, metadata={"help": "first N items (by id) of each task and setting"}
+        default=None, metadata={"help": "first N items (by id) of each task and setting; 0 or unset = all"}
     )
     mode: str = field(default="generate", metadata={"help": "generate (free-form + extraction) | likelihood"})
     option_score: str = field(

@@ -123,6 +123,29 @@ def test_report_has_table5_clean_categories_and_plot(small_run):
     assert "β: calibrated (0.9·ΔS + 0.1" in report and "| CAVPref (fixed β) |" in report
     png = out / "plots" / "methods.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # every table section says what its cells are computed on (first-contact point f: the limit was hidden)
+    sections = re.split(r"\n## ", report)[1:]
+    tables = [s for s in sections if not s.startswith("Stage wall time")]
+    cells = "Cells: the first 3 test items of each task, instruction setting (--eval_limit 0: all of them)"
+    assert len(tables) == 4 and all(s.split("\n")[2].startswith(cells) for s in tables), tables
+    assert f"CLEAN {evaluated[CLEAN_TASK]['n']}." in report
+
+
+def test_limit_0_means_every_item_in_eval_and_quickstart(small_run):
+    """One meaning of a limit everywhere (first-contact point e): N > 0 the first N items of each task, 0 or
+    unset all of them, negative an error."""
+    from cavpref.data import check_limit
+    from cavpref.eval.loader import load_items
+
+    out, _ = small_run
+    every = load_items(out / "data", split="test").items
+    assert len(load_items(out / "data", split="test", limit=0).items) == len(every) > 0
+    first = load_items(out / "data", split="test", limit=1).items  # one item per task and setting
+    assert len(first) == len({(i.task, i.setting) for i in every}) < len(every)
+    assert check_limit(0) is None and check_limit(None) is None and check_limit(5) == 5
+    with pytest.raises(ValueError, match="limit must be >= 0"):
+        check_limit(-1)
+    assert QuickstartConfig(eval_limit=0).eval_limit == 0
 
 
 def test_second_run_reuses_every_stage(small_run, capsys):

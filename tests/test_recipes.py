@@ -128,7 +128,7 @@ def test_config_flag_and_override(tmp_path):
     train, data, model = parse(["--config", str(path), "--lora_r", "8", "--lambda_a", "0.3"])
     assert model.lora_r == 8 and train.lambda_a == 0.3 and model.num_frames == 4  # the rest from the file
     train, data, model = parse([str(path), "--model_max_length", "77"])  # positional recipe
-    assert model.model_max_length == 77 and data.train_dataset == "runs/tiny/prefs"
+    assert model.model_max_length == 77 and data.train_dataset == "runs/tiny/data/preferences"
 
 
 def test_unknown_command_line_key_is_named():
@@ -196,8 +196,9 @@ def test_cli_usage_and_missing_data(tmp_path, capsys):
     assert main([]) == 0 and "cavpref train" in capsys.readouterr().out
     rec = tmp_path / "r.yaml"
     rec.write_text("use_cpu: true\nbf16: false\n")
-    with pytest.raises(ValueError, match="train_dataset"):
-        main([str(rec)])
+    assert main([str(rec)]) == 2 and "error: no train_dataset" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="train_dataset"):  # --debug: the exception itself
+        main([str(rec), "--debug"])
 
 
 # ----------------------------------------------------------------------------- launch configs

@@ -44,11 +44,13 @@ from cavpref.collator import (
     CAVPrefCollator,
     PreferenceBatchSampler,
     check_example,
+    unusable_rows_message,
 )
 from cavpref.config import CAVPrefConfig
 from cavpref.models.base import AVModelIO
 from cavpref.models.step import ModelIOStep
 from cavpref.trainer.callbacks import JsonlLogger
+from cavpref.trainer.console import use_compact_console
 from cavpref.trainer.checkpoint import load_full_checkpoint
 from cavpref.trainer.fsdp import check_fsdp_modes, fsdp_launch, full_tensor
 from cavpref.trainer.gather import gather_rows, unflatten
@@ -175,6 +177,7 @@ class CAVPrefTrainer(EncoderLearningRateMixin, ObjectiveMixin, OptimizerStepMixi
         self._skipped_steps_total = 0
         self._last_log_step = 0
         self._step_micro, self._step_w2 = 0, {}  # micro-batches of this step done, Σ w² per component
+        use_compact_console(self)  # one short console line per logged step; every metric in logs.jsonl
 
     # ------------------------------------------------------------------ data
 
@@ -204,12 +207,9 @@ class CAVPrefTrainer(EncoderLearningRateMixin, ObjectiveMixin, OptimizerStepMixi
                 problems.append((str(ex.get("id", i)), "; ".join(found)))
             else:
                 keep.append(i)
-        if problems and not args.skip_bad_rows:
-            shown = "\n  ".join(p for _, p in problems[:10])
-            more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        if problems and (not args.skip_bad_rows or not keep):
             raise BadRowError(
-                f"{len(problems)} unusable preference rows in the {dataset_name} dataset "
-                f"(set skip_bad_rows to skip and count them):\n  {shown}{more}"
+                unusable_rows_message(dataset_name, problems, len(dataset), calibrated, args.skip_bad_rows)
             )
         if problems:
             self._skipped.extend(problems)

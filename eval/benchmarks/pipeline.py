@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cavpref.data import check_limit
 from cavpref.eval import registry
 from cavpref.eval.args import JudgeArguments, EvalModelArguments
 from cavpref.eval.benchmarks.longvideo import LongVideoPolicy
@@ -49,7 +50,9 @@ class BenchArgs(EvalModelArguments, MediaArguments, JudgeArguments):
     tasks: list[str] = field(
         default_factory=list, metadata={"help": "AURA task codes / MMAR modalities / TraceAV task types"}
     )
-    limit: int | None = field(default=None, metadata={"help": "first N items (by id) of each task"})
+    limit: int | None = field(
+        default=None, metadata={"help": "first N items (by id) of each task; 0 or unset = all"}
+    )
     label: str | None = field(default=None, metadata={"help": "name of this run in reports"})
     batch_size: int = field(default=4, metadata={"help": "items per generation batch"})
     chunk_size: int = field(default=32, metadata={"help": "items decoded and scored per chunk"})
@@ -130,7 +133,7 @@ def load(args: BenchArgs) -> tuple[list, str]:
             raise ValueError(f"--tasks: {unknown} not in {args.data} (it has {sorted(known)})")
         items = [i for i in items if i.task in args.tasks]
     items.sort(key=lambda i: i.id)
-    if args.limit is not None:
+    if check_limit(args.limit):
         seen: dict[str, int] = {}
         kept = []
         for item in items:

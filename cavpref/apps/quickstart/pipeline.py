@@ -13,10 +13,10 @@ from pathlib import Path
 import torch
 import yaml
 
-from cavpref.apps.quickstart.config import LABELS, QuickstartConfig
+from cavpref.apps.quickstart.config import LABELS, MEASURED_WALL, QuickstartConfig
 from cavpref.apps.quickstart.data import caption_data, corpus, start_data
 from cavpref.apps.quickstart.recipes import recipe, write_recipe
-from cavpref.apps.quickstart.report import load_results, table5, write_report
+from cavpref.apps.quickstart.report import items_caption, load_results, table5, write_report
 from cavpref.apps.quickstart.stages import Stage, Stages, say
 from cavpref.cpu import pin_cpu
 from cavpref.data import CLEAN_TASK, TASKS
@@ -158,7 +158,7 @@ def eval_stage(
         tasks=tasks or [*TASKS, CLEAN_TASK],
         setting="instruction",
         circular=True,
-        limit=cfg.eval_limit or None,
+        limit=cfg.eval_limit,
         mode=cfg.eval_mode,
         label=label,
         media_root=str(world),
@@ -246,11 +246,37 @@ def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path
     return world, data, start
 
 
+def stage_plan(cfg: QuickstartConfig) -> list[str]:
+    """Every stage ``run`` goes through, in order (``start_stages``, the methods, their evaluations)."""
+    captions = ["caption_world", "caption_data", "start_captions"] if cfg.caption_steps else []
+    return [
+        "world",
+        *(["scorers"] if cfg.calibrate_beta else []),
+        "data",
+        "model_init",
+        "start_data",
+        *captions,
+        "start",
+        *cfg.methods,
+        *(f"eval/{name}" for name in ("start", *cfg.methods)),
+    ]
+
+
 def run(cfg: QuickstartConfig) -> dict:
     """Every stage under ``cfg.out`` (reusing finished ones), then ``report.md``; returns the stage folders."""
     root = Path(cfg.out)
     write_config(cfg)
-    stage = Stages(cfg, root)
+    plan = stage_plan(cfg)
+    wall = MEASURED_WALL.get(cfg.preset) if cfg == QuickstartConfig(preset=cfg.preset, out=cfg.out) else None
+    say(
+        f"{len(plan)} stages into {root}; "
+        + (
+            f"a whole {cfg.preset} run took {wall} on a quiet 2-core machine"
+            if wall
+            else "keys changed from the preset: no measured time"
+        )
+    )
+    stage = Stages(cfg, root, plan)
     world, data, start = start_stages(cfg, stage)
     prefs = data / "preferences"  # rotated by prep (rotate_options)
     trained = {}
@@ -277,7 +303,8 @@ def run(cfg: QuickstartConfig) -> dict:
     recorded = {**(json.loads(times.read_text()) if times.exists() else {}), **stage.timings}
     times.write_text(json.dumps(recorded, indent=1))
     report = write_report(cfg, root, runs, recorded)
-    print(table5(load_results(runs)))  # the headline table, as the command's output
+    results = load_results(runs)
+    print(f"{items_caption(cfg, results['start'])}\n\n{table5(results)}")  # the headline table: the output
     say(f"report: {report}")
     return {
         "report": str(report),
