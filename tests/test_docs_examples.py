@@ -213,3 +213,39 @@ def test_a_block_that_fails_fails_its_page(tmp_path, setup_cache):
         _run(Block(ROOT / "README.md", 6, "python", second.code), _folder(tmp_path / "w"))
     with pytest.raises(ValueError, match="unknown doc-test directive"):
         parse_mark("fast")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return text.replace(" ", "-")
+
+
+def test_every_link_and_docs_path_resolves():
+    """A moved page leaves no dead link: every relative markdown link (file and #anchor) in README.md and docs/,
+    and every ``docs/*.md`` path named in the docs, the code or the recipes, exists."""
+    dead = []
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    anchors = {p.resolve(): {_slug(h) for h in re.findall(r"^#+ (.+)$", p.read_text(), re.M)} for p in pages}
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page.resolve()
+            if not file.exists():
+                dead.append(f"{page.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and file.suffix == ".md" and anchor not in anchors.get(file, set()):
+                dead.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    sources = [
+        *pages,
+        *ROOT.glob("cavpref/**/*.py"),
+        *ROOT.glob("data_prep/**/*.py"),
+        *ROOT.glob("eval/**/*.py"),
+    ]
+    sources += [*ROOT.glob("scripts/*.py"), *ROOT.glob("recipes/**/*.yaml")]
+    for src in sources:
+        for name in set(re.findall(r"\bdocs/[\w/]+\.md\b", src.read_text())):
+            if not (ROOT / name).exists():
+                dead.append(f"{src.relative_to(ROOT)}: {name}")
+    assert not dead, "\n".join(dead)

@@ -1,7 +1,7 @@
 """`cavpref quickstart --preset small` end to end: every stage's real output, then a second run that reuses them all.
 
 This is the pipeline check CI runs (tiny world, a few steps); it asserts what the pipeline wrote, not the
-science (the full-size numbers are in the README, measured with the default size).
+science (the full-size numbers are in docs/results.md).
 """
 
 import json
@@ -72,7 +72,7 @@ def test_small_run_writes_every_stage_and_the_report(small_run):
         assert CLEAN_TASK in tasks and len(tasks) >= 6 and set(tasks) <= {*TASKS, CLEAN_TASK}
         for block in tasks.values():
             assert 0.0 <= block["circular"] <= block["vanilla"] <= 100.0  # circular needs every pass right
-            assert block["n"] <= 3  # --small: eval_limit 3 per task and setting
+            assert block["n"] <= 3  # the small preset: eval_limit 3 per task and setting
     # the training recipes were written and the pref stages started from the SFT'd starting model
     dpo = (out / "recipes" / "dpo.yaml").read_text()
     assert f"model_name_or_path: {out / 'start'}" in dpo and "method: dpo" in dpo

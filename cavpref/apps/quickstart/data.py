@@ -171,7 +171,7 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
     ``clip_captions`` of every *train* clip, ``cfg.caption_repeats`` times (a clip of the test split never
     appears: the split is by source clip). The captions are the only rows that name every entity on screen
     (left to right) and every one heard, so their share of the SFT data sets how much of the start's
-    training teaches it to perceive (measured: docs/quickstart_start.md)."""
+    training teaches it to perceive (measured: docs/lab/quickstart_start.md)."""
     train_files, _ = split_clips(data)
     features = load_from_disk(str(data / "preferences"))["train"].features
     clean = circular_sft_rows(
@@ -199,7 +199,7 @@ def caption_data(cfg: QuickstartConfig, stage: Stage, caption_world: Path, data:
     AVLLM is pretrained on: the same entities, scenes and sounds as the benchmark's world, never its clips,
     so nothing of the benchmark's test split (or its questions) is seen. The run's own 235 train clips were
     learnt by heart (caption probe 100 % on train clips, 62 % on test clips after 1000 captions-only steps:
-    docs/quickstart_start.md); on the caption world's clips the same stage fits its own train captions no
+    docs/lab/quickstart_start.md); on the caption world's clips the same stage fits its own train captions no
     better than held-out ones, so more distinct clips trade learning by heart for learning to perceive."""
     features = load_from_disk(str(data / "preferences"))["train"].features
     manifest = json.loads((caption_world / "world.json").read_text())
