@@ -36,7 +36,6 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
 from pathlib import Path
 
 import numpy as np
@@ -475,10 +474,6 @@ class ScienceArguments:
     """The science script's own keys; every ``QuickstartConfig`` key is accepted too (``--help`` lists both,
     ``--help_all`` every key)."""
 
-    help_groups: ClassVar[dict[str, str]] = dict.fromkeys(
-        ("no_ablation", "no_sweep", "no_clean_mix"), "blocks left out (all run by default)"
-    )
-
     seeds: list[int] = field(
         default_factory=lambda: [0, 1, 2],
         metadata={
@@ -502,6 +497,13 @@ class ScienceArguments:
             "what it finished and writes the report)"
         },
     )
+
+
+# --help_all's section of the skip flags (cavpref.parsing.format_help); set after the class, not as a ClassVar
+# annotation, which dataclasses cannot resolve when multiprocessing re-runs this script as __mp_main__.
+ScienceArguments.help_groups = dict.fromkeys(
+    ("no_ablation", "no_sweep", "no_clean_mix"), "blocks left out (all run by default)"
+)
 
 
 def parse(argv=None) -> tuple[ScienceArguments, QuickstartConfig]:

@@ -131,10 +131,14 @@ def _folder(path: Path) -> Path:
 
 def _run(block: Block, workdir: Path) -> None:
     code = block.runnable()
-    argv = ["bash", "-euo", "pipefail", "-c", code] if block.lang == "bash" else [sys.executable, "-"]
+    if block.lang == "python":  # a file, as a user's script is (tools that read the source need one)
+        script = workdir / f"doc_example_{block.line}.py"
+        script.write_text(code)
+        argv = [sys.executable, script.name]
+    else:
+        argv = ["bash", "-euo", "pipefail", "-c", code]
     done = subprocess.run(
         argv,
-        input=code if block.lang == "python" else None,
         cwd=workdir,
         env=_env(workdir),
         capture_output=True,
@@ -192,6 +196,7 @@ def test_the_fast_examples_of_each_page_run(page, tmp_path, setup_cache):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # a page of quickstart-sized runs on 2 busy cores
 @pytest.mark.parametrize("page", _pages(slow=True), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_example_of_each_page_runs(page, tmp_path, setup_cache):
     assert _run_page(page, _folder(tmp_path / "page"), setup_cache, slow=True) > 0

@@ -125,5 +125,5 @@ def test_a_cut_audio_warning_is_said_once_and_counted(fx):
             io.encode_media(
                 DecodedMedia(frames, np.array([0.0, 0.5]), audio, sample_rate=16000, duration=seconds)
             )
-    cut = [w for w in caught if "is cut to that length" in str(w.message)]
+    cut = [w for w in caught if "audio cut to 1 s" in str(w.message)]
     assert len(cut) == 1 and "first clip 1.5 s" in str(cut[0].message) and io.audio_cuts == 3

@@ -158,9 +158,9 @@ class QwenOmniModelIO(ChatModelIO):
                 self.audio_cuts += 1
                 if self.audio_cuts == 1:  # one warning per model I/O, not one per clip length
                     warnings.warn(
-                        f"audio longer than {self.audio_samples / self.sample_rate:g} s is cut to that length "
-                        f"(audio_max_seconds; first clip {audio.shape[0] / self.sample_rate:.1f} s); said once, "
-                        "the number of cut clips is the model I/O's audio_cuts",
+                        f"audio cut to {self.audio_samples / self.sample_rate:g} s (audio_max_seconds; first "
+                        f"clip {audio.shape[0] / self.sample_rate:.1f} s); said once, the model I/O counts the "
+                        "cut clips (audio_cuts)",
                         stacklevel=2,
                     )
                 audio = audio[: self.audio_samples]

@@ -141,8 +141,8 @@ MEASURED_WALL = {"default": "18 min 15 s", "perceiving": "46 min 39 s", "small":
 def _preset(name: str, what: str, **extra):
     """A preset-controlled field: None until ``__post_init__`` fills it from the preset; its help lists the
     presets' values."""
-    values = " / ".join(f"{p} {values[name]}" for p, values in PRESETS.items())
-    return field(default=None, metadata={"help": f"{what} (preset: {values})", **extra})
+    shown = " / ".join(f"{preset} {keys[name]}" for preset, keys in PRESETS.items())
+    return field(default=None, metadata={"help": f"{what} (preset: {shown})", **extra})
 
 
 @dataclass
