@@ -38,7 +38,10 @@ def recipe(fx, path: Path, **overrides) -> Path:
         "disable_tqdm": True,
         "dataloader_num_workers": 0,
         "save_merged": False,
-        "model": {"model_name_or_path": str(fx["model"]), "dtype": "float32", "lora_r": 0, "num_frames": 2},
+        "model_name_or_path": str(fx["model"]),
+        "dtype": "float32",
+        "lora_r": 0,
+        "num_frames": 2,
     }
     cfg.update(overrides)
     path.write_text(yaml.safe_dump(cfg))
@@ -123,9 +126,9 @@ def test_recipe_values_of_the_wrong_type_name_the_key(fx, tmp_path, key, value, 
     assert key.split(".")[-1] in msg and kind in msg and str(rec) in msg, msg
 
 
-def test_a_recipe_without_a_model_section_says_model_name_or_path_is_required(fx, tmp_path):
+def test_a_recipe_without_a_model_says_model_name_or_path_is_required(fx, tmp_path):
     cfg = yaml.safe_load(recipe(fx, tmp_path / "r.yaml").read_text())
-    del cfg["model"]
+    del cfg["model_name_or_path"]
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(cfg))
     with pytest.raises(ValueError, match=r"model_name_or_path is required.*--model_name_or_path"):
         main([str(tmp_path / "r.yaml"), "--output_dir", str(tmp_path / "o")])

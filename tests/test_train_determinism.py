@@ -29,15 +29,9 @@ def _recipe(fx, path: Path) -> Path:
         max_steps=3,
         optim="adamw_torch",
         learning_rate=1e-3,
-        model={
-            "model_name_or_path": str(fx["model"]),
-            "dtype": "float32",
-            "lora_r": 0,
-            "num_frames": 2,
-            "freeze_vision": False,
-            "freeze_audio": False,
-            "train_projectors": True,
-        },
+        freeze_vision=False,
+        freeze_audio=False,
+        train_projectors=True,
     )
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 
-from cavpref.deprecation import deprecated_aliases
 from cavpref.media.decode import DecodedMedia
 
 
@@ -122,8 +121,3 @@ class AVModelIO(ABC):
             for k, (r, j) in enumerate(letter_at):
                 out[r]["letter"][j] = scores[i + k]
         return out
-
-
-__getattr__ = deprecated_aliases(
-    __name__, globals(), {"AVAdapter": "AVModelIO", "AdapterError": "ModelIOError"}
-)
