@@ -24,6 +24,7 @@ import os
 import platform
 import sys
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import yaml
 from transformers.utils import logging
@@ -54,6 +55,11 @@ class DataArguments:
     train_tasks: list[str] | None = field(
         default=None,
         metadata={"help": "train (and evaluate) only on rows of these tasks, e.g. CLEAN for the SFT start"},
+    )
+
+    # keys that may change on resume (cavpref/resume_guard.py), with why
+    MAY_CHANGE_ON_RESUME: ClassVar[dict[str, str]] = dict.fromkeys(
+        ("eval_dataset", "eval_split"), "evaluation only: the trained weights do not depend on it"
     )
 
     def __post_init__(self):
@@ -179,18 +185,12 @@ def resolved_config(train_args, data_args, model_args) -> dict:
     return {**_plain(train_args), **_plain(data_args), **_plain(model_args)}
 
 
-def defining_keys() -> list[str]:
-    """Besides the loss / optimisation keys of ``resume_guard``: every data and model key defines the run."""
-    from cavpref.models.config import AVModelArguments
-
-    return [f.name for t in (DataArguments, AVModelArguments) for f in dataclasses.fields(t)]
-
-
 def write_run_files(
-    output_dir: str, train_args, data_args, model_args, changed_on_resume=None, switch_source=None
+    output_dir: str, train_args, resolved: dict, changed_on_resume=None, switch_source=None
 ) -> None:
+    """``resolved``: the run's config as parsed (``resolved_config``), before the trainer is built (TRL adjusts a
+    few arguments in place while it sets up; the record is what the recipe asked for)."""
     os.makedirs(output_dir, exist_ok=True)
-    resolved = resolved_config(train_args, data_args, model_args)
     with open(os.path.join(output_dir, "run_config.yaml"), "w") as f:
         yaml.safe_dump(resolved, f, sort_keys=True)
     with open(os.path.join(output_dir, "versions.json"), "w") as f:
@@ -318,27 +318,18 @@ def main(argv: list[str] | None = None) -> int:
     from cavpref.cpu import pin_cpu
 
     pin_cpu(train_args.num_threads, train_args.cpu_isa)
-    changed = None
-    if resume:  # the run folder must keep saying what the run was (issue 18 #9)
-        from cavpref.resume_guard import check_resume
+    from cavpref.resume_guard import check_resume
 
+    resolved, changed = resolved_config(train_args, data_args, model_args), None
+    if resume:  # the run folder must keep saying what the run was (issue 18 #9)
         changed = check_resume(
-            train_args.output_dir,
-            resolved_config(train_args, data_args, model_args),
-            defining_keys(),
-            train_args.allow_recipe_change,
-            write=False,
+            train_args.output_dir, resolved, recipe_classes(), train_args.allow_recipe_change, write=False
         )
     trainer = build_trainer(train_args, data_args, model_args)
     if trainer.accelerator.is_main_process:
         if changed:
-            check_resume(
-                train_args.output_dir,
-                resolved_config(train_args, data_args, model_args),
-                defining_keys(),
-                True,
-            )
-        write_run_files(train_args.output_dir, train_args, data_args, model_args, changed, switch_source)
+            check_resume(train_args.output_dir, resolved, recipe_classes(), True)
+        write_run_files(train_args.output_dir, train_args, resolved, changed, switch_source)
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(train_args.output_dir)
     trainer.save_state()  # trainer_state.json in the run folder: the whole log history (margins, β, ...)
