@@ -63,19 +63,19 @@ class CAVPrefConfig(DPOConfig):
     """
 
     num_threads: int = field(
-        default=1,
+        default=0,
         metadata={
-            "help": "torch intra-op CPU threads, fixed so results do not depend on OMP_NUM_THREADS or the "
-            "CPUs available (different counts give different weights); 0 = torch's own choice. "
-            "See docs/training.md"
+            "help": "torch intra-op CPU threads, pinned at the start of the run; 0 = torch's own choice "
+            "(OMP_NUM_THREADS, else the CPUs available). Set 1 (with cpu_isa avx2) for bit-identical CPU runs: "
+            "the thread count changes the weights (the tiny and quickstart recipes do). See docs/training.md"
         },
     )
     cpu_isa: str = field(
-        default="avx2",
+        default="native",
         metadata={
-            "help": "CPU code of torch's kernels, oneDNN and MKL: avx2 caps all three at AVX2, so machines with "
-            "and without AVX-512 train the same bits; native lets each pick the CPU's best (x86-64 only). "
-            "See docs/training.md",
+            "help": "CPU code of torch's kernels, oneDNN and MKL: native lets each pick the CPU's best; avx2 caps "
+            "all three at AVX2, so machines with and without AVX-512 train the same bits (x86-64 only; the tiny "
+            "and quickstart recipes set it). See docs/training.md",
             "choices": list(CPU_ISAS),
         },
     )

@@ -33,6 +33,24 @@ def test_recipe_set_covers_methods_and_scales():
     assert ("qwen2.5-omni-7b", "full_cavpref") in names
 
 
+def test_cpu_determinism_keys_only_on_cpu_recipes():
+    """The tiny (CPU) recipes pin one thread and AVX2 code (bit-identical runs); the 7B (GPU) recipes and a recipe
+    that says nothing leave the libraries' own choice."""
+    for path in TRAIN_RECIPES:
+        train, _, _ = parse([str(path), "--use_cpu", "true"])  # GPU recipes ask for bf16
+        pinned = (train.num_threads, train.cpu_isa) == (1, "avx2")
+        assert pinned == (path.parent.name == "tiny"), path
+    train, _, _ = parse(["--train_dataset", "d", "--use_cpu", "true"])
+    assert (train.num_threads, train.cpu_isa) == (0, "native")
+    assert {p.stem for p in ACCELERATE} >= {
+        "single",
+        "multi_gpu",
+        "deepspeed_zero2",
+        "deepspeed_zero3",
+        "fsdp",
+    }
+
+
 def test_recipes_and_quickstart_score_shared_prefixes():
     """Issue 15: the 7B and tiny recipes and the quickstart's generated recipes use shared-prefix scoring."""
     from cavpref.apps.quickstart.config import QuickstartConfig
