@@ -54,7 +54,7 @@ def _accepts(tp: Any, value: Any) -> tuple[bool, str]:
     return True, str(tp)
 
 
-def check_recipe_types(values: dict[str, Any], classes, where: str, prefix: str = "") -> None:
+def check_recipe_types(values: dict[str, Any], classes, where: str) -> None:
     """Raise ``TypeError`` naming ``where`` and the key for any value of ``values`` that does not fit the
     annotation of the field of that name in ``classes`` (keys no class has are left to the parser)."""
     hints: dict[str, Any] = {}
@@ -65,5 +65,5 @@ def check_recipe_types(values: dict[str, Any], classes, where: str, prefix: str 
             ok, words = _accepts(hints[key], value)
             if not ok:
                 raise TypeError(
-                    f"{where}: key '{prefix}{key}' must be {words}, got {value!r} ({type(value).__name__})"
+                    f"{where}: key '{key}' must be {words}, got {value!r} ({type(value).__name__})"
                 )

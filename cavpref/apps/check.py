@@ -21,7 +21,6 @@ import functools
 import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,16 +85,14 @@ def parse(argv: list[str]):
     from cavpref.config import CAVPrefConfig
     from cavpref.models.config import AVModelArguments
     from cavpref.parsing import parse_args
-    from cavpref.train import DataArguments, flatten_legacy
+    from cavpref.train import DataArguments, check_recipe
 
     if not torch.cuda.is_available():  # bf16 recipes are validated against the local device; sizing is not
         argv = [*argv, "--use_cpu", "true"]
-    with tempfile.TemporaryDirectory(prefix="cavpref-check-") as tmp:
-        return parse_args(
-            [CAVPrefConfig, DataArguments, AVModelArguments, CheckArguments],
-            flatten_legacy(argv, tmp),
-            prog="cavpref check",
-        )
+    check_recipe(argv)
+    return parse_args(
+        [CAVPrefConfig, DataArguments, AVModelArguments, CheckArguments], argv, prog="cavpref check"
+    )
 
 
 def model_config(model_args, check):
