@@ -79,7 +79,7 @@ def test_a_resume_with_a_changed_recipe_is_refused_unless_allowed(fx, tmp_path):
     resume = [str(rec), "--output_dir", str(out), "--resume_from_checkpoint", "last", "--max_steps", "2"]
     for key, value in (("beta_delta", "signed"), ("robust_normalizer", "micro_batch"), ("num_threads", "2")):
         with pytest.raises(ValueError, match=rf"refusing to resume .*{key}: .* -> '?{value}'?"):
-            main([*resume, f"--{key}", value])
+            main([*resume, f"--{key}", value, "--debug"])
     # the same recipe (a longer run is not a different recipe) resumes
     assert (
         main([str(rec), "--output_dir", str(out), "--resume_from_checkpoint", "last", "--max_steps", "2"])
