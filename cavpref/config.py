@@ -19,6 +19,7 @@ from cavpref import task_registry
 from cavpref.collator import ANCHORS
 from cavpref.cpu import CPU_ISAS
 from cavpref.loss import BETA_DELTAS, PAPER_LAMBDAS, ROBUST_MODES, switches_for
+from cavpref.output_dir import OutputArguments
 
 # The four rows of the paper's Table 5.
 METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref")
@@ -41,7 +42,7 @@ _IGNORED_DPO_OPTIONS = {
 
 
 @dataclass
-class CAVPrefConfig(DPOConfig):
+class CAVPrefConfig(DPOConfig, OutputArguments):
     r"""``DPOConfig`` plus the CAVPref loss, switch table, sampler and media policy.
 
     ``method`` picks the objective (all on the same data and collator, so the baselines are comparable):

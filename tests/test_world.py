@@ -464,5 +464,5 @@ def test_cli_errors_are_clear(tmp_path, capsys):
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     assert cavpref_main(["world", "--out", str(tmp_path / "busy"), "--num-clips", "1"]) == 2
-    assert "holds no world.json" in capsys.readouterr().err
+    assert "was not created by `cavpref world`" in capsys.readouterr().err
     assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"

@@ -21,7 +21,16 @@ from cavpref.data_prep.build.config import PrepConfig
 import cavpref
 
 BUILD_VERSION = 1
-_NOT_FINGERPRINTED = ("output_dir", "num_proc", "force", "progress")  # where / how fast, not what
+# where / how fast / how patiently, not what
+_NOT_FINGERPRINTED = (
+    "output_dir",
+    "overwrite_output_dir",
+    "num_proc",
+    "force",
+    "progress",
+    "llm_timeout_s",
+    "llm_max_retries",
+)
 
 
 def file_sha256(path: str | os.PathLike) -> str:

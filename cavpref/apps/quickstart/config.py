@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from cavpref.cpu import CPU_ISAS
 from cavpref.data_prep.synthetic import WorldConfig
+from cavpref.output_dir import OutputArguments
 
 METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref", "cavpref_fixed_beta")
 LABELS = {
@@ -62,7 +63,7 @@ def _default(name: str, what: str) -> str:
 
 
 @dataclass
-class QuickstartConfig:
+class QuickstartConfig(OutputArguments):
     """Every knob of the run. Fields left at None take the full default or, with ``--small``, the CI one
     (``DEFAULTS``): --small checks the pipeline in about a minute, it says nothing about the science."""
 
