@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import yaml
+from cavpref.parsing import load_yaml
 
 # training keys that change what is learned (besides every loss key, every data key and the model section)
 OPTIMISATION_KEYS = (
@@ -98,8 +98,7 @@ def check_resume(
     path = os.path.join(output_dir, "run_config.yaml")
     if not os.path.isfile(path):
         return {}
-    with open(path) as f:
-        old = yaml.safe_load(f) or {}
+    old = load_yaml(path) or {}
     diffs = recipe_differences(old, resolved, defining_keys)
     if not diffs:
         return {}
