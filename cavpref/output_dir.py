@@ -14,8 +14,8 @@ output folder through ``claim_output_dir`` before writing anything into it:
   ``overwrite_output_dir``: weights replaced in place or a ``README.md`` swapped for a model card cannot
   be undone;
 * the main process holds an advisory lock on ``.cavpref_output.lock`` while it writes: a second run into
-  the same folder fails at once, naming the process that holds it. The lock is the kernel's (``flock``), so a
-  killed run never leaves a stale one.
+  the same folder fails at once, naming the process that holds it. The lock is the kernel's (``lockf``), so a
+  killed run never leaves a stale one, and a forked worker does not inherit it.
 
 Under a launcher (``accelerate launch``, ``torchrun``) only the process of global ``RANK`` 0 writes the marker
 and takes the lock; the others check the same rules read-only.
@@ -194,8 +194,10 @@ def _lock(out: Path, resolved: str, command: str, key: str) -> None:
         return
     handle = open(out / LOCK, "a+")
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+        # a POSIX record lock, not flock: a forked child (a DataLoader or prep worker) does not inherit it,
+        # so the folder is free again as soon as this process releases it, whatever its children do
+        fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (BlockingIOError, PermissionError):
         handle.seek(0)
         holder = handle.read().strip() or "another process"
         handle.close()
@@ -203,7 +205,7 @@ def _lock(out: Path, resolved: str, command: str, key: str) -> None:
             f"{key} {out} is in use by {holder}: one `cavpref` run per output folder at a time; wait for "
             f"it to end or choose another {key}"
         ) from None
-    except OSError:  # a file system without flock (some network mounts): write unguarded
+    except OSError:  # a file system without locks (some network mounts): write unguarded
         pass
     handle.seek(0)
     handle.truncate()
@@ -222,7 +224,7 @@ def release_output_dir(path: str | os.PathLike) -> None:
     if held[1] <= 0:
         del _HELD[resolved]
         if held[0] is not None:
-            held[0].close()  # closing the file releases the flock
+            held[0].close()  # closing the file releases the lock
 
 
 @contextmanager

@@ -199,6 +199,24 @@ def test_a_second_run_into_a_folder_in_use_fails_fast(fx, tmp_path):
     release_output_dir(out)
 
 
+def test_a_released_folder_is_free_again_while_forked_workers_live(tmp_path):
+    """The quickstart's training forks DataLoader workers: the lock must not live on in them."""
+    out = tmp_path / "run"
+    claim_output_dir(out, "train")
+    child = os.fork()
+    if child == 0:  # a forked worker that outlives the command
+        time.sleep(60)
+        os._exit(0)
+    try:
+        release_output_dir(out)
+        code = f"from cavpref.output_dir import claim_output_dir; claim_output_dir({str(out)!r}, 'train')"
+        other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert other.returncode == 0, other.stderr
+    finally:
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+
+
 def test_home_and_variables_are_expanded_or_refused(world, tmp_path, monkeypatch, fx):
     """#5: `output_dir: $HOME/...` created a folder literally named `$HOME`."""
     monkeypatch.chdir(tmp_path)

@@ -326,7 +326,11 @@ def test_avqa_and_audioset_clips_sound_only_during_their_events(world):
 
 # ----------------------------------------------------------------------------- determinism
 def _annotation_files(root):
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.suffix in (".json", ".csv"))
+    return sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.suffix in (".json", ".csv") and not p.name.startswith(".cavpref_output")  # the folder's marker
+    )
 
 
 def _pixel_report(a, b):
