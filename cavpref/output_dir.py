@@ -192,7 +192,7 @@ def _lock(out: Path, resolved: str, command: str, key: str) -> None:
     except ImportError:  # not POSIX: no advisory lock
         _HELD[resolved] = [None, 1]
         return
-    handle = open(out / LOCK, "a+")
+    handle = open(out / LOCK, "a+")  # noqa: SIM115 - held open while the lock is held
     try:
         # a POSIX record lock, not flock: a forked child (a DataLoader or prep worker) does not inherit it,
         # so the folder is free again as soon as this process releases it, whatever its children do

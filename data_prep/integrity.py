@@ -10,6 +10,7 @@ evaluation refuses the folder. The hash is what catches a same-size edit (a labe
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from cavpref.data_prep.tables import DEFAULT_FILENAME
@@ -18,7 +19,7 @@ from cavpref.data_prep.tasks.schema import OUTPUT_DIRS
 TOP_FILES = ("stats.json", DEFAULT_FILENAME)
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: str | os.PathLike) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -39,7 +40,8 @@ def output_files(out: str | Path) -> dict[str, dict]:
     """relative path -> {"size", "sha256"} of every file a build wrote (the manifest itself excepted)."""
     out = Path(out)
     return {
-        p.relative_to(out).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)} for p in _files(out)
+        p.relative_to(out).as_posix(): {"size": p.stat().st_size, "sha256": file_sha256(p)}
+        for p in _files(out)
     }
 
 
@@ -59,6 +61,6 @@ def damaged(out: str | Path, manifest: dict) -> list[str]:
         size = want.get("size") if isinstance(want, dict) else want
         if path.stat().st_size != size:
             problems.append(f"changed size: {name}")
-        elif isinstance(want, dict) and want.get("sha256") != _sha256(path):
+        elif isinstance(want, dict) and want.get("sha256") != file_sha256(path):
             problems.append(f"changed content: {name}")
     return problems

@@ -16,8 +16,6 @@ import pytest
 import test_trainer_fixtures as F
 import yaml
 from cavpref.data_prep.build import PrepConfig, build
-from cavpref.data_prep.synthetic.config import WorldConfig
-from cavpref.data_prep.synthetic.world import generate_world
 
 from cavpref.apps.cli import main as cavpref_main
 from cavpref.output_dir import LOCK, OutputDirError, claim_output_dir, release_output_dir, source_checkout
@@ -26,12 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    out = tmp_path_factory.mktemp("world") / "w"
-    generate_world(
-        WorldConfig(out=str(out), seed=3, num_clips=6, workers=1, width=64, height=64, fps=4, duration=1.0)
-    )
-    return out
+def world(small_world):  # tests/conftest.py
+    return small_world
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import platform
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import datasets
 import transformers
 from cavpref.data_prep.build.config import PrepConfig
+from cavpref.data_prep.integrity import file_sha256
 
 import cavpref
 
@@ -31,14 +31,6 @@ _NOT_FINGERPRINTED = (
     "llm_timeout_s",
     "llm_max_retries",
 )
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def input_files(config: PrepConfig) -> list[str]:
