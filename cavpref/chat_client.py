@@ -127,9 +127,8 @@ class ChatClient:
         key = os.environ.get(self.config.api_key_env) or os.environ.get("OPENAI_API_KEY")
         for secret in [key, *url_secrets(self.config.base_url)]:  # a server may echo them in an error body
             add_secret(secret)
-        key = (
-            key or ""
-        ).strip()  # a key read with a trailing newline / carriage return is not a header value
+        # a key read with a trailing newline / carriage return is not a header value
+        key = (key or "").strip()
         base_url, self._params, userinfo = split_base_url(self.config.base_url)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = httpx.Client(

@@ -24,8 +24,8 @@ import yaml
 from trl import TrlParser
 
 YAML_SUFFIXES = (".yaml", ".yml")
-# values a YAML document may expand to once its aliases are followed (a recipe has a few hundred); a
-# "billion laughs" file of 324 bytes expands to 10^9 and hung every command that printed or copied it
+# values a YAML document may expand to once its aliases are followed (a recipe has a few hundred): a
+# "billion laughs" file of a few hundred bytes hung every command that printed or copied its values
 MAX_YAML_VALUES = 100_000
 
 
