@@ -19,6 +19,7 @@ from cavpref import task_registry
 from cavpref.collator import ANCHORS
 from cavpref.cpu import CPU_ISAS
 from cavpref.loss import BETA_DELTAS, PAPER_LAMBDAS, ROBUST_MODES, switches_for
+from cavpref.output_dir import OutputArguments
 
 # The four rows of the paper's Table 5.
 METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref")
@@ -48,7 +49,7 @@ _NOT_FOR_DPO = {
 
 
 @dataclass
-class CAVPrefConfig(DPOConfig):
+class CAVPrefConfig(DPOConfig, OutputArguments):
     r"""``DPOConfig`` plus the CAVPref loss, switch table, sampler and media policy.
 
     ``method`` picks the objective (all on the same data and collator, so the baselines are comparable):
@@ -246,6 +247,7 @@ class CAVPrefConfig(DPOConfig):
         "save_merged": "an extra output after training",
         "ref_cache_dir": "where the cache lives (an entry's key holds everything its values depend on)",
         "media_cache_size": "decoded clips kept in memory: the same values (tests/test_trainer.py)",
+        "overwrite_output_dir": "this invocation's permission to write into the folder (cavpref.output_dir)",
     }
 
     def __post_init__(self):

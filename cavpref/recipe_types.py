@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import reprlib
 import types
 import typing
 from typing import Any
@@ -65,5 +66,13 @@ def check_recipe_types(values: dict[str, Any], classes, where: str) -> None:
             ok, words = _accepts(hints[key], value)
             if not ok:
                 raise TypeError(
-                    f"{where}: key '{key}' must be {words}, got {value!r} ({type(value).__name__})"
+                    f"{where}: key '{key}' must be {words}, got {short_repr(value)} ({type(value).__name__})"
                 )
+
+
+def short_repr(value: Any) -> str:
+    """``repr`` cut to a few elements, levels and characters: an error message never expands a huge (or
+    alias-shared) value."""
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxtuple, r.maxdict, r.maxstring, r.maxother = 2, 4, 4, 4, 80, 80
+    return r.repr(value)

@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-import yaml
+from cavpref.parsing import load_yaml
 
 _LENGTH = "how long the run goes (a longer max_steps is the usual reason to resume)"
 _CADENCE = "how often it logs / saves / evaluates"
@@ -152,8 +152,7 @@ def check_resume(
     path = os.path.join(output_dir, "run_config.yaml")
     if not os.path.isfile(path):
         return {}
-    with open(path) as f:
-        old = yaml.safe_load(f) or {}
+    old = load_yaml(path) or {}
     diffs = recipe_differences(old, resolved, classes)
     if not diffs:
         return {}

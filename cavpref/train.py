@@ -30,7 +30,7 @@ import yaml
 from transformers.utils import logging
 
 from cavpref.manifest import prep_manifest, resolve_switch_table
-from cavpref.parsing import config_argv, parse_args
+from cavpref.parsing import config_argv, load_yaml, parse_args
 
 logger = logging.get_logger(__name__)
 
@@ -103,8 +103,7 @@ def check_recipe(argv: list[str]) -> None:
         raise _nested_error("command line", nested)
     if "--config" in argv and argv.index("--config") + 1 < len(argv):
         path = argv[argv.index("--config") + 1]
-        with open(path) as f:
-            config = yaml.safe_load(f)
+        config = load_yaml(path)  # aliases bounded (issue 40 #22)
         if not isinstance(config, dict):
             raise TypeError(f"{path}: a recipe must be a YAML mapping, got {type(config).__name__}")
         if isinstance(config.get("model"), dict):
@@ -339,6 +338,20 @@ def run(argv: list[str]) -> int:
     """The run itself: parse, check the paths, train, save."""
     train_args, data_args, model_args = parse(argv)
     check_paths(train_args, data_args, model_args)
+    from cavpref.output_dir import claim_output_dir, release_output_dir
+
+    # never a user's folder, the model's or the data's own, or a source checkout; one run per folder (issue 40)
+    train_args.output_dir = claim_output_dir(
+        train_args.output_dir,
+        "train",
+        overwrite=train_args.overwrite_output_dir,
+        inputs={
+            "model_name_or_path": model_args.model_name_or_path,
+            "train_dataset": data_args.train_dataset,
+            "eval_dataset": data_args.eval_dataset,
+        },
+        markers=("run_config.yaml", "trainer_state.json"),
+    )
     switch_source = resolve_switch_table(train_args, data_args)
     logger.warning(f"switch table (eta, gamma per task): {switch_source}")
     resume = train_args.resume_from_checkpoint
@@ -370,6 +383,7 @@ def run(argv: list[str]) -> int:
     # was still writing the model shards was aborted the same way (seen once in the suite).
     trainer.accelerator.wait_for_everyone()
     trainer.accelerator.end_training()
+    release_output_dir(train_args.output_dir)
     return 0
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from cavpref.eval import registry
 
 from cavpref.cpu import default_cpu_isa
+from cavpref.output_dir import claim_output_dir
 
 USAGE = __doc__
 
@@ -98,10 +99,9 @@ def benchmark_in(argv: list[str]) -> str | None:
         if a.startswith("--benchmark="):
             return a.split("=", 1)[1]
     if "--config" in argv and argv.index("--config") + 1 < len(argv):
-        import yaml
+        from cavpref.parsing import load_yaml
 
-        with open(argv[argv.index("--config") + 1], encoding="utf-8") as f:
-            config = yaml.safe_load(f) or {}
+        config = load_yaml(argv[argv.index("--config") + 1]) or {}
         if isinstance(config, dict) and config.get("benchmark") is not None:
             return str(config["benchmark"])
     return None
@@ -144,10 +144,25 @@ def _compare(argv: list[str]) -> int:
     return 0
 
 
+def _claim(args) -> None:
+    """The run folder, claimed like every output folder (``cavpref.output_dir``): never a folder of the user's,
+    the model's or the data's own; one run at a time."""
+    if args.output:
+        args.output = claim_output_dir(
+            args.output,
+            "eval",
+            overwrite=args.overwrite_output_dir,
+            inputs={"model": args.model, "data": args.data},
+            markers=("results.json", "records.rank0.jsonl"),
+            key="output",
+        )
+
+
 def _run(command: str, rest: list[str]) -> int:
     if command in registry.names():
         spec = registry.get(command)
         (args,) = parse(command, rest)
+        _claim(args)
         if spec.evaluate(args) is not None:
             print(f"wrote {args.output}/results.json, report.md, plots/")
         return 0
@@ -156,6 +171,7 @@ def _run(command: str, rest: list[str]) -> int:
         args, sargs = parse(command, rest)
         if not sargs.predictions or not args.data:
             raise ValueError("--predictions and --data are required")
+        _claim(args)
         print(json.dumps(spec.score_summary(spec.score_predictions(args, sargs.predictions))))
         return 0
     if command == "prompts":

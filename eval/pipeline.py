@@ -29,13 +29,14 @@ from transformers.utils import logging
 from cavpref import task_registry
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.media.args import MediaArguments
+from cavpref.output_dir import OutputArguments
 from cavpref.media.spec import drop_video, mute, to_json
 
 logger = logging.get_logger(__name__)
 
 
 @dataclass
-class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments):
+class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments, OutputArguments):
     """Every field is a ``--flag`` and a YAML key of ``cavpref eval avtrustbench | score | prompts``."""
 
     data: str = field(default="", metadata={"help": "prep output folder, datasets folder, or JSONL of items"})

@@ -25,7 +25,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
+from cavpref.parsing import load_yaml
 
 GIB = 1024**3
 
@@ -280,8 +280,7 @@ def sharding(check):
 
     if not check.accelerate_config:
         return Sharding("single", 1) if not check.num_gpus else Sharding("ddp", check.num_gpus)
-    with open(check.accelerate_config) as f:
-        cfg = yaml.safe_load(f)
+    cfg = load_yaml(check.accelerate_config)
     stage = None
     ds = (cfg.get("deepspeed_config") or {}).get("deepspeed_config_file")
     if ds:

@@ -23,12 +23,13 @@ from cavpref.eval.args import JudgeArguments, EvalModelArguments
 from cavpref.eval.benchmarks.longvideo import LongVideoPolicy
 
 from cavpref.media.args import MediaArguments
+from cavpref.output_dir import OutputArguments
 
 PROTOCOLS = ("paper", "official")
 
 
 @dataclass
-class BenchArgs(EvalModelArguments, MediaArguments, JudgeArguments):
+class BenchArgs(EvalModelArguments, MediaArguments, JudgeArguments, OutputArguments):
     """Every field is a ``--flag`` (and a YAML key) of ``cavpref eval aura|mmar|traceav`` and ``eval score``."""
 
     benchmark: str = field(
