@@ -1,0 +1,3 @@
+"""Pieces the benchmark scripts (``scripts/bench_*.py``) and the GPU check (``scripts/gpu_check.py``) share:
+``rows`` (every task's preference rows, their clips, realistic-size media), ``steps`` (one timed, measured
+trainer step) and ``agreement`` (how far two log-prob vectors or two gradients are apart)."""
