@@ -82,3 +82,22 @@ def test_7b_full_recipe_needs_reference_and_sharding(inputs):
     assert one["checkpointing"].verdict(one["gpu_bytes"]) == "does not fit"  # 16 B/param x 7.6 B on one GPU
     z3 = check.run([*argv, "--accelerate_config", str(ROOT / "recipes/accelerate/deepspeed_zero3.yaml")])
     assert z3["checkpointing"].total < one["checkpointing"].total / 4
+
+
+def test_lora_dropout_counts_only_when_trl_keeps_it(inputs):
+    """TRL's disable_dropout (default on) zeroes LoRA's dropout, so the estimate keeps one fp32 input copy per
+    adapter (no mask); with ``disable_dropout: false`` each of the 7 adapters of each of the 28 layers adds its
+    mask, 4 bytes x d_in per token (d_in: 3584 for six projections, 18944 for down_proj)."""
+    argv = [
+        str(ROOT / "recipes/qwen2.5-omni-7b/lora_cavpref.yaml"),
+        *_data(inputs),
+        "--processor_path",
+        str(inputs["model"]),
+        "--sample_rows",
+        "1",
+    ]
+    off = check.run(argv)["no_checkpointing"].parts["activations"]
+    assert check.run([*argv, "--lora_dropout", "0"])["no_checkpointing"].parts["activations"] == off
+    on = check.run([*argv, "--disable_dropout", "false"])
+    tokens = round(on["tokens"]["lm_tokens_per_sample"] * 2)  # per_device_train_batch_size: 2
+    assert on["no_checkpointing"].parts["activations"] - off == tokens * 28 * 4 * (6 * 3584 + 18944)

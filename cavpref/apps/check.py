@@ -136,13 +136,19 @@ def count_tokens(train_args, data_args, model_args, check, config) -> dict:
         frames=model_args.frame_policy(),
     )
     batch = collator([rows[i] for i in range(len(rows))])["model_inputs"]
+    return batch_tokens(io, batch, len(rows), model_args.shared_prefix)
+
+
+def batch_tokens(io, batch: dict, n_samples: int, shared_prefix: bool) -> dict:
+    """Tokens of one collated batch (``model_io.collate``'s output) of ``n_samples`` samples: per row by kind,
+    language-model tokens per sample in the layout the forward uses, response tokens per sample."""
     ids, am = batch["input_ids"], batch["attention_mask"].bool()
-    n_rows, n_samples = ids.shape[0], len(rows)
+    n_rows = ids.shape[0]
     video = int(((ids == io.video_token_id) & am).sum())
     audio = int(((ids == io.audio_token_id) & am).sum())
     full = int(am.sum())
     packed = batch.get("packed")
-    lm_tokens = int(packed["valid"].sum()) if packed is not None and model_args.shared_prefix else full
+    lm_tokens = int(packed["valid"].sum()) if packed is not None and shared_prefix else full
     response = int((batch["labels"] != -100).sum())
     return {
         "samples": n_samples,
@@ -175,16 +181,12 @@ def sharding(check):
     return sharding_from_accelerate(cfg, stage)
 
 
-def run(argv: list[str]) -> dict:
-    """Everything ``main`` prints, as data (tests read it)."""
-    from cavpref.memory import DTYPE_BYTES, DecoderShape, LoraShape, estimate, lora_input_dims
-    from cavpref.train import needs_reference_model
+def decoder_shape(config):
+    """The thinker config's language model as ``cavpref.memory.DecoderShape``."""
+    from cavpref.memory import DecoderShape
 
-    train_args, data_args, model_args, check = parse(argv)
-    config, where = model_config(model_args, check)
-    _, total, trainable, layer = meta_model(config, model_args)
     tc = config.text_config
-    shape = DecoderShape(
+    return DecoderShape(
         tc.hidden_size,
         tc.intermediate_size,
         tc.num_hidden_layers,
@@ -193,36 +195,61 @@ def run(argv: list[str]) -> dict:
         tc.vocab_size,
         getattr(tc, "head_dim", None),
     )
-    lora = None
-    if model_args.lora_r > 0:
-        lora = LoraShape(
-            model_args.lora_r,
-            model_args.lora_dropout > 0,
-            lora_input_dims(shape, model_args.lora_target_modules),
+
+
+def lora_shape(train_args, model_args, shape):
+    """The recipe's LoRA as ``cavpref.memory.LoraShape`` (None without LoRA). TRL's ``disable_dropout`` (default
+    on) sets p = 0 on LoRA's dropout too: then no mask, one input copy per adapter."""
+    from cavpref.memory import LoraShape, lora_input_dims
+
+    if model_args.lora_r <= 0:
+        return None
+    dropout = model_args.lora_dropout > 0 and not train_args.disable_dropout
+    return LoraShape(model_args.lora_r, dropout, lora_input_dims(shape, model_args.lora_target_modules))
+
+
+def estimates(train_args, model_args, config, tokens: dict, shard, counts: tuple[int, int, int]) -> dict:
+    """``{"no_checkpointing": Estimate, "checkpointing": Estimate}`` for one micro-batch of
+    ``per_device_train_batch_size`` samples with ``tokens`` (``batch_tokens``' per-sample counts); ``counts``:
+    (total, trainable, largest unit) parameters, as ``meta_model`` returns them."""
+    from cavpref.memory import DTYPE_BYTES, estimate
+    from cavpref.train import needs_reference_model
+
+    total, trainable, layer = counts
+    shape = decoder_shape(config)
+    lora = lora_shape(train_args, model_args, shape)
+    wbytes = DTYPE_BYTES.get(model_args.dtype, 4 if not train_args.bf16 else 2)
+    per_device = train_args.per_device_train_batch_size
+    out = {}
+    for ckpt in (False, True):
+        out["checkpointing" if ckpt else "no_checkpointing"] = estimate(
+            total_params=total,
+            trainable_params=trainable,
+            weight_bytes=wbytes,
+            sharding=shard,
+            reference=needs_reference_model(train_args, model_args),
+            shape=shape,
+            tokens=round(tokens["lm_tokens_per_sample"] * per_device),
+            response_tokens=round(tokens["response_per_sample"] * per_device),
+            checkpointing=ckpt,
+            lora=lora,
+            largest_unit_params=layer,
         )
+    return out
+
+
+def run(argv: list[str]) -> dict:
+    """Everything ``main`` prints, as data (tests read it)."""
+    train_args, data_args, model_args, check = parse(argv)
+    config, where = model_config(model_args, check)
+    _, total, trainable, layer = meta_model(config, model_args)
     tokens = (
         count_tokens(train_args, data_args, model_args, check, config) if data_args.train_dataset else None
     )
     shard = sharding(check)
-    wbytes = DTYPE_BYTES.get(model_args.dtype, 4 if not train_args.bf16 else 2)
-    per_device = train_args.per_device_train_batch_size
     out = {"config": where, "total": total, "trainable": trainable, "tokens": tokens, "sharding": shard}
     if tokens is not None:
-        for ckpt in (False, True):
-            est = estimate(
-                total_params=total,
-                trainable_params=trainable,
-                weight_bytes=wbytes,
-                sharding=shard,
-                reference=needs_reference_model(train_args, model_args),
-                shape=shape,
-                tokens=round(tokens["lm_tokens_per_sample"] * per_device),
-                response_tokens=round(tokens["response_per_sample"] * per_device),
-                checkpointing=ckpt,
-                lora=lora,
-                largest_unit_params=layer,
-            )
-            out["checkpointing" if ckpt else "no_checkpointing"] = est
+        out.update(estimates(train_args, model_args, config, tokens, shard, (total, trainable, layer)))
     out["gpu_bytes"] = int(check.gpu_memory_gb * GIB)
     out["headroom"] = check.headroom
     out["recipe_checkpointing"] = bool(
