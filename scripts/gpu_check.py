@@ -24,10 +24,10 @@ recipe parsed with overrides, ``cavpref.train.build_trainer``), on the shared-pr
 Writes ``gpu_check.json`` and ``gpu_check.md`` (the tables) to ``--out`` (default ``$OUT``) after every
 section, so a run stopped by its time limit still leaves what it measured. Exit status 1 when a section failed
 or a check did not hold. GPU: ``docs/training.md`` ("The GPU check") gives the one command (wheels for the
-packages the GPU image lacks: ``scripts/gpu_wheels.sh``). CPU (the test in the default suite does this):
+packages the GPU image lacks: ``scripts/gpu_wheels.sh``). On CPU at tiny widths (``tests/test_gpu_check.py``
+runs this with smaller clips and float32 only, so the script cannot rot):
 
-    OMP_NUM_THREADS=1 python scripts/gpu_check.py --device cpu --width tiny --out /tmp/gpu_check \\
-        --frames 2 --frame_size 56 --audio_seconds 1 --rounds 1 --height 56 --width_px 56 --seconds 2
+    OMP_NUM_THREADS=1 python scripts/gpu_check.py --device cpu --width tiny --rounds 1 --warmup 0 --out DIR
 """
 
 from __future__ import annotations
