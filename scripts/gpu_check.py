@@ -45,11 +45,8 @@ from typing import Literal
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gpu_check_sections import SECTIONS, Context
-from gpu_check_tables import render
-
+from cavpref.apps.gpu_check.sections import SECTIONS, Context
+from cavpref.apps.gpu_check.tables import render
 from cavpref.parsing import parse_args
 
 ROOT = Path(__file__).resolve().parents[1]

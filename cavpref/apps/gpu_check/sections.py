@@ -1,6 +1,7 @@
-"""The sections of ``scripts/gpu_check.py``: each takes the ``Context`` and returns a JSON-able dict (``passed``:
-False when a check did not hold). Trainers are built as ``cavpref train`` builds them (the recipe parsed with
-overrides, ``build_trainer``) and stepped by hand on one collated batch (``cavpref.bench.steps``)."""
+"""The sections of the GPU check (``scripts/gpu_check.py``): each takes the ``Context`` and returns a JSON-able
+dict (``passed``: False when a check did not hold). Trainers are built as ``cavpref train`` builds them (the
+recipe parsed with overrides, ``build_trainer``) and stepped by hand on one collated batch
+(``cavpref.bench.steps``)."""
 
 from __future__ import annotations
 
@@ -235,6 +236,11 @@ def attention(ctx: Context) -> dict:
 
 
 # ----- 3. memory --------------------------------------------------------------------------------------------
+def _estimated_growth(run: dict) -> int:
+    """What the estimate says a step allocates on top of weights, optimizer states and the reference."""
+    return run["estimate"]["activations"] + run["estimate"]["gradients"]
+
+
 def memory(ctx: Context) -> dict:
     from cavpref.apps import check
     from cavpref.memory import Sharding, layer_saved_bytes
@@ -258,12 +264,12 @@ def memory(ctx: Context) -> dict:
                 train_args, model_args, config, tokens, Sharding("single"), (total, trainable, unit)
             )
             est = est["no_checkpointing"]
-            packed = batch.get("packed")
+            packed = batch.get("packed")  # the recipe's layout: shared prefixes
             run = {
                 "mode": mode,
                 "layers": layers,
                 "lm_tokens": round(tokens["lm_tokens_per_sample"] * ctx.args.batch),
-                "positions": int((packed or batch)["input_ids"].numel()),
+                "positions": int((packed if packed is not None else batch)["input_ids"].numel()),
                 "saved_bytes": m.saved_bytes,
                 "peak_bytes": None if m.peak_bytes is None else m.peak_bytes - before,
                 "step_growth_bytes": None if m.peak_bytes is None else m.peak_bytes - m.base_bytes,
@@ -280,8 +286,7 @@ def memory(ctx: Context) -> dict:
             depth = hi["layers"] - lo["layers"]
             formula = layer_saved_bytes(shape, 2 if ctx.train_dtype == "bfloat16" else 4, lora)
             saved = (hi["saved_bytes"] - lo["saved_bytes"]) / depth / hi["positions"]
-            grow = lambda r: r["estimate"]["activations"] + r["estimate"]["gradients"]
-            est_layer = (grow(hi) - grow(lo)) / depth / hi["lm_tokens"]
+            est_layer = (_estimated_growth(hi) - _estimated_growth(lo)) / depth / hi["lm_tokens"]
             measured = None
             if hi["step_growth_bytes"] is not None:
                 measured = (hi["step_growth_bytes"] - lo["step_growth_bytes"]) / depth / hi["lm_tokens"]
