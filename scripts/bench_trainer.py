@@ -35,27 +35,22 @@ from typing import Literal
 
 import torch
 
+from cavpref.bench.rows import benchmark_rows, write_clips
+from cavpref.bench.steps import SavedActivations
 from cavpref.parsing import parse_args
 
 # The step timer: wall time (``time.perf_counter``) or this process's CPU time (``time.process_time``; with one
 # torch thread on a CPU shared with other jobs it counts the work, not the wait for a core). Set from ``--clock``.
 CLOCK = [time.perf_counter]
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
 
 def build_inputs(root: Path, hidden: int, per_task: int):
-    import test_trainer_fixtures as F
     from datasets import Dataset
 
     from cavpref.models.tiny import build_tiny_qwen_omni
 
-    F.write_clips(root / "media")
-    examples = F.examples(per_task)
-    for k, e in enumerate(
-        examples
-    ):  # distinct prompts: no two samples share a row (no dedupe between samples)
-        e.prompt = f"{e.prompt} (question {k})"
+    write_clips(root / "media")
+    examples = benchmark_rows(per_task)  # distinct prompts: no two samples share a row
     build_tiny_qwen_omni(
         root / "model",
         hidden_size=hidden,
@@ -112,28 +107,6 @@ class NaiveCollator:
         batch["num_rows"] = torch.tensor(len(rows))
         batch["skipped"] = []
         return batch
-
-
-class SavedActivations:
-    """Bytes of the tensors autograd keeps for backward during a forward: the activation memory of a step,
-    deterministic and device-independent (the CPU allocator has no peak counter; RSS hides reuse)."""
-
-    def __enter__(self):
-        self.bytes, self.seen = 0, set()
-
-        def pack(t):
-            key = (t.untyped_storage().data_ptr(), t.dtype)
-            if key not in self.seen:
-                self.seen.add(key)
-                self.bytes += t.untyped_storage().nbytes()
-            return t
-
-        self.ctx = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
-        self.ctx.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self.ctx.__exit__(*exc)
 
 
 def make_case(
