@@ -5,10 +5,16 @@ import json
 import re
 
 import pytest
-from cavpref.eval.benchmarks import mmar
-from cavpref.eval.benchmarks.common import BenchmarkInputError, trim_min_max
-from cavpref.eval.benchmarks.mmar import MMARRecord, is_correct, parse_rubric_reply, string_match, summary
-from cavpref.eval.benchmarks.mmar_judge import MMARJudge, ratings_of, score
+from cavpref.eval.benchmarks.mmar import data as mmar
+from cavpref.eval.common import BenchmarkInputError, trim_min_max
+from cavpref.eval.benchmarks.mmar.data import (
+    MMARRecord,
+    is_correct,
+    parse_rubric_reply,
+    string_match,
+    summary,
+)
+from cavpref.eval.benchmarks.mmar.judge import MMARJudge, ratings_of, score
 from cavpref.eval.judge import ChatClient, ChatConfig
 from judge_server import LoopbackServer, completion
 

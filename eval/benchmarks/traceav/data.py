@@ -18,21 +18,31 @@ letters, and normalised to a sorted set; it is correct only on an exact set matc
 that is partly right is wrong); an empty set is an abstention, counted separately. Hop count = number of
 trajectory entries (each entry is one annotated hop with its own timestamp); the first hop is the earliest
 ``timestamp_minute``.
+
+Evidence-hop masking (appendix B, Tables 4-5): each hop covers its ``event_time_range`` (minutes), or the
+one-minute interval of its ``timestamp_minute`` when it has no longer range (``hop_spans``); Mask-1 blanks
+one hop drawn per question with a seeded generator, Mask-All every hop, overlapping spans merged — black
+frames and silence (``cavpref.media.spec.Mask``). The analyses of the appendix: the Shannon entropy of the
+error-answer distribution (``error_entropy``) and, per model, the Pearson correlation across videos of its
+hallucination (MH) and general accuracy (``video_correlation``).
 """
 
 from __future__ import annotations
 
+import math
+import random
 import re
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cavpref.eval.benchmarks.common import BenchmarkInputError, field, mean, parse_json_reply, read_records
+from cavpref.eval.common import BenchmarkInputError, field, mean, parse_json_reply, read_records
 from cavpref.eval.extract import letter_mentions, strip_reasoning
 
 from cavpref.data import BenchmarkItem
-from cavpref.media.spec import clip
+from cavpref.media.spec import clip, from_json, mask, to_json
 
 BENCHMARK = "traceav"
 # task_type -> (dimension, abbreviation), in the order of the paper's Tables 2 and 3
@@ -167,6 +177,43 @@ def read(path: str | Path, *, task_type: str | None = None) -> list[BenchmarkIte
         seen.add(item.id)
         items.append(item)
     return items
+
+
+# ----------------------------------------------------------------------------- evidence-hop masking
+
+MASKS = {"one": "Mask-1", "all": "Mask-All"}
+
+
+def hop_span(hop: Mapping) -> tuple[float, float]:
+    """A hop's interval in seconds: its ``event_time_range`` when it spans time, else the one-minute
+    interval of its ``timestamp_minute`` (the paper: "when only a minute-level timestamp is available,
+    we use the corresponding one-minute interval")."""
+    rng = hop.get("event_time_range") if isinstance(hop.get("event_time_range"), Mapping) else {}
+    start, end = rng.get("start_minute"), rng.get("end_minute")
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (start, end))
+    if numbers and end > start >= 0:
+        return 60.0 * start, 60.0 * end
+    minute = float(hop["timestamp_minute"])
+    return 60.0 * minute, 60.0 * (minute + 1)
+
+
+def hop_spans(item: BenchmarkItem, which: str, seed: int = 0) -> list[tuple[float, float]]:
+    """The spans to blank: ``which="all"`` every hop, ``"one"`` one hop drawn for this question from a
+    generator seeded by (``seed``, item id) — the same hop whatever the order or sharding of the run."""
+    spans = [hop_span(h) for h in item.meta["trajectory"]]
+    if which == "all" or not spans:
+        return spans
+    if which != "one":
+        raise ValueError(f"hop mask must be one of {list(MASKS)}, got {which!r}")
+    return [spans[random.Random(f"{seed}:{item.id}").randrange(len(spans))]]
+
+
+def mask_hops(items: Sequence[BenchmarkItem], which: str, seed: int = 0) -> None:
+    """Replace each item's media by its clip with the chosen hops blanked (black frames, silence)."""
+    for item in items:
+        spans = hop_spans(item, which, seed)
+        if item.media and spans:
+            item.media = to_json(mask(from_json(item.media), spans))
 
 
 def prompt(item: BenchmarkItem) -> str:
@@ -306,6 +353,7 @@ class TraceRecord:
     hops: int
     first_minute: float | None = None
     duration_s: float | None = None
+    video_id: str | None = None
 
     @property
     def correct(self) -> bool:
@@ -374,8 +422,11 @@ def traceav_metrics(records: Sequence[TraceRecord]) -> dict[str, Any]:
         k: _acc([r for r in records if (len(r.gold) > 1) == (k == "multiple")])
         for k in ("single", "multiple")
     }
+    general = [r for r in records if r.task_type in GENERAL]
     return {
         "overall": _acc(records),
+        "error_entropy": {"general": error_entropy(general), "all": error_entropy(records)},
+        "video_correlation": video_correlation(records),
         "per_subtask": per_task,
         "per_dimension": dims,
         "gen_avg": avg(GENERAL),
@@ -383,4 +434,44 @@ def traceav_metrics(records: Sequence[TraceRecord]) -> dict[str, Any]:
         "by_hops": {k: v for k, v in hops.items() if v["n"]},
         "by_first_hop": {k: v for k, v in pos.items() if v["n"]},
         "by_question_type": qtype,
+    }
+
+
+# ----------------------------------------------------------------------------- the appendix analyses (pure)
+
+
+def error_entropy(records: Sequence[TraceRecord]) -> dict[str, Any]:
+    """Shannon entropy (bits) of the error-answer distribution: over the wrong predictions, the frequency
+    of each pattern (the sorted tuple of predicted letters; an abstention is the empty pattern)."""
+    wrong = Counter(tuple(sorted(r.predicted)) for r in records if not r.correct)
+    n = sum(wrong.values())
+    bits = -sum(c / n * math.log2(c / n) for c in wrong.values()) if n else None
+    return {"bits": bits, "errors": n, "patterns": len(wrong)}
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Pearson's r; None with fewer than two points or a constant series (r is undefined)."""
+    if len(x) < 2:
+        return None
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx, syy = sum((a - mx) ** 2 for a in x), sum((b - my) ** 2 for b in y)
+    return None if sxx == 0 or syy == 0 else sxy / math.sqrt(sxx * syy)
+
+
+def video_correlation(records: Sequence[TraceRecord]) -> dict[str, Any]:
+    """Across the videos that have both hallucination (MH) and general items: each video's MH accuracy
+    and general accuracy (percent), and the Pearson correlation between the two (the appendix's
+    Figure 10b, for one model)."""
+    by_video: dict[str, dict[str, list[bool]]] = defaultdict(lambda: {"mh": [], "general": []})
+    for r in records:
+        if r.video_id is not None:
+            by_video[r.video_id]["mh" if r.task_type in HALLUCINATION else "general"].append(r.correct)
+    both = {v: g for v, g in sorted(by_video.items()) if g["mh"] and g["general"]}
+    mh = [100.0 * sum(g["mh"]) / len(g["mh"]) for g in both.values()]
+    gen = [100.0 * sum(g["general"]) / len(g["general"]) for g in both.values()]
+    return {
+        "r": pearson(mh, gen),
+        "n_videos": len(both),
+        "videos": {v: [a, b] for v, a, b in zip(both, mh, gen)},
     }

@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from cavpref.eval.benchmarks.avtrustbench import sweep
+from cavpref.eval.benchmarks.avtrustbench.trust import REFERENCES
 from cavpref.eval.metrics import primary
+from cavpref.eval.reports import input_line
 from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
-from cavpref.eval.trust import REFERENCES
 
 from cavpref import task_registry
 from cavpref.plotting import pyplot
@@ -57,6 +59,7 @@ def render_markdown(results: dict) -> str:
             f"- evaluation: **{'CircularEval' if m['circular'] else 'vanilla (single pass)'}**; accuracies are "
             f"Top-1 %, headline = {'circular' if m['circular'] else 'vanilla'}"
         ),
+        f"- input: **{input_line(results)}**",
         *(
             [f"- model fingerprint: `{results['model']['fingerprint'][:16]}`"]
             if results["model"].get("fingerprint")
@@ -120,6 +123,8 @@ def render_markdown(results: dict) -> str:
         out += ["## Base vs instruction (paper Table 11)", ""] + _table(
             ["Task", "Category", "base / instruction"], rows
         )
+    if m.get("instruction_sweep"):
+        out += sweep.section(m["instruction_sweep"], primary)
     return "\n".join(out)
 
 
