@@ -10,7 +10,8 @@ import pytest
 from cavpref.eval.benchmarks.traceav import data as traceav
 from cavpref.eval.common import BenchmarkInputError
 from cavpref.eval.longvideo import LongVideoPolicy, audio_windows, decode_long
-from cavpref.eval.benchmarks.traceav.data import TraceRecord, parse_prediction, random_guess, traceav_metrics
+from cavpref.eval.benchmarks.traceav.data import parse_prediction
+from cavpref.eval.benchmarks.traceav.metrics import TraceRecord, random_guess, traceav_metrics
 from judge_server import LoopbackServer, completion
 
 from cavpref.apps.cli import main as cavpref_main

@@ -4,7 +4,7 @@ Its folder: ``reader`` (data_prep's output, or anything shaped like it), ``scori
 extraction and outcome), ``choice_judge`` (step 2 of B.2), ``metrics`` (the paper's tables), ``trust``
 (the paired trust score, abstention rates and the computed "always abstain" / "never abstain" rows, which
 blind abstention cannot game), ``sweep`` (Table 12's instruction wordings in one run), ``report``
-(report.md in the paper's layouts, plots, and ``eval compare``'s Table 5).
+(report.md in the paper's layouts, plots), ``table5`` (``eval compare``'s Table 5).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from transformers.utils import logging
 
 from cavpref.eval import circular as circ
-from cavpref.eval.benchmarks.avtrustbench import report, scoring, sweep
+from cavpref.eval.benchmarks.avtrustbench import report, scoring, sweep, table5
 from cavpref.eval.benchmarks.avtrustbench.metrics import summarize
 from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
 from cavpref.eval.benchmarks.avtrustbench.trust import references, trust_summary
@@ -298,4 +298,4 @@ class AVTrustBench(Benchmark):
 
     def compare(self, runs, labels, *, setting=None, metric="headline") -> str:
         """``eval compare``: Table 5 (differences from the first, zero-shot run; trust tables)."""
-        return report.compare(runs, labels, setting=setting, metric=metric)
+        return table5.compare(runs, labels, setting=setting, metric=metric)

@@ -1,7 +1,7 @@
 """TraceAV-Bench (Heinz217/TraceAV-Bench): multi-hop multiple choice over long videos, exact set match.
 
-``data`` reads the released task files and holds the prompt, both answer parsers, evidence-hop masking
-and the pure metrics and analyses; ``report`` the report section. Long videos are sampled by
+``data`` reads the released task files and holds the prompt, both answer parsers and evidence-hop
+masking; ``metrics`` the pure metrics and the appendix's analyses; ``report`` the report section. Long videos are sampled by
 ``cavpref.eval.longvideo`` (N frames by seeking, the model's audio window filled with spread chunks).
 The input ablations of the paper: ``--drop_stream`` (Table 2's visual-only / audio-only rows),
 ``--text_only`` (the blindfold run) and ``--hop_mask one|all`` (Mask-1 / Mask-All, Tables 4-5).
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cavpref.eval.benchmarks.traceav import data, report
+from cavpref.eval.benchmarks.traceav import metrics as tables
 from cavpref.eval.common import media_root_of, select
 from cavpref.eval.longvideo import LongVideoPolicy
 from cavpref.eval.registry import Benchmark, Loaded, register
@@ -134,15 +135,15 @@ class TraceAV(Benchmark):
 
     def metrics(self, scored, outcomes) -> dict[str, Any]:
         lengths = self.durations([it for it, _ in scored])
-        return data.traceav_metrics(
+        return tables.traceav_metrics(
             [
-                data.TraceRecord(
+                tables.TraceRecord(
                     it.task,
                     tuple(rs[0]["predicted"]),
                     it.answer_letters,
                     len(it.options),
                     len(it.meta["trajectory"]),
-                    data.first_hop_minute(it.meta["trajectory"]),
+                    tables.first_hop_minute(it.meta["trajectory"]),
                     lengths.get(it.meta["video_id"]),
                     it.meta["video_id"],
                 )
