@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from transformers.utils import logging
 
+from cavpref.eval.common import split_response
 from cavpref.eval.metrics import ItemOutcome
 from cavpref.eval.runner import Job, PassRequest
 from cavpref.redact import redact
@@ -69,6 +70,8 @@ class Benchmark:
     prediction_format: ClassVar[str] = ""  # one line; `cavpref eval score` names it in its errors
     # `eval compare`: the summary columns (of ``columns``) that rank the runs, first one sorts the table
     rank_by: ClassVar[tuple[str, ...]] = ()
+    # the folder's report module (``section(results)``, ``figures(results)``), when it has one
+    report: ClassVar[Any] = None
 
     def __init__(self, args=None, options=None, *, client=None, nli=None):
         self.args = args
@@ -180,12 +183,12 @@ class Benchmark:
         return {"counts": results["counts"], "metrics": self.headline(results)}
 
     def section(self, results: dict) -> list[str]:
-        """report.md lines after the shared header (``eval.reports``)."""
-        raise NotImplementedError
+        """report.md lines after the shared header (``eval.reports``): the report module's, by default."""
+        return self.report.section(results)
 
     def figures(self, results: dict) -> list:
         """plots/ bar charts: (file name, label lists, series dicts, titles), ``eval.reports.draw``."""
-        return []
+        return self.report.figures(results) if self.report is not None else []
 
     def columns(self, results: dict) -> dict[str, float | None]:
         """`eval compare`: the run's number per sub-task and summary column (``rank_by`` among them)."""
@@ -195,6 +198,30 @@ class Benchmark:
         from cavpref.eval.reports import write
 
         write(results, out_dir, self)
+
+
+class ReasonedAnswers:
+    """Mixed into a benchmark whose answers come with their reasoning (AURA, MMAR): a model's response is
+    split into the two (``common.split_response``), a predictions row gives them (``answer_and_reasoning``),
+    and both are scored together (``score_answers``)."""
+
+    def answer_and_reasoning(self, row: dict) -> tuple[str, str] | None:
+        raise NotImplementedError
+
+    def score_answers(self, jobs: list[Job], answers: list[str], reasonings: list[str]) -> list[dict]:
+        raise NotImplementedError
+
+    def score(self, jobs: list[Job]) -> list[dict]:
+        parts = [split_response(j.output or "") for j in jobs]
+        return self.score_answers(jobs, [a for a, _ in parts], [r for _, r in parts])
+
+    def prediction(self, row: dict) -> str | None:
+        found = self.answer_and_reasoning(row)
+        return None if found is None else found[0]
+
+    def score_predictions(self, jobs: list[Job], rows: list[dict]) -> list[dict]:
+        found = [self.answer_and_reasoning(r) for r in rows]
+        return self.score_answers(jobs, [a for a, _ in found], [r for _, r in found])
 
 
 _REGISTRY: dict[str, type[Benchmark]] = {}

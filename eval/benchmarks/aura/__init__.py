@@ -11,7 +11,7 @@ from typing import Any
 
 from cavpref.eval.benchmarks.aura import data, report
 from cavpref.eval.common import media_root_of, select, split_response
-from cavpref.eval.registry import Benchmark, Loaded, register
+from cavpref.eval.registry import Benchmark, Loaded, ReasonedAnswers, register
 
 
 @dataclass
@@ -28,7 +28,7 @@ class AURAOptions:
 
 
 @register
-class AURA(Benchmark):
+class AURA(ReasonedAnswers, Benchmark):
     name = data.BENCHMARK
     title = "AURA"
     Options = AURAOptions
@@ -36,6 +36,7 @@ class AURA(Benchmark):
     protocols = ("paper", "official")
     uses_judge = True
     rank_by = ("overall ACC",)
+    report = report
     prediction_format = (
         "'<model_key>_answer' (+ '_reason', with --model_key: the released evaluator's input), "
         "'answer'+'reasoning', or 'response'"
@@ -74,13 +75,10 @@ class AURA(Benchmark):
     def prompt(self, item) -> str:
         return data.prompt(item)
 
-    def score(self, jobs):
-        parts = [split_response(j.output or "") for j in jobs]
-        return self._score([j.item for j in jobs], [a for a, _ in parts], [r for _, r in parts])
-
-    def _score(self, items, answers, reasonings):
+    def score_answers(self, jobs, answers, reasonings):
         from cavpref.eval.benchmarks.aura.judge import score
 
+        items = [j.item for j in jobs]
         return [{**r, "protocol": self.protocol} for r in score(items, answers, reasonings, self.judges)]
 
     def scored(self, record: dict) -> bool:
@@ -115,7 +113,7 @@ class AURA(Benchmark):
                 return data.item_id(task, str(row["video_id"]), str(row["question"])), 0
         return None
 
-    def _answer(self, row) -> tuple[str, str] | None:
+    def answer_and_reasoning(self, row) -> tuple[str, str] | None:
         key = self.opt.model_key
         if key and f"{key}_answer" in row:
             return str(row[f"{key}_answer"] or ""), str(row.get(f"{key}_reason") or "")
@@ -125,21 +123,7 @@ class AURA(Benchmark):
             return split_response(row["response"])
         return None
 
-    def prediction(self, row):
-        found = self._answer(row)
-        return None if found is None else found[0]
-
-    def score_predictions(self, jobs, rows):
-        answers = [self._answer(r) for r in rows]
-        return self._score([j.item for j in jobs], [a for a, _ in answers], [r for _, r in answers])
-
     # reports
-    def section(self, results):
-        return report.section(results)
-
-    def figures(self, results):
-        return report.figures(results)
-
     def columns(self, results):
         m = results["metrics"]
         return {

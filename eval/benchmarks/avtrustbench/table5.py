@@ -16,7 +16,7 @@ from cavpref import task_registry
 
 def compare(
     runs: Sequence[dict],
-    labels: Sequence[str] | None = None,
+    labels: Sequence[str],
     *,
     setting: str | None = None,
     metric: str = "headline",
@@ -26,12 +26,8 @@ def compare(
     unperturbed questions) follows when the runs evaluated it, and a "Paired" column (the paired trust score
     over all perturbed items, ``cavpref.eval.trust``) when any run has clean twins. Two computed rows close
     the table — "always abstain" and "never abstain" on the first run's items — so a reader sees what the
-    plain per-task numbers reward; then the paired score and the abstention rate per task, same rows."""
-    if len(runs) < 2:
-        raise ValueError("compare needs a zero-shot run and at least one fine-tuned run")
-    labels = list(labels or [r.get("label") or f"run{i}" for i, r in enumerate(runs)])
-    if len(labels) != len(runs):
-        raise ValueError(f"{len(labels)} labels for {len(runs)} runs")
+    plain per-task numbers reward; then the paired score and the abstention rate per task, same rows.
+    ``labels``: one per run (``cavpref.eval.compare.compare`` checks the runs and labels, then calls this)."""
     refs = runs[0]["metrics"].get("references") or {}
     ref_rows = [
         (f"{policy} (computed)", {"metrics": refs[policy]}) for policy in REFERENCES if policy in refs

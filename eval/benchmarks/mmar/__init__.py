@@ -14,7 +14,7 @@ from typing import Any
 
 from cavpref.eval.benchmarks.mmar import data, report
 from cavpref.eval.common import media_root_of, select, split_response
-from cavpref.eval.registry import Benchmark, Loaded, register
+from cavpref.eval.registry import Benchmark, Loaded, ReasonedAnswers, register
 from cavpref.eval.runner import PassRequest
 
 
@@ -42,7 +42,7 @@ class MMAROptions:
 
 
 @register
-class MMAR(Benchmark):
+class MMAR(ReasonedAnswers, Benchmark):
     name = data.BENCHMARK
     title = "MMAR-Rubrics"
     Options = MMAROptions
@@ -50,6 +50,7 @@ class MMAR(Benchmark):
     protocols = ("paper", "official")
     uses_judge = True
     rank_by = ("Avg", "Rubrics", "CRS")
+    report = report
     prediction_format = "'answer_prediction' (or 'model_prediction') with 'thinking_prediction', or 'response'; 'run' with --runs"
 
     def __init__(self, *args, **kwargs):
@@ -81,11 +82,7 @@ class MMAR(Benchmark):
             }
         return PassRequest(data.prompt(item), sampling=sampling)
 
-    def score(self, jobs):
-        parts = [split_response(j.output or "") for j in jobs]
-        return self._score(jobs, [a for a, _ in parts], [r for _, r in parts])
-
-    def _score(self, jobs, answers, reasonings):
+    def score_answers(self, jobs, answers, reasonings):
         from cavpref.eval.benchmarks.mmar.judge import score
 
         recs = score([j.item for j in jobs], answers, reasonings, self.judge)
@@ -133,7 +130,7 @@ class MMAR(Benchmark):
     def prediction_key(self, row):
         return (str(row["id"]), int(row.get("run", 0))) if "id" in row else None
 
-    def _answer(self, row) -> tuple[str, str] | None:
+    def answer_and_reasoning(self, row) -> tuple[str, str] | None:
         for name in ("answer_prediction", "model_prediction"):  # current release; MMAR's first evaluator
             if name in row:
                 return str(row[name] or ""), str(row.get("thinking_prediction") or "")
@@ -141,23 +138,9 @@ class MMAR(Benchmark):
             return split_response(row["response"])
         return None
 
-    def prediction(self, row):
-        found = self._answer(row)
-        return None if found is None else found[0]
-
-    def score_predictions(self, jobs, rows):
-        answers = [self._answer(r) for r in rows]
-        return self._score(jobs, [a for a, _ in answers], [r for _, r in answers])
-
     # reports
     def headline(self, results):
         return {p: b["overall"] for p, b in results["metrics"].items()}
-
-    def section(self, results):
-        return report.section(results)
-
-    def figures(self, results):
-        return report.figures(results)
 
     def columns(self, results):
         m = results["metrics"]

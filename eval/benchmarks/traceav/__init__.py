@@ -58,6 +58,7 @@ class TraceAV(Benchmark):
     defaults = {"max_new_tokens": 32, "batch_size": 4, "chunk_size": 32}
     protocols = ("paper", "official")
     rank_by = ("MH Avg", "Gen. Avg")  # Table 3: Rank (MH -> Gen.)
+    report = report
     prediction_format = '\'response\' (free text) or \'prediction\' (letters: "A,C" or ["A", "C"])'
 
     def __init__(self, *args, **kwargs):
@@ -199,12 +200,6 @@ class TraceAV(Benchmark):
     def headline(self, results):
         m = results["metrics"]
         return {"overall": m["overall"], "gen_avg": m["gen_avg"]["acc"], "mh_avg": m["mh_avg"]["acc"]}
-
-    def section(self, results):
-        return report.section(results)
-
-    def figures(self, results):
-        return report.figures(results)
 
     def columns(self, results):
         m = results["metrics"]
