@@ -101,12 +101,24 @@ class ModelIOBackend:
         return [Row(prompt=p, media=m, media_key=k, row_id=k or "") for p, m, k in zip(prompts, media, keys)]
 
     def generate(
-        self, prompts: Sequence[str], media: Sequence[DecodedMedia | None], keys: Sequence[str]
+        self,
+        prompts: Sequence[str],
+        media: Sequence[DecodedMedia | None],
+        keys: Sequence[str],
+        sampling: dict[str, Any] | None = None,
     ) -> list[Output]:
+        """Greedy answers, or sampled ones (``sampling``: ``do_sample``, ``temperature``, ``seed``). A sampled
+        batch seeds torch from the seed and the batch's prompts and media keys, so it is reproducible for
+        the same batch (HF ``generate`` draws one random stream per batch, not per row)."""
         import torch
 
+        generation = dict(self.generation)
+        if sampling is not None:
+            generation.update({k: v for k, v in sampling.items() if k != "seed"})
+            blob = json.dumps([sampling.get("seed"), list(prompts), [str(k) for k in keys]]).encode()
+            torch.manual_seed(int.from_bytes(hashlib.sha256(blob).digest()[:7], "big"))
         with torch.no_grad():
-            texts = self.model_io.generate(self.model, self._rows(prompts, media, keys), **self.generation)
+            texts = self.model_io.generate(self.model, self._rows(prompts, media, keys), **generation)
         return [(t, None) for t in texts]
 
     def option_logps(
@@ -175,9 +187,15 @@ class EndpointBackend:
         content.append({"type": "text", "text": prompt})
         return [{"role": "user", "content": content}]
 
-    def generate(self, prompts, media, keys) -> list[Output]:
+    def generate(self, prompts, media, keys, sampling: dict[str, Any] | None = None) -> list[Output]:
+        """``sampling`` (``temperature``, ``seed``, ...) goes into the request body (the API's ``seed`` is
+        best effort on most servers); ``do_sample`` is implied by a temperature above 0."""
+        params = {k: v for k, v in (sampling or {}).items() if k != "do_sample"}
         results = self.client.chat_many(
-            [self.messages(p, m) for p, m in zip(prompts, media)], desc="endpoint", max_tokens=self.max_tokens
+            [self.messages(p, m) for p, m in zip(prompts, media)],
+            desc="endpoint",
+            max_tokens=self.max_tokens,
+            **params,
         )
         return [(r.text, None) if r.ok else (None, f"endpoint: {r.error}") for r in results]
 

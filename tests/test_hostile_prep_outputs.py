@@ -12,7 +12,7 @@ from cavpref.data_prep.build import PrepConfig, build, merge
 from cavpref.data_prep.build import pipeline as build_module
 from cavpref.data_prep.synthetic.config import WorldConfig
 from cavpref.data_prep.synthetic.world import generate_world
-from cavpref.eval.loader import DataError, load_items
+from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
 
 merge_module = importlib.import_module(
     "cavpref.data_prep.build.merge"

@@ -198,13 +198,13 @@ def test_evaluation_reads_the_tenth_task_from_the_items(prepped, trained, tmp_pa
             data=str(prepped["out"]),
             output=str(tmp_path / "eval"),
             tasks=["SAT", "MAT"],
-            split="train",
             limit=1,
             mode="likelihood",
             media_root=str(prepped["world"]),
             no_judge=True,
             label="tiny",
-        )
+        ),
+        {"split": "train"},
     )
     for setting, block in results["metrics"]["settings"].items():
         assert list(block["tasks"]) == ["MAT", "SAT"], setting  # declaration order: built-ins first

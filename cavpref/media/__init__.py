@@ -6,6 +6,7 @@ from cavpref.media.probe import MediaInfo, probe  # noqa: F401
 from cavpref.media.spec import (  # noqa: F401
     Combine,
     Concat,
+    Mask,
     MediaError,
     MediaSpec,
     Overlay,
@@ -18,6 +19,7 @@ from cavpref.media.spec import (  # noqa: F401
     from_json,
     has_audio,
     has_video,
+    mask,
     mute,
     overlay,
     resolve_path,

@@ -104,7 +104,7 @@ def _decode_video(pieces, times, size, backend) -> np.ndarray:
     groups: dict = {}
     for k, t in enumerate(times):
         found = locate(pieces, float(t))
-        if found is not None:
+        if found is not None and not found[0].blank:  # a Mask span shows black
             piece, local = found
             g = groups.setdefault(piece.file, (piece.info, [], []))
             g[1].append(k)
@@ -120,7 +120,7 @@ def _decode_audio(pieces, duration: float, sample_rate: int) -> np.ndarray:
     for p in pieces:
         n0 = int(round(p.at * sample_rate))
         n = min(int(round(p.length * sample_rate)), total - n0)
-        if n > 0:
+        if n > 0 and not p.blank:  # a Mask span stays silent
             out[n0 : n0 + n] += np.float32(p.gain) * read_audio(p.file, p.info, p.src_start, n, sample_rate)
     return out
 

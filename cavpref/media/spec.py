@@ -10,6 +10,9 @@ Nodes
 ``Concat(parts)``                  parts one after the other in time.
 ``Overlay(parts, gains, video)``   audio of the parts mixed with gains; video taken from ``parts[video]``
                                    (``video=None``: no video).
+``Mask(part, spans, video, audio)`` ``part`` with black frames (``video``) and / or silence (``audio``) over
+                                   ``spans`` of its own timeline: the stream stays present, its content
+                                   there is blank (evaluation ablations: TraceAV-Bench's evidence-hop masking).
 
 Every task is expressible (see ``tests/test_media_spec.py``)::
 
@@ -87,8 +90,38 @@ class Overlay:
             raise MediaError(f"Overlay video index {self.video} out of range for {len(self.parts)} parts")
 
 
-MediaSpec = Union[Source, Combine, Concat, Overlay]
-_NODES = {"source": Source, "combine": Combine, "concat": Concat, "overlay": Overlay}
+@dataclass(frozen=True)
+class Mask:
+    """``part`` blanked over ``spans`` ((start, end) seconds on ``part``'s timeline): black frames where
+    ``video``, silence where ``audio``. Unlike ``mute`` / ``drop_video`` the stream is not removed — the
+    model still receives frames and samples, only their content over the spans is gone, so a question's
+    evidence can be taken out without changing what the input looks like elsewhere. Spans are sorted and
+    overlapping ones merged, so equal masks give equal JSON (record keys)."""
+
+    part: "MediaSpec"
+    spans: tuple[tuple[float, float], ...] = ()
+    video: bool = True
+    audio: bool = True
+
+    def __post_init__(self):
+        if not (self.video or self.audio):
+            raise MediaError("Mask blanks neither stream (video=False, audio=False)")
+        merged: list[list[float]] = []
+        for span in sorted((float(a), float(b)) for a, b in self.spans):
+            a, b = span
+            if a < 0 or b <= a:
+                raise MediaError(f"Mask span [{a}, {b}] must have 0 <= start < end")
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        if not merged:
+            raise MediaError("Mask needs at least one span")
+        object.__setattr__(self, "spans", tuple((a, b) for a, b in merged))
+
+
+MediaSpec = Union[Source, Combine, Concat, Overlay, Mask]
+_NODES = {"source": Source, "combine": Combine, "concat": Concat, "overlay": Overlay, "mask": Mask}
 
 
 def _check_relative(path: str) -> None:
@@ -127,6 +160,11 @@ def drop_video(spec: MediaSpec) -> Combine:
     return Combine(video=None, audio=spec)
 
 
+def mask(spec: MediaSpec, spans: Any, *, video: bool = True, audio: bool = True) -> Mask:
+    """``spec`` with black frames / silence over ``spans`` ((start, end) seconds on its timeline)."""
+    return Mask(spec, tuple(tuple(s) for s in spans), video, audio)
+
+
 def concat(*parts: MediaSpec) -> Concat:
     return Concat(tuple(parts))
 
@@ -141,6 +179,8 @@ def overlay(*parts: MediaSpec, gains: tuple[float, ...] | None = None, video: in
 def has_video(spec: MediaSpec) -> bool:
     if isinstance(spec, Source):
         return True
+    if isinstance(spec, Mask):
+        return has_video(spec.part)
     if isinstance(spec, Combine):
         return spec.video is not None and has_video(spec.video)
     if isinstance(spec, Concat):
@@ -151,6 +191,8 @@ def has_video(spec: MediaSpec) -> bool:
 def has_audio(spec: MediaSpec) -> bool:
     if isinstance(spec, Source):
         return True
+    if isinstance(spec, Mask):
+        return has_audio(spec.part)
     if isinstance(spec, Combine):
         return spec.audio is not None and has_audio(spec.audio)
     return any(has_audio(p) for p in spec.parts)
@@ -160,6 +202,8 @@ def sources(spec: MediaSpec) -> Iterator[Source]:
     """All leaves, in order (used for split-leak checks and cache keys)."""
     if isinstance(spec, Source):
         yield spec
+    elif isinstance(spec, Mask):
+        yield from sources(spec.part)
     elif isinstance(spec, Combine):
         for part in (spec.video, spec.audio):
             if part is not None:
@@ -183,6 +227,14 @@ def to_dict(spec: MediaSpec) -> dict[str, Any]:
         }
     if isinstance(spec, Concat):
         return {"op": "concat", "parts": [to_dict(p) for p in spec.parts]}
+    if isinstance(spec, Mask):
+        return {
+            "op": "mask",
+            "part": to_dict(spec.part),
+            "spans": [list(x) for x in spec.spans],
+            "video": spec.video,
+            "audio": spec.audio,
+        }
     if isinstance(spec, Overlay):
         return {
             "op": "overlay",
@@ -218,6 +270,8 @@ def _from_dict(d: dict[str, Any]) -> MediaSpec:
             video=None if d.get("video") is None else from_dict(d["video"]),
             audio=None if d.get("audio") is None else from_dict(d["audio"]),
         )
+    if op == "mask":
+        return Mask(from_dict(d["part"]), tuple(tuple(x) for x in d["spans"]), d["video"], d["audio"])
     parts = tuple(from_dict(p) for p in d["parts"])
     if op == "concat":
         return Concat(parts)

@@ -14,6 +14,9 @@ Semantics (one rule per node)
 * ``Concat``: parts one after another; duration is the sum.
 * ``Overlay``: all parts start at the same time; duration is the max; audio pieces carry
   ``gain * gain_i`` and are summed; video pieces come from ``parts[video]`` only.
+* ``Mask``: the part's plan with its pieces cut at the spans; the pieces inside a span are marked
+  ``blank`` for the masked streams (decoded as black frames / silence, never read), so the stream stays
+  present with its size and duration.
 
 A stream is present in the result if at least one piece provides it; gaps in a present stream
 (a muted part of a Concat, the tail of an Overlay's shorter video part) are silence / black frames.
@@ -23,13 +26,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from cavpref.media.probe import MediaInfo
-from cavpref.media.spec import Combine, Concat, MediaError, MediaSpec, Overlay, Source, sources, to_json
+from cavpref.media.spec import Combine, Concat, Mask, MediaError, MediaSpec, Overlay, Source, sources, to_json
 
 # A Source ``end`` up to this far past the file's end is clamped (container durations are rounded;
 # AudioSet segments say 10.000 s for 9.98 s files). Further out is an error.
@@ -46,6 +49,7 @@ class Piece:
     at: float
     length: float
     gain: float = 1.0
+    blank: bool = False  # inside a Mask span: black frames / silence, the file is not read
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,7 @@ def _clip(pieces, window_end):
     for p in pieces:
         length = min(p.length, window_end - p.at)
         if length > 1e-9:
-            out.append(p if length == p.length else Piece(p.file, p.info, p.src_start, p.at, length, p.gain))
+            out.append(p if length == p.length else replace(p, length=length))
     return out
 
 
@@ -133,12 +137,31 @@ def _plan(spec, lookup, at, gain, window_end):
             audios.append(a)
             cur += d
         return cur - at, _join(videos), _join(audios)
+    if isinstance(spec, Mask):
+        d, video, audio = _plan(spec.part, lookup, at, gain, window_end)
+        spans = [(at + a, at + min(b, d)) for a, b in spec.spans if a < d]
+        return d, _blank(video, spans) if spec.video else video, _blank(audio, spans) if spec.audio else audio
     if isinstance(spec, Overlay):
         results = [_plan(p, lookup, at, gain * g, window_end) for p, g in zip(spec.parts, spec.gains)]
         duration = max(r[0] for r in results)
         video = None if spec.video is None else results[spec.video][1]
         return duration, video, _join([r[2] for r in results])
     raise MediaError(f"not a MediaSpec node: {spec!r}")
+
+
+def _blank(pieces, spans):
+    """``pieces`` cut at the span edges (timeline seconds), the parts inside a span marked blank."""
+    if pieces is None:
+        return None
+    out = []
+    for p in pieces:
+        edges = sorted({p.at, p.at + p.length, *(t for s in spans for t in s if p.at < t < p.at + p.length)})
+        for a, b in zip(edges, edges[1:]):
+            inside = any(s <= a and b <= e for s, e in spans)
+            out.append(
+                replace(p, src_start=p.src_start + (a - p.at), at=a, length=b - a, blank=p.blank or inside)
+            )
+    return out
 
 
 def _files(spec: MediaSpec) -> str:

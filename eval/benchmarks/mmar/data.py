@@ -14,10 +14,14 @@ Metrics (pure functions below):
 - r_i = satisfied / total rubric points for a correct answer (points over the maximum of each criterion's
   allowed scores), 0 for a wrong one. Rubrics = mean r_i over all items; CRS = Σ r_i / Σ c_i, defined as 0
   when no answer is correct (as the card's reference code does).
-- Variance, two protocols recomputable from the same stored raw scores: ``raters`` — K judge calls per item,
-  r_i is the mean after dropping the lowest and highest (the released ``evaluation_rubrics.py``);
-  ``runs`` — K full runs (run k uses every item's k-th rating), the metric is the mean of the middle three
-  run-level values (the card). With K = 5 both trim one value at each end.
+- Variance. "The protocol requires five runs and reports the mean of the middle three scores" has two
+  readings in the wild, and both are offered, each named in results.json and the report:
+  ``raters`` — the model answers once, K judge calls per answer, r_i is the mean after dropping the lowest
+  and highest (the released ``evaluation_rubrics.py``); ``runs`` — the same K ratings read as K runs (run
+  k uses every item's k-th rating), the metric is the mean of the middle three run-level values;
+  ``inference_runs`` (``--runs R``) — the model answers R times (sampling, seed per run), each answer is
+  rated by the K raters (trimmed mean as in ``raters``), and each metric is the mean of the middle values
+  of the R run-level metrics (for R = 5, the middle three). With 5 values every trim drops one at each end.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cavpref.eval.benchmarks.common import (
+from cavpref.eval.common import (
     BenchmarkInputError,
     field,
     grouped,
@@ -278,6 +282,28 @@ def summary(records: Sequence[MMARRecord], protocol: str = "raters") -> dict[str
     }
 
 
+def inference_runs(per_item: Sequence[Sequence[MMARRecord]], rated: bool = True) -> dict[str, Any]:
+    """The ``inference_runs`` protocol: ``per_item[i][j]`` is item i's record of run j (its answer of that
+    run, with that answer's K ratings). Run j's Avg / Rubrics / CRS use every item's run-j record (r_i the
+    trimmed mean of its ratings); each metric is then ``trim_min_max`` over the runs. ``per_run`` keeps
+    every run's numbers."""
+    if not per_item:
+        return {**summary([], "accuracy"), "runs": 0, "per_run": []}
+    n_runs = {len(runs) for runs in per_item}
+    if len(n_runs) != 1:
+        raise ValueError(f"inference runs: every item needs the same number of runs, got {sorted(n_runs)}")
+    runs = [
+        summary([item[j] for item in per_item], "raters" if rated else "accuracy")
+        for j in range(n_runs.pop())
+    ]
+    out = {"n": runs[0]["n"], "runs": len(runs), "per_run": runs}
+    for key in ("Avg", "Rubrics", "CRS"):
+        values = [r[key] for r in runs]
+        out[key] = None if any(v is None for v in values) else trim_min_max(values)
+    out["n_correct"] = trim_min_max([r["n_correct"] for r in runs])
+    return out
+
+
 def mmar_metrics(
     records: Sequence[MMARRecord], protocols: Sequence[str] = ("raters", "runs")
 ) -> dict[str, Any]:
@@ -296,3 +322,18 @@ def mmar_metrics(
             "sub_category": grouped(records, lambda r: r.sub_category, summarise),
         }
     return out
+
+
+def inference_runs_metrics(per_item: Sequence[Sequence[MMARRecord]], rated: bool = True) -> dict[str, Any]:
+    """``inference_runs`` overall and by modality / category / sub-category (each item grouped by its
+    first run's record)."""
+
+    def summarise(group):
+        return inference_runs(group, rated)
+
+    return {
+        "overall": summarise(per_item),
+        "modality": grouped(per_item, lambda runs: runs[0].modality, summarise),
+        "category": grouped(per_item, lambda runs: runs[0].category, summarise),
+        "sub_category": grouped(per_item, lambda runs: runs[0].sub_category, summarise),
+    }

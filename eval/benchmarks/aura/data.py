@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cavpref.eval.benchmarks.common import BenchmarkInputError, field, mean, read_records
+from cavpref.eval.common import BenchmarkInputError, field, mean, read_records
 from cavpref.eval.extract import match_choice
 
 from cavpref.data import BenchmarkItem

@@ -18,21 +18,27 @@ letters, and normalised to a sorted set; it is correct only on an exact set matc
 that is partly right is wrong); an empty set is an abstention, counted separately. Hop count = number of
 trajectory entries (each entry is one annotated hop with its own timestamp); the first hop is the earliest
 ``timestamp_minute``.
+
+Evidence-hop masking (appendix B, Tables 4-5): each hop covers its ``event_time_range`` (minutes), or the
+one-minute interval of its ``timestamp_minute`` when it has no longer range (``hop_spans``); Mask-1 blanks
+one hop drawn per question with a seeded generator, Mask-All every hop, overlapping spans merged — black
+frames and silence (``cavpref.media.spec.Mask``). The metrics and the appendix's analyses are in
+``metrics``.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cavpref.eval.benchmarks.common import BenchmarkInputError, field, mean, parse_json_reply, read_records
+from cavpref.eval.common import BenchmarkInputError, field, parse_json_reply, read_records
 from cavpref.eval.extract import letter_mentions, strip_reasoning
 
 from cavpref.data import BenchmarkItem
-from cavpref.media.spec import clip
+from cavpref.media.spec import clip, from_json, mask, to_json
 
 BENCHMARK = "traceav"
 # task_type -> (dimension, abbreviation), in the order of the paper's Tables 2 and 3
@@ -169,6 +175,43 @@ def read(path: str | Path, *, task_type: str | None = None) -> list[BenchmarkIte
     return items
 
 
+# ----------------------------------------------------------------------------- evidence-hop masking
+
+MASKS = {"one": "Mask-1", "all": "Mask-All"}
+
+
+def hop_span(hop: Mapping) -> tuple[float, float]:
+    """A hop's interval in seconds: its ``event_time_range`` when it spans time, else the one-minute
+    interval of its ``timestamp_minute`` (the paper: "when only a minute-level timestamp is available,
+    we use the corresponding one-minute interval")."""
+    rng = hop.get("event_time_range") if isinstance(hop.get("event_time_range"), Mapping) else {}
+    start, end = rng.get("start_minute"), rng.get("end_minute")
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (start, end))
+    if numbers and end > start >= 0:
+        return 60.0 * start, 60.0 * end
+    minute = float(hop["timestamp_minute"])
+    return 60.0 * minute, 60.0 * (minute + 1)
+
+
+def hop_spans(item: BenchmarkItem, which: str, seed: int = 0) -> list[tuple[float, float]]:
+    """The spans to blank: ``which="all"`` every hop, ``"one"`` one hop drawn for this question from a
+    generator seeded by (``seed``, item id) — the same hop whatever the order or sharding of the run."""
+    spans = [hop_span(h) for h in item.meta["trajectory"]]
+    if which == "all" or not spans:
+        return spans
+    if which != "one":
+        raise ValueError(f"hop mask must be one of {list(MASKS)}, got {which!r}")
+    return [spans[random.Random(f"{seed}:{item.id}").randrange(len(spans))]]
+
+
+def mask_hops(items: Sequence[BenchmarkItem], which: str, seed: int = 0) -> None:
+    """Replace each item's media by its clip with the chosen hops blanked (black frames, silence)."""
+    for item in items:
+        spans = hop_spans(item, which, seed)
+        if item.media and spans:
+            item.media = to_json(mask(from_json(item.media), spans))
+
+
 def prompt(item: BenchmarkItem) -> str:
     """A minimal prompt, as the paper's (no chain of thought): letters only."""
     listing = "\n".join(f"{k}. {v}" for k, v in item.options.items())
@@ -267,120 +310,3 @@ def parse_official(text: str | None, letters: Sequence[str]) -> tuple[str, ...]:
     )
     source = m.group(1) if m else " ".join(re.findall(rf"\b({cls})\b", part.upper()))
     return tuple(sorted(set(re.findall(cls, source.upper()))))
-
-
-def hop_bin(hops: int) -> str:
-    return "2-4" if 2 <= hops <= 4 else ("5+" if hops >= 5 else "<2")
-
-
-def first_hop_minute(trajectory: Sequence[Mapping]) -> float | None:
-    return min((float(h["timestamp_minute"]) for h in trajectory), default=None)
-
-
-def position_bin(first_minute: float | None, duration_s: float | None) -> str:
-    """Where the first evidence hop sits: "first 20%" (< 0.2 of the video), "20-40%", ">=40%", or
-    "unknown" without a duration. The paper compares the first and the last bin."""
-    if first_minute is None or not duration_s or duration_s <= 0:
-        return "unknown"
-    frac = 60.0 * first_minute / duration_s
-    return "first 20%" if frac < 0.2 else ("20-40%" if frac < 0.4 else ">=40%")
-
-
-def random_guess(n_options: int, n_correct: int, strategy: str = "one_letter") -> float:
-    """Expected accuracy of a random guess under exact set match. ``one_letter`` (the paper's baseline:
-    pick one option uniformly) can never match a multi-answer set; ``type_aware`` knows the question type
-    and picks uniformly among the sets it allows (one letter, or any 2+ letters)."""
-    if strategy == "one_letter":
-        return 1.0 / n_options if n_correct == 1 else 0.0
-    if strategy == "type_aware":
-        return 1.0 / n_options if n_correct == 1 else 1.0 / (2**n_options - n_options - 1)
-    raise ValueError(f"unknown random-guess strategy {strategy!r} (one_letter | type_aware)")
-
-
-@dataclass(frozen=True)
-class TraceRecord:
-    task_type: str
-    predicted: tuple[str, ...]
-    gold: tuple[str, ...]
-    n_options: int
-    hops: int
-    first_minute: float | None = None
-    duration_s: float | None = None
-
-    @property
-    def correct(self) -> bool:
-        return bool(self.predicted) and set(self.predicted) == set(self.gold)
-
-    @property
-    def abstained(self) -> bool:
-        return not self.predicted
-
-
-def _acc(records: Sequence[TraceRecord]) -> dict[str, Any]:
-    n = len(records)
-    return {
-        "n": n,
-        "acc": None if not n else 100.0 * sum(r.correct for r in records) / n,
-        "abstained": sum(r.abstained for r in records),
-    }
-
-
-def traceav_metrics(records: Sequence[TraceRecord]) -> dict[str, Any]:
-    """Per sub-task accuracy (with the random-guess baseline of its option structure), per dimension
-    (macro over its sub-tasks, and micro), Gen. Avg and MH Avg (unweighted over the sub-tasks present),
-    and the hop-count and first-hop-position breakdowns. Accuracies in percent."""
-    per_task = {}
-    for t in SUBTASKS:
-        rs = [r for r in records if r.task_type == t]
-        if rs:
-            guess = {
-                s: 100.0 * mean(random_guess(r.n_options, len(r.gold), s) for r in rs)
-                for s in ("one_letter", "type_aware")
-            }
-            per_task[t] = {
-                **_acc(rs),
-                "abbrev": SUBTASKS[t][1],
-                "dimension": SUBTASKS[t][0],
-                "random_guess": guess["one_letter"],
-                "random_guess_type_aware": guess["type_aware"],
-            }
-    dims = {}
-    for d in DIMENSIONS:
-        tasks = [v for t, v in per_task.items() if SUBTASKS[t][0] == d]
-        if tasks:
-            micro = _acc([r for r in records if SUBTASKS[r.task_type][0] == d])
-            dims[d] = {
-                "macro": mean(v["acc"] for v in tasks),
-                "micro": micro["acc"],
-                "n": micro["n"],
-                "n_subtasks": len(tasks),
-            }
-
-    def avg(group):
-        present = [per_task[t] for t in group if t in per_task]
-        return {
-            "acc": mean(v["acc"] for v in present),
-            "random_guess": mean(v["random_guess"] for v in present),
-            "n_subtasks": len(present),
-            "complete": len(present) == len(group),
-        }
-
-    hops = {b: _acc([r for r in records if hop_bin(r.hops) == b]) for b in ("2-4", "5+", "<2")}
-    pos = {
-        b: _acc([r for r in records if position_bin(r.first_minute, r.duration_s) == b])
-        for b in ("first 20%", "20-40%", ">=40%", "unknown")
-    }
-    qtype = {
-        k: _acc([r for r in records if (len(r.gold) > 1) == (k == "multiple")])
-        for k in ("single", "multiple")
-    }
-    return {
-        "overall": _acc(records),
-        "per_subtask": per_task,
-        "per_dimension": dims,
-        "gen_avg": avg(GENERAL),
-        "mh_avg": avg(HALLUCINATION),
-        "by_hops": {k: v for k, v in hops.items() if v["n"]},
-        "by_first_hop": {k: v for k, v in pos.items() if v["n"]},
-        "by_question_type": qtype,
-    }

@@ -11,7 +11,9 @@ anything longer). So:
   A video no longer than the window keeps its whole audio track.
 
 Frame times stay on the video's own timeline; the audio chunk ranges are returned so results record what
-the model heard. The policy itself goes into results.json (``describe``).
+the model heard. The policy itself goes into results.json (``describe``). The stream ablations apply: a
+removed stream (``Combine`` with a ``None`` side) is not decoded, and ``Mask`` spans (black frames,
+silence over evidence hops) are kept on the sampled frames and on every audio chunk they overlap.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from cavpref.media.probe import probe
 from cavpref.media.spec import (
     Combine,
     Concat,
+    Mask,
     MediaError,
     MediaSpec,
     Source,
@@ -31,6 +34,8 @@ from cavpref.media.spec import (
     resolve_path,
     to_json,
 )
+
+STREAMS = ("video", "audio")
 
 
 @dataclass(frozen=True)
@@ -85,11 +90,29 @@ def audio_windows(duration: float, window_s: float, segments: int) -> list[tuple
     return out
 
 
-def _source(spec: MediaSpec | str) -> Source:
-    spec = from_json(spec) if isinstance(spec, str) else spec
-    if not isinstance(spec, Source):
-        raise MediaError(f"long-video sampling takes one clip (a Source), got {to_json(spec)}")
-    return spec
+def _unwrap(spec: MediaSpec) -> tuple[Source, dict[str, tuple | None]]:
+    """(the one clip, per stream: None when removed, else the masked spans, () for none)."""
+    if isinstance(spec, Source):
+        return spec, {"video": (), "audio": ()}
+    if isinstance(spec, Mask):
+        src, streams = _unwrap(spec.part)
+        for s in STREAMS:
+            if getattr(spec, s) and streams[s] is not None:
+                streams[s] = streams[s] + spec.spans
+        return src, streams
+    if isinstance(spec, Combine):
+        parts = {s: None if getattr(spec, s) is None else _unwrap(getattr(spec, s)) for s in STREAMS}
+        clips = {found[0] for found in parts.values() if found is not None}
+        if len(clips) == 1:
+            return clips.pop(), {s: None if parts[s] is None else parts[s][1][s] for s in STREAMS}
+    raise MediaError(
+        f"long-video sampling takes one clip (a Source, masked or with a stream removed), got {to_json(spec)}"
+    )
+
+
+def _within(spans: tuple, a: float, b: float) -> list[tuple[float, float]]:
+    """``spans`` (clip seconds) clipped to the window [a, b), on the window's own clock."""
+    return [(max(s, a) - a, min(e, b) - a) for s, e in spans if s < b and e > a]
 
 
 def decode_long(
@@ -102,16 +125,19 @@ def decode_long(
 ) -> tuple[DecodedMedia, dict]:
     """Decode a long clip under ``policy``: (DecodedMedia, what was sampled). ``DecodedMedia.duration`` is
     the clip's duration; ``audio`` is the concatenated chunks (at most ``audio_window_s`` seconds)."""
-    src = _source(spec)
+    src, streams = _unwrap(from_json(spec) if isinstance(spec, str) else spec)
     info = probe(resolve_path(root, src.path))
     end = info.duration if src.end is None else min(src.end, info.duration)
     duration = end - src.start
     if duration <= 0:
         raise MediaError(f"{src.path}: zero-length clip range [{src.start}, {end}]")
     frames = times = None
-    if info.has_video:
+    if info.has_video and streams["video"] is not None:
+        video: MediaSpec = Combine(video=src, audio=None)
+        if streams["video"]:
+            video = Mask(video, streams["video"], video=True, audio=False)
         shown = decode(
-            Combine(video=src, audio=None),
+            video,
             root,
             frames=policy.frame_policy(),
             sample_rate=sample_rate,
@@ -119,9 +145,13 @@ def decode_long(
         )
         frames, times = shown.frames, shown.frame_times
     audio, windows = None, []
-    if info.has_audio:
+    if info.has_audio and streams["audio"] is not None:
         windows = audio_windows(duration, policy.audio_window_s, policy.audio_segments)
-        parts = tuple(Source(src.path, src.start + a, src.start + b) for a, b in windows)
+        parts = []
+        for a, b in windows:
+            part: MediaSpec = Source(src.path, src.start + a, src.start + b)
+            blank = _within(streams["audio"], a, b)
+            parts.append(Mask(part, blank, video=False, audio=True) if blank else part)
         heard = decode(
             Combine(video=None, audio=Concat(parts)),
             root,
@@ -138,5 +168,6 @@ def decode_long(
         "n_frames": 0 if frames is None else int(frames.shape[0]),
         "frame_times": [] if times is None else [round(float(t), 3) for t in times],
         "audio_windows": [list(w) for w in windows],
+        "masked": {s: [list(x) for x in streams[s]] for s in STREAMS if streams[s]},
     }
     return media, sampled

@@ -1,5 +1,5 @@
-"""What the reasoning / long-video benchmarks share: reading released files, parsing judge replies,
-grouped means.
+"""What the benchmark folders share: reading released files, selecting items, parsing judge replies,
+asking judges, model responses, grouped means.
 
 Released files are read as released: a JSON list, a JSON object wrapping the list, or JSONL. Every error
 names the file, the record (line or index) and the field, because a benchmark of 2,000 items is
@@ -17,8 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cavpref.data import check_limit
 
-class BenchmarkInputError(ValueError):
+
+class DataError(ValueError):
+    """Benchmark data (items, released files, predictions) that cannot be read; the message names the file
+    and the row."""
+
+
+class BenchmarkInputError(DataError):
     """A released file or a predictions file that cannot be read as documented."""
 
     def __init__(self, path: str | Path, where: str, field: str | None, problem: str):
@@ -102,6 +109,34 @@ def field(
             path, where, name, f"expected {want}, got {type(value).__name__} {value!r:.60}"
         )
     return value
+
+
+def select(items: list, tasks: Sequence[str], limit: int | None, *, data: str = "") -> list:
+    """``items`` sorted by id, restricted to ``tasks`` (each must exist in the data) and to the first
+    ``limit`` of each task (0 or None: all of them)."""
+    if tasks:
+        known = {i.task for i in items}
+        unknown = sorted(set(tasks) - known)
+        if unknown:
+            raise ValueError(f"--tasks: {unknown} not in {data} (it has {sorted(known)})")
+        items = [i for i in items if i.task in tasks]
+    items = sorted(items, key=lambda i: i.id)
+    limit = check_limit(limit)
+    if limit is None:
+        return items
+    seen: dict[str, int] = defaultdict(int)
+    kept = []
+    for item in items:
+        seen[item.task] += 1
+        if seen[item.task] <= limit:
+            kept.append(item)
+    return kept
+
+
+def media_root_of(data: str, media_root: str | None) -> str:
+    """``--media_root``, else the data file's folder (or the data folder itself)."""
+    path = Path(data)
+    return media_root or str(path if path.is_dir() else path.parent)
 
 
 # ----------------------------------------------------------------------------- judge replies
@@ -238,15 +273,17 @@ class Reply:
 
 def ask(
     client,
-    requests: Sequence[tuple[list[dict], int | None]],
+    requests: Sequence[tuple],
     parse: Callable[[int, str | None], Any],
     *,
     max_tokens: int,
     retries: int = 2,
     desc: str = "judge",
 ) -> list[Reply]:
-    """Send ``(messages, seed)`` requests through the shared ``ChatClient`` (its cache, retries and
-    concurrency bound) and parse each reply with ``parse(request index, text)`` (ValueError: unusable).
+    """Send ``(messages, seed)`` or ``(messages, seed, cache_tag)`` requests through the shared
+    ``ChatClient`` (its cache, retries and concurrency bound) and parse each reply with
+    ``parse(request index, text)`` (ValueError: unusable). ``cache_tag`` makes identical requests separate
+    calls with separate cache entries (``ChatClient.chat``).
     A reply that does not parse is asked again with the seed moved by ``RETRY_SEED_STEP`` (a new
     request, so not the cached bad reply), at most ``retries`` times; the outcome is deterministic
     given the cache. Transport failures are returned as errors (not cached, so
@@ -263,11 +300,11 @@ def ask(
                 break
 
             def call(i, attempt=attempt):
-                messages, seed = requests[i]
+                messages, seed, *tag = requests[i]
                 params = {"max_tokens": max_tokens}
                 if seed is not None or attempt:
                     params["seed"] = (seed or 0) + RETRY_SEED_STEP * attempt
-                return client.chat(messages, **params)
+                return client.chat(messages, cache_tag=tag[0] if tag else None, **params)
 
             futures = [pool.submit(call, i) for i in todo]
             bar = tqdm(futures, desc=desc, disable=len(futures) < 32, leave=False)

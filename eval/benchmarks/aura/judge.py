@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cavpref.eval.benchmarks.aura import letter_of
-from cavpref.eval.benchmarks.common import ask, parse_json_reply, score_from_reply
+from cavpref.eval.benchmarks.aura.data import letter_of
+from cavpref.eval.common import ask, parse_json_reply, score_from_reply
 
 from cavpref.data import BenchmarkItem
 

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cavpref.eval.common import DataError
+
 from cavpref.data import BenchmarkItem, check_limit
 
+__all__ = ["DataError", "LoadResult", "check_prep_output", "default_media_root", "load_items"]
+
 SPLITS = ("train", "validation", "test")
-
-
-class DataError(ValueError):
-    """A benchmark row or file that cannot be read; the message names the file and the row."""
 
 
 @dataclass

@@ -1,8 +1,10 @@
 """MMAR-Rubrics scoring: K judge ratings per correctly answered item, raw scores kept.
 
-Rater k sends the same rubric prompt with ``seed = base_seed + k``: the ratings are distinct requests
-(the shared client's cache would otherwise answer raters 2..K with rater 1's reply) and each one is
-reproducible and cached, so a rerun costs no calls. A reply that does not parse (wrong length, a score
+A rater is one independent judge request: rater k of an answer is its own call with its own cache entry
+(the cache key includes the rater), under either protocol — ``paper`` sends rater k with
+``seed = base_seed + k``, ``official`` sends all K with ``base_seed`` as the released script does (five
+identical calls; a seeded judge answers them alike). So a fresh run makes exactly K calls per correct
+answer, whatever the thread timing, and a rerun makes none (each rating comes back from the cache). A reply that does not parse (wrong length, a score
 outside the criterion's choices) is asked again with the seed moved, as the released script re-asks.
 A wrong answer gets no judge call (r_i = 0). Every rating keeps the judge's reply and the per-criterion
 scores, so ``mmar.mmar_metrics`` recomputes both variance protocols offline; an item whose K ratings are
@@ -16,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cavpref.eval.benchmarks.common import ask
-from cavpref.eval.benchmarks.mmar import (
+from cavpref.eval.common import ask
+from cavpref.eval.benchmarks.mmar.data import (
     DEFAULT_RATERS,
     PROMPT_VERSION,
     is_correct,
@@ -53,6 +55,7 @@ class MMARJudge:
                 "prompt_version": PROMPT_VERSION,
                 "raters": self.raters,
                 "seeds": self.seeds(),
+                "rater": "one independent request per rater (the cache key includes the rater)",
             }
         }
 
@@ -86,7 +89,7 @@ def score(
                 continue
             messages = rubric_messages(item, reasoning, answer)
             for k, seed in enumerate(judge.seeds()):
-                requests.append((messages, seed))
+                requests.append((messages, seed, f"rater {k}"))
                 owners.append((i, k))
     if judge.client is None or not requests:
         return recs
@@ -102,7 +105,7 @@ def score(
         retries=judge.parse_retries,
         desc="mmar rubric",
     )
-    for (i, k), (_, seed), rep in zip(owners, requests, replies):
+    for (i, k), (_, seed, _), rep in zip(owners, requests, replies):
         rating = {"rater": k, "seed": seed, "reply": rep.text, "attempts": rep.attempts}
         if rep.error is None:
             rating.update(scores=rep.value, r=rubric_fraction(rep.value, items[i].meta["rubric"]))
