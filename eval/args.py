@@ -117,7 +117,8 @@ class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments):
         metadata={"help": "the benchmark's sub-tasks to run (default: its default set; see its docs)"},
     )
     limit: int | None = field(
-        default=None, metadata={"help": "first N items (by id) of each task (AVTrustBench: and setting); 0 or unset = all"}
+        default=None,
+        metadata={"help": "first N items (by id) of each task (AVTrustBench: and setting); 0 or unset = all"},
     )
     label: str | None = field(default=None, metadata={"help": "name of this run in reports and `compare`"})
     mode: str = field(
