@@ -10,6 +10,7 @@ from cavpref.media.spec import (  # noqa: F401
     MediaSpec,
     Overlay,
     Source,
+    Stack,
     clip,
     combine,
     concat,
@@ -21,7 +22,9 @@ from cavpref.media.spec import (  # noqa: F401
     mute,
     overlay,
     resolve_path,
+    shift_audio,
     sources,
+    stack,
     to_dict,
     to_json,
 )
