@@ -13,9 +13,10 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from cavpref.chat_json import Reply, ask, parse_json_reply  # noqa: F401 - the judges import them from here
 
 
 class BenchmarkInputError(ValueError):
@@ -106,34 +107,6 @@ def field(
 
 # ----------------------------------------------------------------------------- judge replies
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-
-
-def _loads_lenient(text: str) -> Any:
-    text = re.sub(r",\s*([}\]])", r"\1", text.strip())  # trailing commas
-    return json.loads(text)
-
-
-def parse_json_reply(text: str | None, *, want: type = dict) -> Any:
-    """The JSON object (``want=dict``) or list (``want=list``) in a judge reply: the whole reply, a
-    fenced ```json block, or the outermost braces/brackets in surrounding prose. Raises ValueError."""
-    if not text or not text.strip():
-        raise ValueError("empty reply")
-    candidates = [text] + _FENCE.findall(text)
-    opener, closer = ("{", "}") if want is dict else ("[", "]")
-    start, end = text.find(opener), text.rfind(closer)
-    if 0 <= start < end:
-        candidates.append(text[start : end + 1])
-    for c in candidates:
-        try:
-            value = _loads_lenient(c)
-        except (json.JSONDecodeError, ValueError):
-            continue
-        if isinstance(value, want):
-            return value
-    raise ValueError(f"no JSON {want.__name__} in reply {text[:120]!r}")
-
-
 _NUMBER = re.compile(r"(-?\d+(?:\.\d+)?|-?\.\d+)\s*(%|/\s*(\d+(?:\.\d+)?))?")
 
 
@@ -218,74 +191,6 @@ def split_response(text: str) -> tuple[str, str]:
     else:  # no reasoning section: everything but the answer line
         reasoning = (text[: a.start()] + text[a.end() :]).strip() if a else text
     return answer, reasoning
-
-
-# ----------------------------------------------------------------------------- asking judges
-
-RETRY_SEED_STEP = 1000
-
-
-@dataclass
-class Reply:
-    """A judge reply and what it was parsed into; ``error`` when the call failed or the reply stayed
-    unusable after every retry."""
-
-    value: Any = None
-    text: str | None = None
-    error: str | None = None
-    attempts: int = 0
-
-
-def ask(
-    client,
-    requests: Sequence[tuple[list[dict], int | None]],
-    parse: Callable[[int, str | None], Any],
-    *,
-    max_tokens: int,
-    retries: int = 2,
-    desc: str = "judge",
-) -> list[Reply]:
-    """Send ``(messages, seed)`` requests through the shared ``ChatClient`` (its cache, retries and
-    concurrency bound) and parse each reply with ``parse(request index, text)`` (ValueError: unusable).
-    A reply that does not parse is asked again with the seed moved by ``RETRY_SEED_STEP`` (a new
-    request, so not the cached bad reply), at most ``retries`` times; the outcome is deterministic
-    given the cache. Transport failures are returned as errors (not cached, so
-    a resumed run asks again)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from tqdm.auto import tqdm
-
-    out = [Reply() for _ in requests]
-    todo = list(range(len(requests)))
-    with ThreadPoolExecutor(max_workers=client.config.max_concurrency) as pool:
-        for attempt in range(retries + 1):
-            if not todo:
-                break
-
-            def call(i, attempt=attempt):
-                messages, seed = requests[i]
-                params = {"max_tokens": max_tokens}
-                if seed is not None or attempt:
-                    params["seed"] = (seed or 0) + RETRY_SEED_STEP * attempt
-                return client.chat(messages, **params)
-
-            futures = [pool.submit(call, i) for i in todo]
-            bar = tqdm(futures, desc=desc, disable=len(futures) < 32, leave=False)
-            again = []
-            for i, fut in zip(todo, bar):
-                res = fut.result()
-                rep = out[i]
-                rep.attempts, rep.text = attempt + 1, res.text
-                if not res.ok:
-                    rep.error = res.error
-                    continue
-                try:
-                    rep.value, rep.error = parse(i, res.text), None
-                except ValueError as bad:
-                    rep.error = f"malformed reply: {bad}"
-                    again.append(i)
-            todo = again
-    return out
 
 
 # ----------------------------------------------------------------------------- grouped means
