@@ -114,3 +114,142 @@ def aura_answers() -> dict:
         ),
         "generator": aura_generator,
     }
+
+
+# ----------------------------------------------------------------------------- TraceAV-Bench roles
+
+
+def _segment(text: str) -> int:
+    return int(re.search(r"segment (\d+)", text).group(1))
+
+
+def trace_visual(body: dict) -> str:
+    """A caption per segment, from the frames sent; "Performer" is in every segment (the entity bridge)."""
+    media, text = _media_key(body), _text(body) + json.dumps(body["messages"][-1]["content"][-1])
+    k = _segment(text)
+    thing, colour = _pick(INSTRUMENTS, media), _pick(COLOURS, media, "c")
+    known = "Performer" in text.split("earlier segments", 1)[-1]
+    performer = {"Performer": f"a musician in a {colour} shirt"}
+    reply = {
+        "minute_summary": f"Segment {k}: a musician in a {colour} shirt plays the {thing} on a dark stage.",
+        "present_entities": performer if known else {},
+        "new_entities": {**({} if known else performer), f"{thing.title()}": f"a {colour} {thing}"},
+    }
+    return json.dumps(reply)
+
+
+def trace_fusion(body: dict) -> str:
+    text = json.dumps(body["messages"][-1]["content"][-1])
+    thing = _pick(INSTRUMENTS, _media_key(body))
+    caption = re.search(r"What is seen in it:\\n(.*?)\\n", text).group(1)
+    return json.dumps(
+        {
+            "integrated_caption": f"{caption} A {thing} is heard.",
+            "updated_entities": {"Performer": f"a musician whose {thing} is heard"},
+        }
+    )
+
+
+LABELS_BY_PREFIX = {
+    "av": ["visual", "audio", "audio-visual"],
+    "v": ["visual"] * 3,
+    "a": ["audio"] * 3,
+    "mh": ["audio-visual"] * 3,
+}
+
+
+def trace_generator(body: dict) -> str:
+    """Segmentation (a cut every other segment, one overlap), proposals (a too-short chain first, then a
+    valid one), questions with planted faults per sub-task (module docstring of the test)."""
+    system, user = body["messages"][0]["content"], body["messages"][1]["content"]
+    if system.startswith("You segment"):
+        k = _segment(user)
+        action = "OVERLAP_TRANSITION" if k == 5 else ("HARD_CUT" if k % 2 == 1 else "CONTINUE")
+        return json.dumps(
+            {"action": action, "reason": "scene", "updated_summary": f"Event around segment {k}."}
+        )
+    payload = json.loads(user)
+    if "trajectory proposal" in system:
+        ids = [e["event_id"] for e in payload["events"]]
+        good = ids[:: max(1, (len(ids) - 1) // 2)][:3] if len(ids) >= 3 else ids
+        return json.dumps(
+            {
+                "trajectory_candidates": [
+                    {"trajectory_id": "t0", "event_ids": ids[:2], "why_multihop": "adjacent"},
+                    {
+                        "trajectory_id": "t1",
+                        "event_ids": good,
+                        "why_multihop": "spread",
+                        "question_direction": {"focus": "the performer"},
+                    },
+                ]
+            }
+        )
+    task = payload["task_type"]
+    events = payload["trajectory_events"]
+    labels = LABELS_BY_PREFIX[task.split("_")[0]]
+    hops = []
+    for n, ev in enumerate(events):
+        minute = (
+            ev["start_minute"] - 1 if n == 0 else ev["end_minute"]
+        )  # the first hop's minute is outside its event
+        hops.append(
+            {
+                "event_id": ev["event_id"],
+                "evidence": ev["minute_captions"][-1]["text"],
+                "label": labels[n % 3],
+                "reason": "r",
+                "timestamp_minute": minute,
+            }
+        )
+    if task == "a_background_music":
+        hops[0]["label"] = "visual"  # breaks the audio-only rule
+    multiple = task == "av_temporal_sequencing"
+    guessable = "[guessable]" if task == "v_visual_counting" else ""
+    question = {
+        "question": f"{guessable}Across {len(events)} events, what does the performer do with the instrument? ({task})",
+        "options": {
+            "A": "Plays it indeed",
+            "B": "Never touches it",
+            "C": "Tunes it indeed" if multiple else "Sells it",
+            "D": "Hides it",
+        },
+        "question_type": "multiple" if multiple else "single",
+        "correct_options": ["A", "C"] if multiple else ["A"],
+        "answer_text": "Plays it",
+        "difficulty": "medium",
+        "final_trajectory": hops,
+    }
+    return json.dumps(question)
+
+
+def trace_verifier(body: dict) -> str:
+    drop = "av_entity_tracking" in body["messages"][1]["content"]
+    return json.dumps(
+        {
+            "is_real_multihop": not drop,
+            "answer_leakage": False,
+            "distractors_plausible": True,
+            "options_uniform": True,
+            "should_drop": drop,
+            "drop_reasons": ["pseudo"] if drop else [],
+        }
+    )
+
+
+def trace_blindfold(body: dict) -> str:
+    """Guesses right only on the planted "[guessable]" question (the options saying "indeed"); abstains
+    otherwise."""
+    text = body["messages"][1]["content"]
+    picked = re.findall(r"^([A-D])\. .*indeed", text, re.M) if "[guessable]" in text else []
+    return json.dumps({"predicted_options": picked, "confidence": 0.9 if picked else 0.0, "reason": "text"})
+
+
+def trace_answers() -> dict:
+    return {
+        "visual": trace_visual,
+        "fusion": trace_fusion,
+        "generator": trace_generator,
+        "verifier": trace_verifier,
+        "blindfold": trace_blindfold,
+    }
