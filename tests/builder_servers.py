@@ -16,13 +16,16 @@ import threading
 
 from judge_server import LoopbackServer, completion
 
+from cavpref.chat_client import request_hash
+
 INSTRUMENTS = ("violin", "cello", "flute", "piano", "drum", "guitar", "trumpet", "accordion")
 COLOURS = ("red", "blue", "green", "yellow", "purple", "orange")
 
 
-def digest(body: dict) -> str:
-    """What identifies a request across processes: its model and messages (the cache key's inputs)."""
-    return hashlib.sha256(json.dumps([body["model"], body["messages"]], sort_keys=True).encode()).hexdigest()
+def digest(body: dict) -> tuple[str, str]:
+    """A request as the client's reply cache keys it: (model, ``request_hash`` of its messages and parameters)."""
+    params = {k: v for k, v in body.items() if k not in ("model", "messages")}
+    return body["model"], request_hash(body["messages"], params)
 
 
 def _pick(seq, text: str, salt: str = ""):
@@ -79,18 +82,19 @@ class RoleServer(LoopbackServer):
 
     def __init__(self, answers: dict, *, fail: tuple[str, ...] = (), hang_after: int | None = None):
         self.answers, self.fail, self.hang_after = answers, set(fail), hang_after
-        self.finished: list[str] = []  # digests of replies sent in full
+        self.finished: list[tuple[str, str]] = []  # digests of the replies sent
         self.release = threading.Event()
         self._done = threading.Lock()
+        self._answered = 0  # requests let through (hang_after counts these, so exactly that many finish)
         super().__init__(self._reply)
 
     def _reply(self, body: dict, n: int):
-        if self.hang_after is not None:
-            with self._done:
-                hang = len(self.finished) >= self.hang_after
-            if hang:
-                self.release.wait(60)
-                return 503, {}, {"error": "released"}, 0
+        with self._done:
+            hang = self.hang_after is not None and self._answered >= self.hang_after
+            self._answered += not hang
+        if hang:
+            self.release.wait(60)
+            return 503, {}, {"error": "released"}, 0
         if body["model"] in self.fail:
             return 500, {}, {"error": {"message": "role down"}}, 0
         text = self.answers[body["model"]](body)
@@ -98,7 +102,7 @@ class RoleServer(LoopbackServer):
             self.finished.append(digest(body))
         return 200, {}, completion(text), 0
 
-    def digests(self) -> list[str]:
+    def digests(self) -> list[tuple[str, str]]:
         with self.lock:
             return [digest(r["body"]) for r in self.requests]
 
