@@ -241,3 +241,25 @@ def test_a_failing_generator_is_counted_and_asked_again(inputs, tmp_path):
     assert len(healthy.requests) == captions + 8  # the captions came from the cache; only the 8 calls again
     stats = json.loads((out / "stats.json").read_text())
     assert stats["stages"]["generate"]["failed"] == {} and stats["questions"]["kept"] == 8 + 4
+
+
+def test_transcripts_are_whisper_on_30_second_windows(inputs):
+    """45 s of audio is two windows (30 s + 15 s), each transcribed as ``generate`` + decode would."""
+    import torch
+    from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+    from cavpref.data_prep.builders.asr import Transcriber
+
+    rng = np.random.default_rng(0)
+    audio = (0.1 * rng.standard_normal(45 * 16000)).astype(np.float32)
+    text = Transcriber(str(inputs["whisper"]), max_new_tokens=12)(audio, 16000)
+    model = WhisperForConditionalGeneration.from_pretrained(inputs["whisper"])
+    proc = WhisperProcessor.from_pretrained(inputs["whisper"])
+    expected = []
+    for window in (audio[: 30 * 16000], audio[30 * 16000 :]):
+        features = proc(window, sampling_rate=16000, return_tensors="pt").input_features
+        with torch.no_grad():
+            ids = model.generate(features, max_new_tokens=12, task="transcribe")
+        expected.append(proc.batch_decode(ids, skip_special_tokens=True)[0].strip())
+    assert all(expected) and text == " ".join(expected)
+    assert Transcriber(str(inputs["whisper"]))(None, 16000) == ""
