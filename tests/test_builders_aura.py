@@ -179,7 +179,11 @@ def test_build_resume_and_official_eval_on_a_tiny_model(inputs, tmp_path):
     # a bad answer key in every TPR call's third question and repeats every UANS call's first question
     assert q["generated"] == 8 + 8 + 12 + 4 + 4 + 2 == q["kept"] + sum(q["rejected"].values())
     assert q["rejected"] == {"answer key is not an option": 4, "duplicate question": 4} and q["kept"] == 30
-    assert stats["calls"]["generator"]["replies_in_cache"] == 4 + 4 + 4 + 4 + 2 + 1
+    calls = {role: c["replies_in_cache"] for role, c in stats["calls"].items()}
+    # captions: the short and the long window of each video, and the 2 shifted TSA clips (one shifted sound
+    # track is another window's own, an identical request asked once); one generator call per video for CR,
+    # UANS, TPR, TSA, per ID pair (2) and per PSP pair (1)
+    assert calls == {"visual": 4 * 2 + 2, "audio": 4 * 2 + 2 - 1, "generator": 4 + 4 + 4 + 4 + 2 + 1}
     items = aura_eval.read(out / "aura.jsonl")
     assert len(items) == 30 and {i.task for i in items} == {t.code for t in TASKS}
     tsa = [i for i in items if i.task == "TSA"]
