@@ -200,3 +200,45 @@ def test_the_build_folder_is_checked(tmp_path):
     with pytest.raises(BuildError, match="traceav"):
         prepare_out(out, videos, "traceav", {})
     assert (other / "thesis.tex").read_text() == "mine"
+
+
+def test_a_missing_role_is_one_line_before_anything_is_written(tmp_path, capsys):
+    (tmp_path / "videos").mkdir()
+    argv = [
+        "build",
+        "traceav",
+        "--videos",
+        str(tmp_path / "videos"),
+        "--out",
+        str(tmp_path / "out"),
+        "--visual_model",
+        "vl",
+    ]
+    assert cavpref_main(argv) == 2
+    err = capsys.readouterr().err
+    assert (
+        "set --fusion_model --generator_model --verifier_model --blindfold_model" in err
+        and "Traceback" not in err
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_build_settings_never_hold_url_credentials():
+    from cavpref.data_prep.builders.aura.config import AuraConfig, AuraEndpoints
+    from cavpref.data_prep.builders.work import public_settings
+
+    ep = AuraEndpoints(
+        base_url="http://me:s3cret@host:8000/v1?api_key=abc", generator_base_url="https://x.org/v1#k"
+    )
+    settings = public_settings(AuraConfig(videos="v", out="o"), ep)
+    assert (
+        settings["base_url"] == "http://host:8000/v1" and settings["generator_base_url"] == "https://x.org/v1"
+    )
+    assert "s3cret" not in json.dumps(settings) and settings["tasks"] == [
+        "CR",
+        "UANS",
+        "TPR",
+        "TSA",
+        "ID",
+        "PSP",
+    ]

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"cavpref build: unknown builder {name!r}\n\n{USAGE}", file=sys.stderr)
             return 2
-    except BuildError as err:
+    except (BuildError, ValueError) as err:  # a bad folder, input file or setting (a missing role model)
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
     q = stats["questions"]

@@ -66,6 +66,16 @@ class EndpointArgs:
         """The roles declared by the subclass: every ``<role>_model`` field."""
         return tuple(f.name[: -len("_model")] for f in dataclasses.fields(self) if f.name.endswith("_model"))
 
+    def check(self) -> None:
+        """Every role has a model and the settings are usable, before a build starts (ValueError naming
+        the keys)."""
+        missing = [f"--{role}_model" for role in self.roles() if not getattr(self, f"{role}_model")]
+        if missing:
+            raise ValueError(f"every model role needs a model: set {' '.join(missing)} (and --base_url)")
+        if self.media_format not in MEDIA_FORMATS:
+            raise ValueError(f"media_format must be one of {MEDIA_FORMATS}, got {self.media_format!r}")
+        self.frame_size()
+
     def frame_size(self) -> tuple[int, int] | None:
         if (self.frame_height is None) != (self.frame_width is None):
             raise ValueError("set both frame_height and frame_width, or neither")

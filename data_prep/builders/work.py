@@ -77,6 +77,21 @@ def write_text(path: Path, text: str) -> None:
         raise
 
 
+def public_settings(*configs: Any) -> dict[str, Any]:
+    """The settings of a build as ``build.json`` records them: every field of the config dataclasses, base
+    URLs without user info or query (they may carry credentials; the key itself is only ever read from the
+    environment variable ``api_key_env`` names)."""
+    from dataclasses import asdict
+
+    from cavpref.chat_client import public_url
+
+    out: dict[str, Any] = {}
+    for config in configs:
+        for k, v in asdict(config).items():
+            out[k] = public_url(v) if k.endswith("base_url") and isinstance(v, str) else v
+    return out
+
+
 def prepare_out(out: str | os.PathLike, videos: str | os.PathLike, builder: str, config: dict) -> Path:
     """Check ``--out`` against ``--videos`` and earlier builds, then record this build's settings."""
     out, videos = Path(out).resolve(), Path(videos).resolve()

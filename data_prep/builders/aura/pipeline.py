@@ -43,6 +43,7 @@ from cavpref.data_prep.builders.work import (
     Unit,
     key_of,
     prepare_out,
+    public_settings,
     write_json,
     write_text,
 )
@@ -116,8 +117,10 @@ def build(cfg: AuraConfig, ep: AuraEndpoints) -> dict[str, Any]:
     """Run (or resume) the build; returns the stats also written to ``stats.json``."""
     if not cfg.videos or not cfg.out:
         raise BuildError("cavpref build aura needs --videos DIR and --out DIR")
-    record = {"aura": {k: v for k, v in vars(cfg).items()}, "endpoints": {k: v for k, v in vars(ep).items()}}
-    out = prepare_out(cfg.out, cfg.videos, "aura", {**record, "prompt_version": PROMPT_VERSION})
+    ep.check()
+    out = prepare_out(
+        cfg.out, cfg.videos, "aura", {**public_settings(cfg, ep), "prompt_version": PROMPT_VERSION}
+    )
     root = Path(cfg.videos).resolve()
     stages = Stages(out)
     rels = find_videos(root, cfg.extensions)

@@ -29,6 +29,7 @@ from cavpref.data_prep.builders.work import (
     Unit,
     key_of,
     prepare_out,
+    public_settings,
     write_json,
     write_text,
 )
@@ -48,8 +49,10 @@ def build(cfg: TraceConfig, ep: TraceEndpoints) -> dict[str, Any]:
     """Run (or resume) the build; returns the stats also written to ``stats.json``."""
     if not cfg.videos or not cfg.out:
         raise BuildError("cavpref build traceav needs --videos DIR and --out DIR")
-    record = {"traceav": dict(vars(cfg)), "endpoints": dict(vars(ep)), "prompt_version": PROMPT_VERSION}
-    out = prepare_out(cfg.out, cfg.videos, "traceav", record)
+    ep.check()
+    out = prepare_out(
+        cfg.out, cfg.videos, "traceav", {**public_settings(cfg, ep), "prompt_version": PROMPT_VERSION}
+    )
     root = Path(cfg.videos).resolve()
     stages = Stages(out)
     rels, other = _mp4s(root)
@@ -223,7 +226,7 @@ def build(cfg: TraceConfig, ep: TraceEndpoints) -> dict[str, Any]:
     # QA: rules, then the verifier, then the blindfold solver
     items, gates, reasons = {}, {}, {}
     for uid in sorted(raw):
-        task_type, rel, _ = uid.split(":")
+        task_type, rel = split_uid(uid)
         by_id = {e["event_id"]: e for e in events[rel]}
         hops, unknown, remapped = qs.refine_hops(raw[uid].get("final_trajectory"), by_id)
         item = qs.released_item(raw[uid], hops, cfg, random.Random(f"{cfg.seed}:{uid}"))
@@ -295,6 +298,12 @@ def build(cfg: TraceConfig, ep: TraceEndpoints) -> dict[str, Any]:
     return _write(out, cfg, items, ledger, vid, events, stages, clients, summary, root)
 
 
+def split_uid(uid: str) -> tuple[str, str]:
+    """(sub-task, video path) of a question unit ``<task_type>:<path>:<k>`` (a path may hold ':')."""
+    task_type, rest = uid.split(":", 1)
+    return task_type, rest.rsplit(":", 1)[0]
+
+
 def parse_json_dict(text: str | None) -> dict:
     return parse_json_reply(text, want=dict)
 
@@ -302,7 +311,7 @@ def parse_json_dict(text: str | None) -> dict:
 def _write(out, cfg, items, ledger, vid, events, stages, clients, summary, root) -> dict[str, Any]:
     by_task: dict[str, list] = {}
     for uid in ledger.kept():
-        task_type, rel, _ = uid.split(":")
+        task_type, rel = split_uid(uid)
         by_task.setdefault(task_type, []).append((uid, {"video_id": vid[rel], **items[uid]}))
     audit_rows = []
     for task_type, rows in sorted(by_task.items()):
