@@ -10,10 +10,10 @@ counters (requests, HTTP calls, cache hits, failures) go into the build's stats 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from cavpref.data_prep.builders.work import StepFailed
+from cavpref.data_prep.builders.work import StepFailed, setting
 from cavpref.data_prep.tasks.llm import failure_kind
 
 from cavpref.chat_client import ChatClient, ChatConfig
@@ -21,46 +21,48 @@ from cavpref.chat_json import ask
 from cavpref.media.chat_parts import MEDIA_FORMATS, content_parts
 
 
-def _h(text: str, **kw) -> Any:
-    return field(metadata={"help": text}, **kw)
-
-
 def role_model(what: str) -> Any:
     """The ``<role>_model`` field of a role doing ``what``."""
-    return _h(f"model name of the {what} (required)", default=None)
+    return setting(f"model name of the {what} (required)", default=None)
 
 
 def role_url() -> Any:
     """The ``<role>_base_url`` field of a role."""
-    return _h("base URL of this role's endpoint (default: --base_url)", default=None)
+    return setting("base URL of this role's endpoint (default: --base_url)", default=None)
 
 
 @dataclass
 class EndpointArgs:
     """What every role shares; subclasses add ``<role>_model`` / ``<role>_base_url`` per role."""
 
-    base_url: str | None = _h(
+    base_url: str | None = setting(
         "OpenAI-compatible base URL of every role without its own <role>_base_url (default: $OPENAI_BASE_URL)",
         default=None,
     )
-    api_key_env: str = _h(
+    api_key_env: str = setting(
         "environment variable holding the API key (never written anywhere)", default="OPENAI_API_KEY"
     )
-    timeout_s: float = _h("seconds before one HTTP request times out (then it is retried)", default=120.0)
-    max_retries: int = _h(
+    timeout_s: float = setting(
+        "seconds before one HTTP request times out (then it is retried)", default=120.0
+    )
+    max_retries: int = setting(
         "retries of a request after a timeout, a connection error or HTTP 408/429/5xx", default=4
     )
-    max_concurrency: int = _h("requests in flight at once, per role", default=8)
-    temperature: float = _h(
+    max_concurrency: int = setting("requests in flight at once, per role", default=8)
+    temperature: float = setting(
         "sampling temperature of every role (0: greedy, as both papers' scripts)", default=0.0
     )
-    parse_retries: int = _h("re-asks (another seed) when a reply is not the JSON asked for", default=2)
-    media_format: str = _h(f"how frames are sent to the captioners: one of {MEDIA_FORMATS}", default="mp4")
-    caption_frames: int = _h("frames sampled uniformly from each clip sent to a captioner", default=16)
-    frame_height: int | None = _h(
+    parse_retries: int = setting("re-asks (another seed) when a reply is not the JSON asked for", default=2)
+    media_format: str = setting(
+        f"how frames are sent to the captioners: one of {MEDIA_FORMATS}", default="mp4"
+    )
+    caption_frames: int = setting("frames sampled uniformly from each clip sent to a captioner", default=16)
+    frame_height: int | None = setting(
         "resize sent frames to this height (None: the clip's own size)", default=None
     )
-    frame_width: int | None = _h("resize sent frames to this width (None: the clip's own size)", default=None)
+    frame_width: int | None = setting(
+        "resize sent frames to this width (None: the clip's own size)", default=None
+    )
 
     def roles(self) -> tuple[str, ...]:
         """The roles declared by the subclass: every ``<role>_model`` field."""

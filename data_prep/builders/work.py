@@ -23,7 +23,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,11 @@ class StepFailed(Exception):
     def __init__(self, reason: str, detail: str = ""):
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason, self.detail = reason, detail
+
+
+def setting(help: str, **kw) -> Any:
+    """A field of a builder's config dataclass with its ``--help`` text."""
+    return field(metadata={"help": help}, **kw)
 
 
 def key_of(*parts: Any) -> str:
@@ -90,6 +95,18 @@ def public_settings(*configs: Any) -> dict[str, Any]:
         for k, v in asdict(config).items():
             out[k] = public_url(v) if k.endswith("base_url") and isinstance(v, str) else v
     return out
+
+
+def begin_build(builder: str, cfg: Any, ep: Any, prompt_version: str) -> tuple[Path, Path, Stages]:
+    """Check the settings (every role's model), the folders and earlier builds, record the settings;
+    (build folder, videos folder, the build's stage store)."""
+    if not cfg.videos or not cfg.out:
+        raise BuildError(f"cavpref build {builder} needs --videos DIR and --out DIR")
+    ep.check()
+    out = prepare_out(
+        cfg.out, cfg.videos, builder, {**public_settings(cfg, ep), "prompt_version": prompt_version}
+    )
+    return out, Path(cfg.videos).resolve(), Stages(out)
 
 
 def prepare_out(out: str | os.PathLike, videos: str | os.PathLike, builder: str, config: dict) -> Path:

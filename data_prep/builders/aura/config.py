@@ -2,57 +2,57 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from cavpref.data_prep.builders.aura.tasks import TASKS
 from cavpref.data_prep.builders.endpoints import EndpointArgs, role_model, role_url
+from cavpref.data_prep.builders.work import setting
 from cavpref.data_prep.builders.media import VIDEO_EXTENSIONS
-
-
-def _h(text: str, **kw) -> Any:
-    return field(metadata={"help": text}, **kw)
 
 
 @dataclass
 class AuraConfig:
-    videos: str = _h("folder of the user's videos (read, never written; searched recursively)", default="")
-    out: str = _h("build folder: new, empty, or an earlier AURA build to resume (required)", default="")
-    tasks: list[str] = _h(
+    videos: str = setting(
+        "folder of the user's videos (read, never written; searched recursively)", default=""
+    )
+    out: str = setting("build folder: new, empty, or an earlier AURA build to resume (required)", default="")
+    tasks: list[str] = setting(
         f"AURA tasks to build, by code: {[t.code for t in TASKS]}",
         default_factory=lambda: [t.code for t in TASKS],
     )
-    extensions: list[str] = _h(
+    extensions: list[str] = setting(
         "file name endings taken as videos", default_factory=lambda: list(VIDEO_EXTENSIONS)
     )
-    short_clip_s: float = _h("seconds of the CR / UANS clips and of each ID half (paper: 20 s)", default=20.0)
-    long_clip_s: float = _h(
+    short_clip_s: float = setting(
+        "seconds of the CR / UANS clips and of each ID half (paper: 20 s)", default=20.0
+    )
+    long_clip_s: float = setting(
         "seconds of the TPR / TSA clips and of each PSP performance (paper: 40 s)", default=40.0
     )
-    sync_shift_s: float = _h(
+    sync_shift_s: float = setting(
         "TSA: how far the sound track of a misaligned clip is shifted (paper: ~5 s)", default=5.0
     )
-    stack_gain: float = _h("ID: gain of each half's audio in the split-screen mix", default=0.5)
-    id_pairs: str | None = _h(
+    stack_gain: float = setting("ID: gain of each half's audio in the split-screen mix", default=0.5)
+    id_pairs: str | None = setting(
         "ID: CSV (header top,bottom) or JSONL of video paths under --videos to stack; default: pairs chosen by "
         "the words their visual descriptions share",
         default=None,
     )
-    skill_pairs: str | None = _h(
+    skill_pairs: str | None = setting(
         "PSP: CSV (header novice,expert) or JSONL of video paths under --videos; without it PSP is not built",
         default=None,
     )
-    whisper_model: str = _h(
+    whisper_model: str = setting(
         "speech recogniser for CR / UANS transcripts (HF folder or hub id)", default="openai/whisper-small"
     )
-    whisper_device: str = _h("device of the speech recogniser", default="cpu")
-    whisper_language: str | None = _h("spoken language (None: Whisper detects it)", default=None)
-    caption_max_tokens: int = _h("longest caption a captioner may write", default=512)
-    generator_max_tokens: int = _h("longest reply the generator may write", default=2048)
-    audit_fraction: float = _h(
+    whisper_device: str = setting("device of the speech recogniser", default="cpu")
+    whisper_language: str | None = setting("spoken language (None: Whisper detects it)", default=None)
+    caption_max_tokens: int = setting("longest caption a captioner may write", default=512)
+    generator_max_tokens: int = setting("longest reply the generator may write", default=2048)
+    audit_fraction: float = setting(
         "share of the kept questions of each task exported for human audit", default=0.15
     )
-    seed: int = _h(
+    seed: int = setting(
         "seed of the TSA assignment, the PSP order, option shuffles and the audit sample", default=0
     )
 

@@ -39,11 +39,9 @@ from cavpref.data_prep.builders.media import SAMPLE_RATE, find_videos, for_role,
 from cavpref.data_prep.builders.quality import Ledger, audit_sample, write_audit
 from cavpref.data_prep.builders.work import (
     BuildError,
-    Stages,
     Unit,
     key_of,
-    prepare_out,
-    public_settings,
+    begin_build,
     write_json,
     write_text,
 )
@@ -115,14 +113,7 @@ def _questions(cfg: AuraConfig, ids: dict[str, str], clips: dict[str, dict], pai
 
 def build(cfg: AuraConfig, ep: AuraEndpoints) -> dict[str, Any]:
     """Run (or resume) the build; returns the stats also written to ``stats.json``."""
-    if not cfg.videos or not cfg.out:
-        raise BuildError("cavpref build aura needs --videos DIR and --out DIR")
-    ep.check()
-    out = prepare_out(
-        cfg.out, cfg.videos, "aura", {**public_settings(cfg, ep), "prompt_version": PROMPT_VERSION}
-    )
-    root = Path(cfg.videos).resolve()
-    stages = Stages(out)
+    out, root, stages = begin_build("aura", cfg, ep, PROMPT_VERSION)
     rels = find_videos(root, cfg.extensions)
     if not rels:
         raise BuildError(f"--videos {root}: no video files ({', '.join(cfg.extensions)})")

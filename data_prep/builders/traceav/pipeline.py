@@ -25,11 +25,9 @@ from cavpref.data_prep.builders.traceav.config import TraceConfig, TraceEndpoint
 from cavpref.data_prep.builders.traceav.tasks import BY_TYPE, PROMPT_VERSION
 from cavpref.data_prep.builders.work import (
     BuildError,
-    Stages,
     Unit,
     key_of,
-    prepare_out,
-    public_settings,
+    begin_build,
     write_json,
     write_text,
 )
@@ -47,14 +45,7 @@ def _mp4s(root: Path) -> tuple[list[str], list[str]]:
 
 def build(cfg: TraceConfig, ep: TraceEndpoints) -> dict[str, Any]:
     """Run (or resume) the build; returns the stats also written to ``stats.json``."""
-    if not cfg.videos or not cfg.out:
-        raise BuildError("cavpref build traceav needs --videos DIR and --out DIR")
-    ep.check()
-    out = prepare_out(
-        cfg.out, cfg.videos, "traceav", {**public_settings(cfg, ep), "prompt_version": PROMPT_VERSION}
-    )
-    root = Path(cfg.videos).resolve()
-    stages = Stages(out)
+    out, root, stages = begin_build("traceav", cfg, ep, PROMPT_VERSION)
     rels, other = _mp4s(root)
     if not rels:
         raise BuildError(f"--videos {root}: no .mp4 files (the released layout is <video_id>.mp4)")
@@ -234,56 +225,55 @@ def build(cfg: TraceConfig, ep: TraceEndpoints) -> dict[str, Any]:
         rule = qa.rule_problem(item, BY_TYPE[task_type], unknown, cfg.min_hops)
         gates[uid] = {"rules": rule or "pass", "minutes_remapped": remapped}
         reasons[uid] = f"rules: {rule}" if rule else None
+
+    def gate(stage: str, role: str, ids: list[str], prompt, parse, failed: str) -> dict[str, Any]:
+        """One model gate over the questions ``ids``: ``prompt(id) -> (system, user)``; a question whose call
+        failed is rejected with ``failed`` (counted, and asked again on the next run)."""
+        units = [
+            Unit(u, key_of(getattr(ep, f"{role}_model"), m), m)
+            for u in ids
+            for m in [text_messages(*prompt(u))]
+        ]
+        results = stages.run(
+            stage,
+            units,
+            lambda unit: call(role, unit.payload, parse, cfg.agent_max_tokens),
+            workers=ep.max_concurrency,
+        )
+        for u in ids:
+            if u not in results:
+                reasons[u] = failed
+        return results
+
     passed = [u for u in sorted(items) if reasons[u] is None]
-    v_units = [
-        Unit(u, key_of(ep.verifier_model, m), m)
-        for u in passed
-        for m in [text_messages(qa.VERIFY_SYSTEM, qa.verify_prompt(BY_TYPE[u.split(":")[0]], items[u]))]
-    ]
-    verdicts = stages.run(
+    verdicts = gate(
         "verify",
-        v_units,
-        lambda u: call("verifier", u.payload, qa.parse_verdict, cfg.agent_max_tokens),
-        workers=ep.max_concurrency,
+        "verifier",
+        passed,
+        lambda u: (qa.VERIFY_SYSTEM, qa.verify_prompt(BY_TYPE[split_uid(u)[0]], items[u])),
+        qa.parse_verdict,
+        "not verified: the verifier failed",
     )
-    for u in passed:
-        if u not in verdicts:
-            reasons[u] = "not verified: the verifier failed"  # counted; asked again on resume
-            continue
-        gates[u]["verifier"] = {
-            k: verdicts[u].get(k)
-            for k in (
-                "is_real_multihop",
-                "answer_leakage",
-                "distractors_plausible",
-                "options_uniform",
-                "should_drop",
-            )
-        }
+    for u in verdicts:
+        gates[u]["verifier"] = {k: verdicts[u].get(k) for k in qa.VERDICT_KEYS}
         reasons[u] = qa.verdict_reason(verdicts[u])
     passed = [u for u in passed if reasons[u] is None]
-    b_units = [
-        Unit(u, key_of(ep.blindfold_model, m), m)
-        for u in passed
-        for m in [text_messages(qa.BLINDFOLD_SYSTEM, qa.blindfold_prompt(items[u]))]
-    ]
-    guesses = stages.run(
+    guesses = gate(
         "blindfold",
-        b_units,
-        lambda u: call("blindfold", u.payload, qa.parse_blindfold, cfg.agent_max_tokens),
-        workers=ep.max_concurrency,
+        "blindfold",
+        passed,
+        lambda u: (qa.BLINDFOLD_SYSTEM, qa.blindfold_prompt(items[u])),
+        qa.parse_blindfold,
+        "not checked: the blindfold solver failed",
     )
-    for u in passed:
-        if u not in guesses:
-            reasons[u] = "not checked: the blindfold solver failed"
-            continue
-        gates[u]["blindfold"] = guesses[u] or "abstained"
-        if guesses[u] and guesses[u] == items[u]["correct_options"]:
+    for u, guess in guesses.items():
+        gates[u]["blindfold"] = guess or "abstained"
+        if guess and guess == items[u]["correct_options"]:
             reasons[u] = "blindfold: answered without the video"
 
     ledger = quality.Ledger()
     for uid in sorted(items):
-        ledger.add(uid, uid.split(":")[0], gates[uid], reasons[uid])
+        ledger.add(uid, split_uid(uid)[0], gates[uid], reasons[uid])
     videos = {
         "found": len(rels),
         "not_mp4": len(other),

@@ -84,16 +84,20 @@ def parse_verdict(text: str | None) -> dict:
     return obj
 
 
+FINDINGS = (  # a verdict's flag, the value that is a problem, its name in the stats
+    ("is_real_multihop", False, "pseudo multi-hop"),
+    ("answer_leakage", True, "answer leakage"),
+    ("distractors_plausible", False, "implausible distractors"),
+    ("options_uniform", False, "uneven options"),
+)
+VERDICT_KEYS = tuple(f for f, _, _ in FINDINGS) + ("should_drop",)  # what the ledger records of a verdict
+
+
 def verdict_reason(verdict: dict) -> str | None:
     """The rejection a verdict means, named by its first finding, or None when it keeps the item."""
     if not verdict["should_drop"]:
         return None
-    for flag, bad, name in (
-        ("is_real_multihop", False, "pseudo multi-hop"),
-        ("answer_leakage", True, "answer leakage"),
-        ("distractors_plausible", False, "implausible distractors"),
-        ("options_uniform", False, "uneven options"),
-    ):
+    for flag, bad, name in FINDINGS:
         if verdict.get(flag) is bad:
             return f"logical: {name}"
     return "logical: dropped by the verifier"
