@@ -21,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cavpref.data_prep.cli:main",
         "read source datasets and build AVTrustBench items + preference data",
     ),
+    "build": (
+        "cavpref.data_prep.builders.cli:main",
+        "build AURA- / TraceAV-Bench-style benchmarks from your own videos; audit agreement",
+    ),
     "train": ("cavpref.train:main", "train with a recipe (SFT / DPO / CAVPref)"),
     "check": (
         "cavpref.apps.check:main",

@@ -2,6 +2,7 @@
 
     cavpref model tiny-qwen --out DIR [--hidden_size 64 --num_hidden_layers 2 ... --corpus_file words.txt]
     cavpref model tiny-composed --out DIR [--text_model_type llama ...]
+    cavpref model tiny-whisper --out DIR [--d_model 16 ...]   (speech recognition, for the benchmark builders)
 
 Flags are the builder's keyword arguments (a dataclass generated from the builder's signature, so the two never
 drift), plus ``--out`` and ``--corpus_file`` (extra tokenizer corpus lines); parsed like every command by
@@ -21,6 +22,7 @@ from cavpref.models import tiny
 BUILDERS: dict[str, Callable] = {
     "tiny-qwen": tiny.build_tiny_qwen_omni,
     "tiny-composed": tiny.build_tiny_composed,
+    "tiny-whisper": tiny.build_tiny_whisper,
 }
 
 

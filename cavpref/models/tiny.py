@@ -2,7 +2,8 @@
 
 Tests, the quickstart and the benchmarks need real architectures without downloads: ``build_tiny_qwen_omni``
 writes a Qwen2.5-Omni thinker + ``Qwen2_5OmniProcessor`` folder, ``build_tiny_composed`` a composed AVLLM
-(SigLIP frames + Whisper audio + any causal LM) with its processor. Both load with ``from_pretrained(folder)``
+(SigLIP frames + Whisper audio + any causal LM) with its processor, ``build_tiny_whisper`` a Whisper speech
+recogniser (the benchmark builders' transcripts). All load with ``from_pretrained(folder)``
 through the same code path as a hub checkpoint, and are byte-identical for the same arguments and seed.
 ``demo_media`` makes a deterministic DecodedMedia for tests and examples.
 """
@@ -279,4 +280,88 @@ def build_tiny_composed(
     )
     model.save_pretrained(out)
     processor.save_pretrained(out)
+    return out
+
+
+# After the text pieces, as in Whisper's vocabulary: the ASR pipeline reads every id past <|notimestamps|> as
+# a timestamp, so text ids must come before it.
+WHISPER_SPECIAL = [
+    "<|startoftranscript|>",
+    "<|en|>",
+    "<|translate|>",
+    "<|transcribe|>",
+    "<|startoflm|>",
+    "<|startofprev|>",
+    "<|nocaptions|>",
+    "<|notimestamps|>",
+]
+
+
+def build_tiny_whisper(
+    out_dir: str | Path,
+    *,
+    d_model: int = 16,
+    layers: int = 1,
+    heads: int = 2,
+    num_mel_bins: int = 80,
+    max_target_positions: int = 64,
+    vocab_size: int = 400,
+    extra_corpus: Iterable[str] = (),
+    seed: int = 0,
+) -> Path:
+    """Write a random-init ``WhisperForConditionalGeneration`` and its ``WhisperProcessor`` (a byte-level BPE
+    trained offline, English-only special tokens) to ``out_dir``: the transformers speech-recognition
+    pipeline runs it like ``openai/whisper-small`` (its transcripts are noise). Specials other than the end
+    of text are suppressed, so it writes text rather than ending at once."""
+    from tokenizers import AddedToken
+    from transformers import (
+        GenerationConfig,
+        WhisperConfig,
+        WhisperFeatureExtractor,
+        WhisperForConditionalGeneration,
+        WhisperProcessor,
+        WhisperTokenizer,
+    )
+
+    from cavpref.models.tokenizer import _merges, train_qwen2_bpe
+
+    out = Path(out_dir)
+    bpe = train_qwen2_bpe(extra_corpus, vocab_size, ["<|endoftext|>"])
+    tok = WhisperTokenizer(vocab=bpe.get_vocab(), merges=_merges(bpe), pad_token="<|endoftext|>")
+    tok.add_tokens([AddedToken(t, special=True, normalized=False) for t in WHISPER_SPECIAL])
+    ids = {t: tok.convert_tokens_to_ids(t) for t in ["<|endoftext|>", *WHISPER_SPECIAL]}
+    eot, sot = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
+    config = WhisperConfig(
+        vocab_size=len(tok),
+        num_mel_bins=num_mel_bins,
+        d_model=d_model,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=2 * d_model,
+        decoder_ffn_dim=2 * d_model,
+        max_target_positions=max_target_positions,
+        decoder_start_token_id=sot,
+        eos_token_id=eot,
+        pad_token_id=eot,
+        bos_token_id=eot,
+    )
+    torch.manual_seed(seed)
+    model = WhisperForConditionalGeneration(config)
+    model.generation_config = GenerationConfig(
+        decoder_start_token_id=sot,
+        eos_token_id=eot,
+        pad_token_id=eot,
+        no_timestamps_token_id=ids["<|notimestamps|>"],
+        lang_to_id={"<|en|>": ids["<|en|>"]},
+        task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
+        is_multilingual=True,
+        begin_suppress_tokens=[eot],
+        suppress_tokens=[i for t, i in ids.items() if t != "<|endoftext|>"],
+    )
+    model.save_pretrained(out)
+    WhisperProcessor(
+        feature_extractor=WhisperFeatureExtractor(feature_size=num_mel_bins), tokenizer=tok
+    ).save_pretrained(out)
     return out
