@@ -99,3 +99,19 @@ def test_shift_audio_plays_the_track_shifted(root, shift):
         S.shift_audio(S.clip("RAMP.mp4", 1.0, 3.0), -2.0)
     with pytest.raises(MediaError, match="explicit end"):
         S.shift_audio(S.clip("RAMP.mp4"), 1.0)
+
+
+def test_a_mask_inside_a_stack_blanks_only_its_own_band(root):
+    """Both MediaSpec ops together (i45's Mask, i42's Stack): the masked part keeps its band and size, black over
+    the span; the other band and the mixed audio outside the span are untouched."""
+    masked = S.mask(S.clip("R.mp4"), [(1.0, 2.0)], audio=False)
+    spec = S.stack(masked, S.clip("B.mp4"))
+    m = decode(spec, root, frames=FramePolicy(num_frames=3))  # frames at 0.5, 1.5, 2.5 s
+    assert m.frames.shape == (3, 96, 48, 3)  # the Mask keeps R's 32x48 band
+    assert [_colour(m.frames[k, 16, 24]) for k in range(3)] == [RED, (0, 0, 0), RED]
+    assert [_colour(m.frames[k, 60, 24]) for k in range(3)] == [BLUE, BLUE, (0, 0, 0)]
+    plain = decode(S.stack(S.clip("R.mp4"), S.clip("B.mp4")), root, frames=None).audio
+    np.testing.assert_allclose(m.audio, plain, atol=1e-6)  # video-only mask: the sound is unchanged
+    back = decode(S.mask(spec, [(0.0, 1.0)], video=True, audio=False), root, frames=FramePolicy(num_frames=3))
+    assert _colour(back.frames[0, 16, 24]) == (0, 0, 0) and _colour(back.frames[0, 60, 24]) == (0, 0, 0)
+    assert _colour(back.frames[1, 60, 24]) == BLUE
