@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 import threading
 
-from judge_server import LoopbackServer, completion
+from judge_server import LoopbackServer, completion, publish
 
 from cavpref.chat_client import request_hash
 
@@ -257,3 +258,33 @@ def trace_answers() -> dict:
         "verifier": trace_verifier,
         "blindfold": trace_blindfold,
     }
+
+
+def simulate_raters(src: str, dst: str, columns: list[str], seed: int = 0) -> None:
+    """``src``'s audit sample with ``columns`` filled as human raters would (docs/builders.md's agreement
+    example): each row a seeded 1-5 quality, each rater within one point of it, and ``label`` "reject" where the
+    raters' mean is below 2."""
+    import csv
+    import io
+    import random
+
+    rng = random.Random(seed)
+    rows = list(csv.DictReader(open(src, encoding="utf-8")))
+    for row in rows:
+        base = rng.randint(1, 5)
+        scores = [min(5, max(1, base + rng.choice((-1, 0, 1)))) for _ in columns]
+        row.update(zip(columns, scores), label="reject" if sum(scores) / len(scores) < 2 else "keep")
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=[*rows[0]])
+    writer.writeheader()
+    writer.writerows(rows)
+    open(dst, "w", encoding="utf-8", newline="").write(buf.getvalue())
+
+
+if (
+    __name__ == "__main__"
+):  # the docs' stand-ins: aura|traceav URL_FILE (a role server), raters SRC DST COL...
+    if sys.argv[1] == "raters":
+        simulate_raters(sys.argv[2], sys.argv[3], sys.argv[4:])
+    else:
+        publish(RoleServer({"aura": aura_answers, "traceav": trace_answers}[sys.argv[1]]()), sys.argv[2])

@@ -70,16 +70,16 @@ class LoopbackServer:
         self.httpd.server_close()
 
 
-def serve(url_file: str, text: str) -> None:
-    """Serve ``text`` as every reply until killed, after writing the server's base URL to ``url_file``
-    (atomically: a waiting shell never reads half of it). The stand-in for a served model in the docs'
-    examples (docs/index.md, "Examples that run"): the client's whole HTTP path runs, only the model is fixed."""
-    server = LoopbackServer(lambda body, n: (200, {}, completion(text), 0))
+def publish(server: LoopbackServer, url_file: str) -> None:
+    """Write ``server``'s base URL to ``url_file`` (atomically: a waiting shell never reads half of it), then
+    serve until killed: the stand-in for a served model in the docs' examples (docs/index.md, "Examples that
+    run"), so the client's whole HTTP path runs and only the model is fixed."""
     tmp = Path(f"{url_file}.tmp")
     tmp.write_text(server.url)
     tmp.replace(url_file)
     threading.Event().wait()
 
 
-if __name__ == "__main__":  # python tests/judge_server.py URL_FILE [REPLY]
-    serve(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "A")
+if __name__ == "__main__":  # python tests/judge_server.py URL_FILE [REPLY]: every request answered REPLY
+    reply = sys.argv[2] if len(sys.argv) > 2 else "A"
+    publish(LoopbackServer(lambda body, n: (200, {}, completion(reply), 0)), sys.argv[1])
