@@ -23,7 +23,11 @@ def built(tmp_path_factory):
     jsonl = user_data.write_user_folder(root / "mine")
     out = root / "prep"
     config = PrepConfig(
-        output_dir=str(out), custom=[str(jsonl)], test_fraction=0.0, formats=["arrow"], progress=False
+        output_dir=str(out),
+        custom=[str(jsonl)],
+        test_fraction=0.0,
+        formats=["arrow", "parquet"],
+        progress=False,
     )
     return {"root": root, "media": root / "mine", "out": out, "stats": build(config), "config": config}
 
@@ -59,6 +63,26 @@ def test_stats_say_what_could_not_be_derived(built):
     said = " ".join(custom["not_derived"])
     assert "no audioset_ontology" in said and "{'Count': 3}" in said
     assert json.loads((built["out"] / "stats.json").read_text())["custom"] == custom
+
+
+def test_the_dataset_card_says_what_was_built(built):
+    import pyarrow.parquet as pq
+    from huggingface_hub import DatasetCard
+
+    out = built["out"]
+    card = DatasetCard.load(out / "README.md")
+    assert {"cavpref", "avtrustbench", "dpo"} <= set(card.data.tags)
+    text = card.text
+    assert "| MVT | Modality-specific dependency | (1, 0) | (1, 0) | 20 | 10 | 0 |" in text
+    assert "| COT-Swap | Compositional reasoning | (1, 0) | (1, 1) |" in text  # both switch tables
+    assert "| excluded_single_modality: custom: audio-only question | 5 |" in text
+    assert "no audioset_ontology" in text  # what could not be derived
+    assert json.loads((out / "manifest.json").read_text())["fingerprint"] in text
+    # the hub's configs metadata (what load_dataset(repo, name) reads) names the folder's real files
+    configs = {c["config_name"]: c["data_files"] for c in card.data.configs}
+    assert set(configs) == {"preferences", *(f"benchmark-{t}" for t in TASKS)}
+    table = pq.read_table(out / configs["preferences"][0]["path"])
+    assert table.num_rows == built["stats"]["preferences"]["train"]
 
 
 @pytest.mark.slow

@@ -21,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cavpref.data_prep.cli:main",
         "read source datasets and build AVTrustBench items + preference data",
     ),
+    "data": (
+        "cavpref.data_prep.formats.cli:main",
+        "import / export LLaMA-Factory, ms-swift and TRL files (SFT and preference rows)",
+    ),
     "train": ("cavpref.train:main", "train with a recipe (SFT / DPO / CAVPref)"),
     "check": (
         "cavpref.apps.check:main",

@@ -26,6 +26,7 @@ from cavpref.data_prep.build.stats import (
     llm_fallbacks,
     task_stats,
 )
+from cavpref.data_prep.cards import prep_card
 from cavpref.data_prep.integrity import damaged, output_files
 from cavpref.data_prep.readers import exclusion_reason
 from cavpref.data_prep.records import QARecord
@@ -141,6 +142,7 @@ def build(config: PrepConfig) -> dict[str, Any]:
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    prep_card(out, stats, manifest)  # README.md: not in the manifest's file list (editing it is no damage)
     return {**stats, "up_to_date": False}
 
 
