@@ -56,6 +56,7 @@ def test_preference_rows_export_and_read_back_equal(prefs, fmt, tmp_path):
         ImportArgs(format=fmt, files=[str(out / "cavpref_train.jsonl")], output_dir=str(tmp_path / "i"))
     )
     assert stats["imported"] == 9 and stats["reconcile"] and stats["counts"]["from cavpref_* columns"] == 9
+    assert stats["data_root"] == [str((root / "media").resolve())]  # the export's media root (export.json)
     assert [dict(r) for r in load_from_disk(str(tmp_path / "i" / "preferences"))["train"]] == prefs["rows"]
 
 

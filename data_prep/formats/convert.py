@@ -253,6 +253,13 @@ def _example(turn: Turn, args: ImportArgs, paths: tuple[list[str], list[str]], r
     return example, how
 
 
+def _exported_root(folder: Path) -> str:
+    try:
+        return json.loads((folder / "export.json").read_text())["media_root"]
+    except (OSError, ValueError, KeyError):
+        return "the media_root the rows were exported with"
+
+
 def import_dataset(args: ImportArgs) -> dict[str, Any]:
     """Read ``args.files`` (``args.format``) into ``output_dir/preferences`` (a DatasetDict with one split,
     ``args.split``), with ``stats.json`` (in = imported + skipped), ``manifest.json`` and a dataset card."""
@@ -268,7 +275,8 @@ def import_dataset(args: ImportArgs) -> dict[str, Any]:
     for file in files:
         base = Path(args.media_dir).resolve() if args.media_dir else Path(file).resolve().parent
         root = Path(args.data_root).resolve() if args.data_root else base
-        roots.add(str(root))
+        # rows exported by cavpref keep MediaSpecs relative to the export's media root (export.json says which)
+        exported = _exported_root(Path(file).parent)
         records = common.read_records(file)
         if layout is None and args.format == "llamafactory":
             layout = llamafactory.Layout.guess(records[0][1] if records else {})
@@ -303,6 +311,7 @@ def import_dataset(args: ImportArgs) -> dict[str, Any]:
                 skipped[err.reason] += 1
                 continue
             rows.append(example)
+            roots.add(exported if turn.extras else str(root))
             counts[how] += 1
             counts["preference pairs" if example.rejected else "sft rows"] += 1
     from datasets import DatasetDict
