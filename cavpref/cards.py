@@ -129,6 +129,7 @@ def run_card(trainer, model_name: str | None = None, tags: Sequence[str] = ()) -
         ("DPO β (method dpo)", args.beta),
         ("switch table (η, γ)", ", ".join(f"{t} {tuple(v)}" for t, v in loss["switches"].items())),
         ("sampler / reference", f"{loss['sampler']} / {loss['reference']}"),
+        ("anchor response", args.anchor_response),
         ("learning rate, steps", f"{args.learning_rate}, {trainer.state.global_step}"),
     ]
     recipe_path = Path(args.output_dir) / "run_config.yaml"

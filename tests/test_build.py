@@ -195,7 +195,7 @@ def test_stats_reconcile_and_table(built):
         assert counted == t["items"]
     assert stats["tasks"]["COT-Stitch"]["eligible"] == 24 and stats["tasks"]["MVT"]["eligible"] == 30
     text = format_stats(stats, ["train", "test"])
-    assert "task        source       category" in text and "MVIT        avqa         Existential" in text
+    assert "task        source      category" in text and "MVIT        avqa        Existential" in text
     assert json.loads((built[1] / "single" / "stats.json").read_text()) == {
         k: v for k, v in stats.items() if k != "up_to_date"
     }

@@ -277,7 +277,7 @@ def test_system_prompts_drop_on_request_and_outputs_never_overwrite_inputs(tmp_p
     assert "exists and is not empty" in capsys.readouterr().err
     assert data_main([*argv, "--output_dir", str(tmp_path / "o"), "--overwrite", "true"]) == 0
     assert data_main([*argv, "--output_dir", str(tmp_path / "in"), "--overwrite", "true"]) == 1
-    assert "holds the input" in capsys.readouterr().err and f.is_file()  # the input survives --overwrite
+    assert "overlaps the input" in capsys.readouterr().err and f.is_file()  # the input survives --overwrite
 
 
 @pytest.mark.slow

@@ -23,6 +23,8 @@ from typing import Literal
 import torch
 import yaml
 
+from cavpref.safety import prepare_output_dir
+
 ADAPTER_DIR = "thinker_adapter"  # merge_lora false: the adapter, re-keyed for the full model
 SPEAKERS = "spk_dict.pt"
 
@@ -72,20 +74,6 @@ def _model_type(path: str) -> str | None:
     from transformers import PreTrainedConfig
 
     return PreTrainedConfig.get_config_dict(path)[0].get("model_type")
-
-
-def _check_output(out: Path, inputs: list[str], overwrite: bool) -> None:
-    for item in inputs:
-        if os.path.isdir(item):
-            src = Path(item).resolve()
-            if src == out or out in src.parents or src in out.parents:
-                raise ValueError(f"output_dir {out} overlaps the input folder {item}: choose a new folder")
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise ValueError(
-                f"output_dir {out} exists and is not empty (pass --overwrite true to replace it)"
-            )
-        shutil.rmtree(out)
 
 
 def _thinker_state(run: Path, base_thinker, run_base: str | None) -> dict[str, torch.Tensor]:
@@ -161,7 +149,7 @@ def export_full_model(args: ExportModelArgs) -> Path:
             f"base model {base!r} is not a full Qwen2.5-Omni checkpoint (model_type qwen2_5_omni, with talker and "
             "token2wav): pass --base_model, e.g. Qwen/Qwen2.5-Omni-7B or the folder the thinker was taken from"
         )
-    _check_output(out, [str(run), base], args.overwrite)
+    prepare_output_dir(out, [str(run), *([base] if os.path.isdir(base) else [])], args.overwrite)
     dtype = "auto" if args.dtype == "auto" else getattr(torch, args.dtype)
     full = Qwen2_5OmniForConditionalGeneration.from_pretrained(base, dtype=dtype)
     lora = (run / "adapter_config.json").is_file()
@@ -175,7 +163,6 @@ def export_full_model(args: ExportModelArgs) -> Path:
                 f"{run}: the trained thinker does not fit the base model's thinker (first: {first})"
             )
         full.thinker.load_state_dict(state)
-    out.mkdir(parents=True, exist_ok=True)
     full.save_pretrained(out)
     processor_from = run if (run / "tokenizer_config.json").is_file() else base
     AutoProcessor.from_pretrained(processor_from).save_pretrained(out)

@@ -70,8 +70,11 @@ def format_stats(stats: dict[str, Any], splits: list[str]) -> str:
     ]
     for name in ("reader_skipped", "excluded_single_modality", "invalid_skipped", "alignment_dropped"):
         lines += [f"  {name}: {n:>7}  {reason}" for reason, n in stats.get(name, {}).items()]
+    width = max(
+        [11] + [len(src) for by_source in stats["counts"].values() for src in by_source]
+    )  # custom_clips
     head = (
-        f"{'task':<11} {'source':<12} {'category':<16}"
+        f"{'task':<11} {'source':<{width}} {'category':<16}"
         + "".join(f"{s:>11}" for s in splits)
         + f"{'total':>9}"
     )
@@ -81,7 +84,9 @@ def format_stats(stats: dict[str, Any], splits: list[str]) -> str:
             for cat, by_split in by_cat.items():
                 row = [by_split.get(s, 0) for s in splits]
                 lines.append(
-                    f"{task:<11} {source:<12} {cat:<16}" + "".join(f"{n:>11}" for n in row) + f"{sum(row):>9}"
+                    f"{task:<11} {source:<{width}} {cat:<16}"
+                    + "".join(f"{n:>11}" for n in row)
+                    + f"{sum(row):>9}"
                 )
     lines.append("")
     for task, t in stats["tasks"].items():

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,25 +154,3 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-
-
-def prepare_output_dir(out: str, inputs: list[str], overwrite: bool) -> Path:
-    """``out`` ready to write: never a folder holding an input (not even with ``overwrite``), and an existing
-    non-empty folder only with ``overwrite`` (it is then emptied first)."""
-    path = Path(out).resolve()
-    for item in inputs:
-        src = Path(item).resolve()
-        if src == path or path in src.parents:
-            raise ValueError(f"output_dir {out} holds the input {item}: choose a new folder")
-        if src.is_dir() and src in path.parents:
-            raise ValueError(
-                f"output_dir {out} is inside the input folder {item}: choose a folder outside it"
-            )
-    if path.exists() and any(path.iterdir()):
-        if not overwrite:
-            raise ValueError(
-                f"output_dir {out} exists and is not empty (pass --overwrite true to replace it)"
-            )
-        shutil.rmtree(path)
-    path.mkdir(parents=True, exist_ok=True)
-    return path

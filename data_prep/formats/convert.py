@@ -30,6 +30,7 @@ from cavpref.data import PreferenceExample
 from cavpref.manifest import prep_manifest
 from cavpref.media.materialize import materialize
 from cavpref.media.spec import Source, from_json, has_audio, has_video, mute, sources
+from cavpref.safety import prepare_output_dir
 
 FORMATS = {"llamafactory": llamafactory, "swift": swift, "trl": trl}
 FORMAT = Literal[tuple(FORMATS)]
@@ -152,7 +153,14 @@ def export_dataset(args: ExportArgs) -> dict[str, Any]:
     root = args.media_root or ((manifest or {}).get("config") or {}).get("data_root")
     if not root:
         raise ValueError(f"{folder}: no prep manifest names the media root: pass --media_root")
-    out = common.prepare_output_dir(args.output_dir, [str(folder)], args.overwrite)
+    missing = sorted(set(args.splits or ()) - set(splits))
+    if missing:
+        raise ValueError(f"{folder}: no split(s) {missing} (have {list(splits)})")
+    if manifest and isinstance(
+        manifest.get("tasks"), dict
+    ):  # a task added by a module of its own, as training
+        task_registry.declare_table(manifest["tasks"], where=str(folder))
+    out = prepare_output_dir(args.output_dir, [str(folder)], args.overwrite)
     written: dict[str, tuple[list[str], list[str]]] = {}
     files, counts = {}, Counter()
     for split in args.splits or list(splits):
@@ -267,7 +275,7 @@ def import_dataset(args: ImportArgs) -> dict[str, Any]:
     if not task_registry.is_task(args.task):
         raise ValueError(f"--task {args.task!r} is not a declared task ({task_registry.task_names()})")
     files, layout = _inputs(args)
-    out = common.prepare_output_dir(
+    out = prepare_output_dir(
         args.output_dir, [*files, *([args.dataset_info] if args.dataset_info else [])], args.overwrite
     )
     rows, skipped, counts, n_in = [], Counter(), Counter(), 0
