@@ -85,7 +85,6 @@ def test_the_dataset_card_says_what_was_built(built):
     assert table.num_rows == built["stats"]["preferences"]["train"]
 
 
-@pytest.mark.slow
 def test_one_cavpref_step_trains_on_the_users_tasks(built, tmp_path):
     from cavpref.train import main
 

@@ -7,7 +7,6 @@ The base is a tiny full Omni model built from a config (thinker + talker + token
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import pytest
@@ -46,19 +45,23 @@ def tiny_full(tmp_path_factory):
     return {"root": root, "base": base, "tuned": root / "tuned", "thinker": thinker}
 
 
-def test_a_fine_tuned_thinker_exports_into_the_full_model_and_speaks(tiny_full, tmp_path):
+def states(model) -> dict[str, dict[str, torch.Tensor]]:
+    return {part: getattr(model, part).state_dict() for part in ("thinker", "talker", "token2wav")}
+
+
+def same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def check_full_model(out: Path, trained_folder: Path, base_folder: Path) -> None:
+    """``out`` loads as the full model; its thinker is the trained one (tensor for tensor, and the same greedy
+    text), its talker and token2wav the base's, and it speaks."""
     from transformers import AutoProcessor, Qwen2_5OmniForConditionalGeneration
     from transformers import Qwen2_5OmniThinkerForConditionalGeneration as Thinker
 
-    before = {k: digest(tiny_full[k]) for k in ("base", "tuned")}
-    args = ExportModelArgs(
-        run=str(tiny_full["tuned"]), base_model=str(tiny_full["base"]), output_dir=str(tmp_path / "o")
-    )
-    out = export_full_model(args)
     model = Qwen2_5OmniForConditionalGeneration.from_pretrained(out)
-    base = Qwen2_5OmniForConditionalGeneration.from_pretrained(tiny_full["base"])
-    trained = Thinker.from_pretrained(tiny_full["tuned"])
-    got, orig = states(model), states(base)
+    trained = Thinker.from_pretrained(trained_folder)
+    got, orig = states(model), states(Qwen2_5OmniForConditionalGeneration.from_pretrained(base_folder))
     assert same(got["thinker"], trained.state_dict()) and not same(got["thinker"], orig["thinker"])
     assert same(got["talker"], orig["talker"]) and same(got["token2wav"], orig["token2wav"])
     ids = AutoProcessor.from_pretrained(out).tokenizer("Which instrument is playing?", return_tensors="pt")
@@ -67,10 +70,16 @@ def test_a_fine_tuned_thinker_exports_into_the_full_model_and_speaks(tiny_full, 
         **ids, thinker_max_new_tokens=4, thinker_do_sample=False, talker_max_new_tokens=8
     )
     assert wav.ndim == 1 and wav.numel() > 0  # the talker and token2wav ran
-    assert torch.equal(
-        text, trained.generate(**ids, max_new_tokens=4, do_sample=False)
-    )  # the trained thinker's text
+    assert torch.equal(text, trained.generate(**ids, max_new_tokens=4, do_sample=False))
     assert {p.name for p in out.iterdir()} >= {"config.json", "model.safetensors", "spk_dict.pt", "README.md"}
+
+
+def test_a_fine_tuned_thinker_exports_into_the_full_model_and_speaks(tiny_full, tmp_path):
+    before = {k: digest(tiny_full[k]) for k in ("base", "tuned")}
+    args = ExportModelArgs(
+        run=str(tiny_full["tuned"]), base_model=str(tiny_full["base"]), output_dir=str(tmp_path / "o")
+    )
+    check_full_model(export_full_model(args), tiny_full["tuned"], tiny_full["base"])
     assert {k: digest(tiny_full[k]) for k in before} == before  # neither input folder was written to
 
 
@@ -129,14 +138,6 @@ def runs(tmp_path_factory, tiny_full):
     return out
 
 
-def states(model) -> dict[str, dict[str, torch.Tensor]]:
-    return {part: getattr(model, part).state_dict() for part in ("thinker", "talker", "token2wav")}
-
-
-def same(a: dict, b: dict) -> bool:
-    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-
-
 @pytest.fixture(scope="module")
 def base_model(runs):
     from transformers import Qwen2_5OmniForConditionalGeneration
@@ -145,27 +146,9 @@ def base_model(runs):
 
 
 @pytest.mark.slow
-def test_a_full_fine_tune_exports_as_the_full_model_and_speaks(runs, base_model, tmp_path):
-    from transformers import AutoProcessor, Qwen2_5OmniForConditionalGeneration
-    from transformers import Qwen2_5OmniThinkerForConditionalGeneration as Thinker
-
-    out = export_full_model(
-        ExportModelArgs(run=str(runs["full"]), output_dir=str(tmp_path / "full"))
-    )  # base: the run's
-    model = Qwen2_5OmniForConditionalGeneration.from_pretrained(out)
-    trained = Thinker.from_pretrained(runs["full"])
-    got, base = states(model), states(base_model)
-    assert same(got["thinker"], trained.state_dict()) and not same(got["thinker"], base["thinker"])
-    assert same(got["talker"], base["talker"]) and same(got["token2wav"], base["token2wav"])
-    ids = AutoProcessor.from_pretrained(out).tokenizer("Which instrument is playing?", return_tensors="pt")
-    torch.manual_seed(0)
-    text, wav = model.generate(
-        **ids, thinker_max_new_tokens=4, thinker_do_sample=False, talker_max_new_tokens=8
-    )
-    assert wav.ndim == 1 and wav.numel() > 0  # the talker and token2wav ran
-    alone = trained.generate(**ids, max_new_tokens=4, do_sample=False)
-    assert torch.equal(text, alone)  # the exported model's text is the trained thinker's
-    assert {p.name for p in out.iterdir()} >= {"config.json", "model.safetensors", "spk_dict.pt", "README.md"}
+def test_a_full_fine_tune_run_exports_with_its_own_base(runs, tmp_path):
+    out = export_full_model(ExportModelArgs(run=str(runs["full"]), output_dir=str(tmp_path / "full")))
+    check_full_model(out, runs["full"], runs["base"])  # the base came from the run's run_config.yaml
     assert {k: digest(runs[k]) for k in runs["digests"]} == runs["digests"]  # no input folder was written to
 
 

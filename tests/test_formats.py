@@ -280,7 +280,6 @@ def test_system_prompts_drop_on_request_and_outputs_never_overwrite_inputs(tmp_p
     assert "overlaps the input" in capsys.readouterr().err and f.is_file()  # the input survives --overwrite
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("which", ["llamafactory_sft", "swift_dpo"])
 def test_imported_sets_train_one_step(foreign, tmp_path, which):
     from cavpref.train import main
