@@ -10,6 +10,7 @@ through the same code path as a hub checkpoint, and are byte-identical for the s
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -152,6 +153,71 @@ def build_tiny_qwen_omni(
     )
     model.save_pretrained(out)
     processor.save_pretrained(out)
+    return out
+
+
+def build_tiny_qwen_omni_full(
+    out_dir: str | Path, *, thinker: str | Path | None = None, seed: int = 0
+) -> Path:
+    """Write a random-init full Qwen2.5-Omni (thinker + talker + token2wav + ``spk_dict.pt`` + processor) to
+    ``out_dir``: what ``cavpref export`` splices a trained thinker into, offline. The thinker is the one in the
+    folder ``thinker`` (its config, weights and processor), else a fresh ``build_tiny_qwen_omni``. The talker
+    reads the thinker's hidden states and token ids (its tts text tokens are the thinker vocabulary's last ids);
+    token2wav is a 2-layer DiT and a 6-stage BigVGAN of 64 channels; one speaker, "Chelsie" (the model's
+    default), with a random conditioning vector and reference mel."""
+    from transformers import (
+        AutoProcessor,
+        Qwen2_5OmniConfig,
+        Qwen2_5OmniForConditionalGeneration,
+        Qwen2_5OmniThinkerForConditionalGeneration,
+    )
+
+    out = Path(out_dir)
+    if thinker is None:
+        with tempfile.TemporaryDirectory(prefix="tiny-thinker-") as tmp:
+            return build_tiny_qwen_omni_full(out, thinker=build_tiny_qwen_omni(tmp, seed=seed), seed=seed)
+    trained = Qwen2_5OmniThinkerForConditionalGeneration.from_pretrained(thinker)
+    tc = trained.config
+    vocab, hidden = tc.text_config.vocab_size, tc.text_config.hidden_size
+    ids = ("audio_token_index", "image_token_index", "video_token_index", "vision_start_token_id")
+    ids += ("vision_end_token_id", "audio_start_token_id", "audio_end_token_id")
+    talker = dict(
+        vocab_size=64,
+        tts_codec_pad_token_id=59,
+        tts_codec_start_token_id=60,
+        tts_codec_end_token_id=61,
+        tts_codec_mask_token_id=62,
+        tts_text_start_token_id=vocab - 4,
+        tts_text_end_token_id=vocab - 3,
+        tts_text_pad_token_id=vocab - 2,
+        embedding_size=hidden,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": _mrope_section(16)},
+        **{k: getattr(tc, k) for k in ids},
+    )
+    dit = dict(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, head_dim=16, emb_dim=16, num_embeds=64
+    )
+    dit.update(enc_emb_dim=8, enc_dim=16, enc_channels=[16, 16, 16, 16, 48], enc_attention_channels=8)
+    dit.update(enc_se_channels=8, look_ahead_layers=[1], look_backward_layers=[0], block_size=4)
+    config = Qwen2_5OmniConfig(
+        thinker_config=tc.to_dict(),
+        talker_config=talker,
+        token2wav_config={"dit_config": dit, "bigvgan_config": {"upsample_initial_channel": 64}},
+    )
+    torch.manual_seed(seed)
+    model = Qwen2_5OmniForConditionalGeneration(config).eval()
+    model.thinker.load_state_dict(trained.state_dict())
+    model.thinker.generation_config = trained.generation_config
+    model.save_pretrained(out)
+    AutoProcessor.from_pretrained(thinker).save_pretrained(out)
+    speaker = {"bos_token": vocab - 5, "cond": torch.randn(1, 8), "ref_mel": torch.randn(1, 20, 80)}
+    torch.save({"Chelsie": speaker}, out / "spk_dict.pt")
     return out
 
 

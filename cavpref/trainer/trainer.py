@@ -406,6 +406,15 @@ class CAVPrefTrainer(EncoderLearningRateMixin, ObjectiveMixin, OptimizerStepMixi
                 raise
             raise full from err
 
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs):
+        """The README.md TRL writes at every checkpoint and the Trainer uploads with ``push_to_hub``: cavpref's
+        card (``cavpref.cards.run_card``: base model, method, λ / β / robust settings, data, metrics, recipe)."""
+        if self.is_world_process_zero():
+            from cavpref.cards import run_card
+
+            card = run_card(self, model_name, [tags] if isinstance(tags, str) else tags or ())
+            card.save(os.path.join(self.args.output_dir, "README.md"))
+
     def train(self, *args, **kwargs):
         result = super().train(*args, **kwargs)
         self.report_skipped()
