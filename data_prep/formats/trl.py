@@ -1,6 +1,6 @@
-"""TRL's dataset formats, as its "Dataset formats and types" page documents them (huggingface/trl
-``docs/source/dataset_formats.md``: "Preference" and "Prompt-completion" types, "Standard" and "Conversational"
-formats, "Vision datasets").
+"""TRL's dataset formats, as its "Dataset formats and types" page documents them (``DOC``; in huggingface/trl
+the file ``dataset_formats.md`` under ``docs/source``: "Preference" and "Prompt-completion" types, "Standard"
+and "Conversational" formats, "Vision datasets").
 
 TRL documents images only: a conversational row whose user content is a list of typed items
 (``{"type": "image"}``, ``{"type": "text", "text": ...}``) with the images in an ``images`` column. Written here
