@@ -12,6 +12,9 @@ caching and key handling are written once. Design points:
   ``ChatResult`` with ``error`` set — never an exception in the middle of a long run, never a guess.
 - Successful replies are cached on disk (``cavpref.cache.SQLiteCache``: safe across threads and
   processes) under (model, sha256 of the request), so a rerun or a resumed run costs no judge calls.
+  Identical requests in flight at once share one call (the later ones wait for it), so the number of
+  calls a run makes does not depend on thread timing; requests that must each be answered (MMAR's raters)
+  say so with a ``cache_tag``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
@@ -100,8 +103,11 @@ def split_base_url(url: str) -> tuple[str, list[tuple[str, str]], tuple[str, str
     return bare, parse_qsl(parts.query, keep_blank_values=True), userinfo
 
 
-def request_hash(messages: Sequence[dict], params: dict[str, Any]) -> str:
-    blob = json.dumps({"messages": list(messages), "params": params}, sort_keys=True, ensure_ascii=False)
+def request_hash(messages: Sequence[dict], params: dict[str, Any], tag: str | None = None) -> str:
+    """The cache key of a request; ``tag`` (never sent) tells apart identical requests that must each get
+    their own reply, e.g. the five same-seed raters of MMAR's released script."""
+    request = {"messages": list(messages), "params": params, **({"tag": tag} if tag is not None else {})}
+    blob = json.dumps(request, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -143,6 +149,7 @@ class ChatClient:
         self.cache = ChatCache(self.config.cache_path) if self.config.cache_path else None
         self._lock = threading.Lock()
         self._down: str | None = None  # why the endpoint counts as down (give_up_when_down)
+        self._inflight: dict[str, Future] = {}  # cache key -> the call answering it (identical requests wait)
         self.stats = {"requests": 0, "http_calls": 0, "cache_hits": 0, "retries": 0, "failures": 0}
 
     def describe(self) -> dict[str, Any]:
@@ -158,23 +165,50 @@ class ChatClient:
         with self._lock:
             self.stats[name] += n
 
-    def chat(self, messages: Sequence[dict], **params: Any) -> ChatResult:
-        """One chat completion. ``params`` override temperature / max_tokens / extra body fields."""
+    def chat(self, messages: Sequence[dict], *, cache_tag: str | None = None, **params: Any) -> ChatResult:
+        """One chat completion. ``params`` override temperature / max_tokens / extra body fields.
+        ``cache_tag`` goes into the cache key only: identical requests with different tags are separate
+        calls, each cached on its own (so how many calls a run makes does not depend on thread timing)."""
         body_params = {
             "temperature": self.config.temperature,
             "max_tokens": self.config.max_tokens,
             **self.config.extra_body,
             **params,
         }
-        key = request_hash(messages, body_params)
+        key = request_hash(messages, body_params, cache_tag)
         self._count("requests")
-        if self.cache is not None:
+        if self.cache is None:
+            return self._call(messages, body_params, None)
+        with self._lock:
+            running = self._inflight.get(key)
+            if running is None:
+                running = self._inflight[key] = Future()
+                owner = True
+            else:
+                owner = False
+        if not owner:  # the same request is being answered: its reply, as from the cache
+            shared = running.result()
+            self._count("cache_hits")
+            return ChatResult(shared.text, shared.error, 0, cached=shared.ok)
+        try:
             hit = self.cache.get(self.config.model, key)
             if hit is not None:
                 self._count("cache_hits")
-                return ChatResult(hit, attempts=0, cached=True)
+                result = ChatResult(hit, attempts=0, cached=True)
+            else:
+                result = self._call(messages, body_params, key)
+        except BaseException as err:
+            result = ChatResult(None, f"{type(err).__name__}: {err}")
+            raise
+        finally:
+            with self._lock:
+                del self._inflight[key]
+            running.set_result(result)
+        return result
+
+    def _call(self, messages: Sequence[dict], body_params: dict[str, Any], key: str | None) -> ChatResult:
         result = self._post({"model": self.config.model, "messages": list(messages), **body_params})
-        if result.ok and self.cache is not None:
+        if result.ok and key is not None:
             self.cache.put(self.config.model, key, result.text)
         if not result.ok:
             self._count("failures")

@@ -12,7 +12,8 @@ of ``CAVPrefConfig`` (a ``DPOConfig``), the data keys of ``DataArguments`` and t
 A nested ``model:`` section or a ``--model.key`` override is refused with a one-line error naming the flat key.
 
 The output folder gets ``run_config.yaml`` (the resolved config of all sections), ``versions.json``,
-``loss.json`` (the resolved loss / switch table), ``logs.jsonl`` and the HF checkpoints; a killed run
+``loss.json`` (the resolved loss / switch table), ``logs.jsonl``, the HF checkpoints and ``README.md`` (the model
+card, ``cavpref/cards.py``; TRL's ``push_to_hub`` keys upload it with the model); a killed run
 resumes from its last checkpoint with ``--resume_from_checkpoint last``.
 """
 
@@ -375,6 +376,7 @@ def run(argv: list[str]) -> int:
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(train_args.output_dir)
     trainer.save_state()  # trainer_state.json in the run folder: the whole log history (margins, β, ...)
+    trainer.create_model_card()  # README.md of the final model (cavpref/cards.py)
     if train_args.save_merged:
         save_merged(trainer, os.path.join(train_args.output_dir, "merged"))
     # Trackers closed and, under a launcher, the process group destroyed before the interpreter exits (a gloo

@@ -32,7 +32,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cavpref.eval.loader import load_items
+from cavpref.eval.benchmarks.avtrustbench.reader import load_items
 
 from cavpref.apps.quickstart import QuickstartConfig, Stages, eval_stage, task_accuracy
 from cavpref.apps.quickstart.pipeline import stage_folders, start_stages, write_config

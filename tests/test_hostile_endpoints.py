@@ -1,5 +1,5 @@
 """Hostile-input pass (issue 18, #13): an endpoint that never answers, and one that answers 6 MB. Timeouts and
-retries are options (CLI and YAML: EvalArgs / BenchArgs fields); a reply's stored size is capped."""
+retries are options (CLI and YAML: EvalArgs fields); a reply's stored size is capped."""
 
 import json
 
@@ -28,14 +28,13 @@ def test_endpoint_timeout_and_retries_are_options(tmp_path):
         args = EvalArgs(
             data=str(_items(tmp_path)),
             output=str(tmp_path / "run"),
-            vanilla=True,
             model=server.url,
             endpoint_model="m",
             no_judge=True,
             endpoint_timeout_s=0.3,
             endpoint_max_retries=1,
         )
-        res = evaluate(args, rank=0, world=1)
+        res = evaluate(args, {"vanilla": True}, rank=0, world=1)
     finally:
         server.close()
     assert len(server.requests) == 2  # one try + one retry, each cut at 0.3 s (the record says so)
@@ -50,13 +49,12 @@ def test_a_huge_reply_is_not_stored_whole(tmp_path):
         args = EvalArgs(
             data=str(_items(tmp_path)),
             output=str(tmp_path / "run"),
-            vanilla=True,
             model=server.url,
             endpoint_model="m",
             no_judge=True,
             max_reply_bytes=100_000,
         )
-        res = evaluate(args, rank=0, world=1)
+        res = evaluate(args, {"vanilla": True}, rank=0, world=1)
     finally:
         server.close()
     records = (tmp_path / "run" / "records.rank0.jsonl").read_text()

@@ -10,7 +10,7 @@ import shutil
 import pytest
 from cavpref.data_prep.build import PrepConfig, build, merge
 from cavpref.data_prep.build import pipeline as build_module
-from cavpref.eval.loader import DataError, load_items
+from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
 
 merge_module = importlib.import_module(
     "cavpref.data_prep.build.merge"

@@ -67,13 +67,12 @@ def test_a_key_echoed_by_endpoint_and_judge_is_redacted_everywhere(tmp_path, mon
         args = EvalArgs(
             data=str(_items(tmp_path)),
             output=str(tmp_path / "run"),
-            vanilla=True,
             judge_model="j",
             judge_base_url=judge.url,
             judge_max_retries=0,
         )
         with caplog.at_level(logging.DEBUG):
-            res = evaluate(args, backend=EndpointBackend(client), rank=0, world=1)
+            res = evaluate(args, {"vanilla": True}, backend=EndpointBackend(client), rank=0, world=1)
     finally:
         endpoint.close()
         judge.close()
@@ -96,14 +95,13 @@ def test_credentials_in_model_and_judge_urls_never_reach_results_json(tmp_path, 
         args = EvalArgs(
             data=str(_items(tmp_path)),
             output=str(tmp_path / "run"),
-            vanilla=True,
             model=model_url,
             endpoint_model="served",
             judge_model="j",
             judge_base_url=judge_url,
             judge_max_retries=0,
         )
-        res = evaluate(args, rank=0, world=1)
+        res = evaluate(args, {"vanilla": True}, rank=0, world=1)
     finally:
         endpoint.close()
         judge.close()

@@ -100,18 +100,20 @@ def test_eval_counts_items_evaluated_with_a_missing_stream_or_refuses_them(media
     )
     args = dict(
         data=str(data),
-        vanilla=True,
         no_judge=True,
         num_frames=2,
         media_root=str(media),
         tasks=["CLEAN", "MCIT", "MAT"],
     )
-    res = evaluate(EvalArgs(output=str(tmp_path / "run"), **args), backend=backend, rank=0, world=1)
+    res = evaluate(
+        EvalArgs(output=str(tmp_path / "run"), **args), {"vanilla": True}, backend=backend, rank=0, world=1
+    )
     assert res["missing_streams"] == {"CLEAN": {"audio": 1}, "MCIT": {"audio": 1}}
     assert (tmp_path / "run" / "results.json").read_text().count("missing_streams") >= 1
     with pytest.raises(MediaError, match=r"c1.*no audio stream in a\.mp4"):
         evaluate(
             EvalArgs(output=str(tmp_path / "strict"), missing_stream="error", **args),
+            {"vanilla": True},
             backend=backend,
             rank=0,
             world=1,

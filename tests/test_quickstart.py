@@ -135,13 +135,17 @@ def test_limit_0_means_every_item_in_eval_and_quickstart(small_run):
     """One meaning of a limit everywhere (first-contact point e): N > 0 the first N items of each task, 0 or
     unset all of them, negative an error."""
     from cavpref.data import check_limit
-    from cavpref.eval.loader import load_items
+    from cavpref.eval.benchmarks.avtrustbench.reader import load_items
+    from cavpref.eval.common import select
 
     out, _ = small_run
     every = load_items(out / "data", split="test").items
     assert len(load_items(out / "data", split="test", limit=0).items) == len(every) > 0
     first = load_items(out / "data", split="test", limit=1).items  # one item per task and setting
     assert len(first) == len({(i.task, i.setting) for i in every}) < len(every)
+    # the other benchmarks' readers select through eval.common.select: the same meaning
+    assert len(select(every, [], 0)) == len(select(every, [], None)) == len(every)
+    assert len(select(every, [], 1)) == len({i.task for i in every})
     assert check_limit(0) is None and check_limit(None) is None and check_limit(5) == 5
     with pytest.raises(ValueError, match="limit must be >= 0"):
         check_limit(-1)

@@ -404,6 +404,15 @@ class CAVPrefTrainer(DPOTrainer):
         if not load_full_checkpoint(self, resume_from_checkpoint, model):
             super()._load_from_checkpoint(resume_from_checkpoint, model)
 
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs):
+        """The README.md TRL writes at every checkpoint and the Trainer uploads with ``push_to_hub``: cavpref's
+        card (``cavpref.cards.run_card``: base model, method, λ / β / robust settings, data, metrics, recipe)."""
+        if self.is_world_process_zero():
+            from cavpref.cards import run_card
+
+            card = run_card(self, model_name, [tags] if isinstance(tags, str) else tags or ())
+            card.save(os.path.join(self.args.output_dir, "README.md"))
+
     def train(self, *args, **kwargs):
         try:
             result = super().train(*args, **kwargs)

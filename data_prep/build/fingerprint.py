@@ -34,7 +34,7 @@ _NOT_FINGERPRINTED = (
 
 
 def input_files(config: PrepConfig) -> list[str]:
-    files = [*config.music_avqa, *config.avqa, *config.audioset]
+    files = [*config.music_avqa, *config.avqa, *config.audioset, *config.custom]
     files += [
         f
         for f in (

@@ -20,7 +20,7 @@ from cavpref.apps.quickstart.stages import Stage
 from cavpref.data import CLEAN_TASK
 from cavpref.data_prep.build.rotation import circular_sft_rows
 from cavpref.data_prep.tasks import item_prompt
-from cavpref.eval.loader import load_items
+from cavpref.eval.benchmarks.avtrustbench.reader import load_items
 from cavpref.media.spec import clip as clip_spec
 from cavpref.media.spec import drop_video, mute, to_json
 from cavpref.prompts import rotate_response, rotated_view, rotation_for

@@ -157,8 +157,6 @@ def eval_stage(
         data=str(data),
         output=str(stage.dir),
         tasks=tasks or [*TASKS, CLEAN_TASK],
-        setting="instruction",
-        circular=True,
         limit=cfg.eval_limit,
         mode=cfg.eval_mode,
         label=label,
@@ -171,7 +169,7 @@ def eval_stage(
         no_judge=True,
         drop_stream=drop_stream,
     )
-    results = evaluate(args)
+    results = evaluate(args, {"setting": "instruction", "circular": True})
     if not results["metrics"]["counts"]["evaluated"]:
         raise RuntimeError(
             f"evaluation {stage.name}: no test items of {args.tasks} in {data} (world too small for "

@@ -1,4 +1,4 @@
-"""The quickstart's ``report.md``: the Table-5 layouts (``cavpref.eval.report.compare``), CLEAN after
+"""The quickstart's ``report.md``: the Table-5 layouts (``cavpref.eval.compare``), CLEAN after
 training, the per-category table, the methods plot and the stage wall times.
 
 The tables are rendered with the evaluation's own helpers (``compare``, ``fmt``, the markdown table), so a
@@ -16,7 +16,9 @@ from datasets import load_from_disk
 
 from cavpref.apps.quickstart.config import LABELS, QuickstartConfig
 from cavpref.data import CATEGORIES, CLEAN_TASK, TASKS, check_limit
-from cavpref.eval.report import _table, compare, fmt
+from cavpref.eval.compare import compare
+from cavpref.eval.tables import fmt
+from cavpref.eval.tables import table as _table
 from cavpref.plotting import pyplot
 
 
