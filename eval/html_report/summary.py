@@ -129,6 +129,8 @@ def render(markdown: str, rows: list[dict], links: Mapping[str, dict] | None = N
     """report.md as HTML with its numbers linked; (html, linked, numbers)."""
     from markdown_it import MarkdownIt
 
+    if markdown.startswith("# "):  # the page's own title says it
+        markdown = markdown.split("\n", 1)[1] if "\n" in markdown else ""
     text, linked, numbers = link_numbers(markdown, rows, links)
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     return md.render(text), linked, numbers
