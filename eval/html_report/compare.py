@@ -19,8 +19,9 @@ from cavpref.eval.html_report import page, summary
 from cavpref.eval.html_report.rows import FACETS, rows_of
 from cavpref.eval.html_report.run import load_run
 from cavpref.eval.html_report.write import attach_media, cap_rows, scored_of
+from cavpref.redact import redact
 
-CONTEXT = ("benchmark", "setting", "source", "task", "dimension", "category")
+CONTEXT = ("benchmark", "setting", "source", "task", "dimension", "category", "twin")  # the same in every run
 PER_RUN = (
     "facets",
     "answer",
@@ -85,15 +86,10 @@ def write_compare(
     kept, cap_note = cap_rows(join(per_run, labels), opts.html_max_items)
     keep = {r["id"] for r in kept}
     per_run = [{i: r for i, r in rows.items() if i in keep} for rows in per_run]
-    lines, budget = [], opts.media_budget_mb
+    lines, share = [], opts.media_budget_mb / len(views)  # the page's budget, shared by the runs
     for view, label, rows in zip(views, labels, per_run):
-        opts.media_budget_mb = budget / len(views)  # the page's budget, shared by the runs
-        try:
-            lines.append(
-                f"{label}: " + attach_media(list(rows.values()), view, out.parent, opts, f"{out.stem}_media")
-            )
-        finally:
-            opts.media_budget_mb = budget
+        media = attach_media(list(rows.values()), view, out.parent, opts, f"{out.stem}_media", share)
+        lines.append(f"{label}: {media}")
     rows = join(per_run, labels)
     summary_html, linked, numbers = summary.render(table, rows, views[0].bench.report_links())
     meta = [
@@ -125,5 +121,5 @@ def write_compare(
             "runs": labels,
         },
     )
-    out.write_text(html, encoding="utf-8")
+    out.write_text(redact(html), encoding="utf-8")
     return out

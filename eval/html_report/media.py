@@ -58,10 +58,20 @@ def _strip(frames, count: int, height: int):
 class MediaWriter:
     """Writes the media of a page's items into ``folder`` (next to the page) and says where they are."""
 
-    def __init__(self, folder: Path, page_dir: Path, options, bench=None, media_root: str = "", args=None):
+    def __init__(
+        self,
+        folder: Path,
+        page_dir: Path,
+        options,
+        bench=None,
+        media_root: str = "",
+        args=None,
+        budget_mb=None,
+    ):
         self.folder, self.page_dir, self.opt = Path(folder), Path(page_dir), options
         self.bench, self.root, self.args = bench, media_root, args
-        self.budget = int(options.media_budget_mb * 1024 * 1024)
+        self.budget_mb = options.media_budget_mb if budget_mb is None else budget_mb
+        self.budget = int(self.budget_mb * 1024 * 1024)
         self.stats = MediaStats()
         self._done: dict[str, dict[str, Any]] = {}
 
@@ -112,7 +122,7 @@ class MediaWriter:
         if self.stats.bytes >= self.budget:
             self.stats.over_budget += 1
             return {
-                "note": f"media not written: the page's media budget ({self.opt.media_budget_mb:g} MB) is "
+                "note": f"media not written: the page's media budget ({self.budget_mb:g} MB) is "
                 "spent (raise --media_budget_mb, or --no_media)"
             }
         try:

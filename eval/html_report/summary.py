@@ -13,7 +13,7 @@ labels, matched against the facet values the rows carry (``rows.FACETS``), never
   ``Pairs`` → the perturbed items whose clean twin was evaluated; ``False abstention %`` → CLEAN).
 
 A number whose row and column name no set of items (``rows read``, ``passes run``) stays plain text; an
-aggregate row (``**all**``, ``overall``) links to everything its headings select.
+aggregate row or column (``**all**``, ``overall``) links to everything its headings (and row) select.
 """
 
 from __future__ import annotations
@@ -116,7 +116,8 @@ def link_numbers(
                 continue
             numbers += 1
             column = lookup(header[i], values, links) if i < len(header) else None
-            if not (row_filter or column or aggregate):
+            every = i < len(header) and label(header[i]).lower() in AGGREGATE  # an "all" column
+            if not (row_filter or column or aggregate or every):
                 new.append(c)
                 continue
             linked += 1

@@ -19,6 +19,7 @@ from cavpref.eval.html_report import page, summary
 from cavpref.eval.html_report.media import MediaWriter
 from cavpref.eval.html_report.rows import FACETS, rows_of
 from cavpref.eval.reports import input_line
+from cavpref.redact import redact
 
 logger = logging.get_logger(__name__)
 
@@ -112,8 +113,11 @@ def run_meta(results: dict) -> list[tuple[str, str]]:
     return [(k, v) for k, v in meta if v]
 
 
-def attach_media(rows: list[dict], view: RunView, out_dir: Path, opts, folder: str = MEDIA) -> str:
-    """Each row's ``media`` (its spec JSON) replaced by what the page shows; the line saying what was written."""
+def attach_media(
+    rows: list[dict], view: RunView, out_dir: Path, opts, folder: str = MEDIA, budget_mb: float | None = None
+) -> str:
+    """Each row's ``media`` (its spec JSON) replaced by what the page shows; the line saying what was written.
+    ``budget_mb``: this view's share of the page's budget (default: all of it)."""
     if opts.no_media:
         for row in rows:
             row["media"] = {"note": "media left out (--no_media)"}
@@ -121,12 +125,12 @@ def attach_media(rows: list[dict], view: RunView, out_dir: Path, opts, folder: s
     from tqdm.auto import tqdm
 
     items = {it.id: it for it in view.items}
-    writer = MediaWriter(out_dir / folder, out_dir, opts, view.bench, view.media_root, view.args)
+    writer = MediaWriter(out_dir / folder, out_dir, opts, view.bench, view.media_root, view.args, budget_mb)
     for row in tqdm(rows, desc="report.html media", disable=len(rows) < 50):
         row["media"] = writer.write(items[row["id"]])
     s = writer.stats
     return (
-        f"media: {s.files} files, {s.bytes / 1e6:.2f} MB in {folder}/ (budget {opts.media_budget_mb:g} MB) for "
+        f"media: {s.files} files, {s.bytes / 1e6:.2f} MB in {folder}/ (budget {writer.budget_mb:g} MB) for "
         f"{s.items + s.shared} items ({s.shared} sharing another item's clip); {s.over_budget} items over "
         f"the budget, {s.errors} could not be decoded; per item {opts.thumbnail_frames} frames at "
         f"{opts.thumbnail_height} px and {opts.audio_clip_seconds:g} s of audio"
@@ -172,6 +176,6 @@ def write_run(view: RunView, out_dir: str | Path, opts, name: str = PAGE) -> Pat
         data={"facets": list(FACETS), "rows": kept, "runs": None},
     )
     path = out_dir / name
-    path.write_text(html, encoding="utf-8")
+    path.write_text(redact(html), encoding="utf-8")  # the rows were redacted before JSON; this masks the rest
     logger.info("wrote %s (%d items, %.1f MB; %s)", path, len(kept), len(html) / 1e6, media_line)
     return path
