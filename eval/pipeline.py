@@ -134,7 +134,23 @@ def evaluate(
     bench = registry.create(args, options, client=client, nli=nli)
     loaded = load(args, bench=bench)
     bench.backend = backend if backend is not None else build_backend(args)
-    runner = Runner(
+    runner = runner_for(args, bench, loaded, rank=rank, world=world)
+    stats = runner.run(loaded.items)
+    log = {"rank": runner.rank, **stats, "judge_calls": None if client is None else client.stats}
+    Path(args.output, f"run_log.rank{runner.rank}.json").write_text(json.dumps(log, indent=1) + "\n")
+    if not runner.is_main:
+        return None
+    outcomes, used = runner.collect(loaded.items)
+    results = assemble(args, bench, loaded, outcomes, used, bench.backend.describe())
+    results["missing_streams"] = missing_stream_counts(loaded.items, used)
+    registry.write_reports(results, args.output)
+    write_html(args, bench, loaded, outcomes, used, results)
+    return results
+
+
+def runner_for(args: EvalArgs, bench, loaded: registry.Loaded, *, rank=None, world=None) -> Runner:
+    """The run's runner on ``bench.backend`` (its record keys: the backend's fingerprint, the run's keys)."""
+    return Runner(
         bench,
         bench.backend,
         RunConfig(
@@ -150,17 +166,6 @@ def evaluate(
         rank=rank,
         world=world,
     )
-    stats = runner.run(loaded.items)
-    log = {"rank": runner.rank, **stats, "judge_calls": None if client is None else client.stats}
-    Path(args.output, f"run_log.rank{runner.rank}.json").write_text(json.dumps(log, indent=1) + "\n")
-    if not runner.is_main:
-        return None
-    outcomes, used = runner.collect(loaded.items)
-    results = assemble(args, bench, loaded, outcomes, used, bench.backend.describe())
-    results["missing_streams"] = missing_stream_counts(loaded.items, used)
-    registry.write_reports(results, args.output)
-    write_html(args, bench, loaded, outcomes, used, results)
-    return results
 
 
 def write_html(args: EvalArgs, bench, loaded: registry.Loaded, outcomes, records: list[dict], results: dict):

@@ -20,7 +20,6 @@ from cavpref.eval import pipeline, registry
 from cavpref.eval.args import EvalArgs
 from cavpref.eval.html_report.write import RunView, by_item
 from cavpref.eval.metrics import counts
-from cavpref.eval.runner import RunConfig, Runner
 
 
 class RecordedModel:
@@ -74,21 +73,7 @@ def load_run(run_dir: str | Path, *, data: str | None = None, media_root: str | 
         outcomes, used, _ = pipeline.score_external(bench, loaded, results["model"]["predictions"])
     else:
         bench.backend = RecordedModel(results["model"])
-        runner = Runner(
-            bench,
-            bench.backend,
-            RunConfig(
-                str(run_dir),
-                loaded.media_root,
-                args.mode,
-                args.batch_size,
-                args.chunk_size,
-                bench.frame_policy(),
-                args.sample_rate,
-            ),
-            rank=0,
-            world=1,
-        )
+        runner = pipeline.runner_for(args, bench, loaded, rank=0, world=1)
         outcomes, used = runner.collect(loaded.items)
     found = counts(outcomes)
     wrote = results.get("counts") or results.get("metrics", {}).get("counts") or {}
