@@ -71,7 +71,7 @@ class MediaWriter:
         self.folder, self.page_dir, self.opt = Path(folder), Path(page_dir), options
         self.bench, self.root, self.args = bench, media_root, args
         self.budget_mb = options.media_budget_mb if budget_mb is None else budget_mb
-        self.budget = int(self.budget_mb * 1024 * 1024)
+        self.budget = int(self.budget_mb * 1e6)  # MB as the page reports them (10^6 bytes)
         self.stats = MediaStats()
         self._done: dict[str, dict[str, Any]] = {}
 
