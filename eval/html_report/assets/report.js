@@ -69,8 +69,7 @@
   }
 
   function fromHash() {
-    const h = decodeURIComponent(location.hash || "");
-    if (!h.startsWith("#items")) return false;
+    if (!(location.hash || "").startsWith("#items")) return false;
     const params = new URLSearchParams(location.hash.slice(location.hash.indexOf("?") + 1));
     for (const f of Object.keys(filters)) delete filters[f];
     text = "";
