@@ -123,6 +123,32 @@ def check_example(
     return sorted(set(problems), key=problems.index)
 
 
+def unusable_rows_message(
+    dataset_name: str, problems: list[tuple[str, str]], total: int, calibrated: Sequence[str], skipping: bool
+) -> str:
+    """The error for unusable rows (``problems``: (id, what) pairs, the first 10 shown) that names the fixes
+    that apply: score the data or fix β when a calibrated β lacks its score, else ``skip_bad_rows`` -- which is
+    no fix when it would leave no row to train on."""
+    shown = "\n  ".join(p for _, p in problems[:10])
+    more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+    unscored = [c for c in calibrated if any(f"field {SCORE_FIELDS[c]!r}" in p for _, p in problems)]
+    fixes = []
+    if unscored:
+        fixes.append(
+            f"score the data (prep with `score: true`, docs/scoring.md) or fix β for {', '.join(unscored)} "
+            f"({' '.join(f'--beta_{c} 0.1' for c in unscored)})"
+        )
+    if skipping:
+        head = (
+            f"skip_bad_rows left no usable row: all {total} rows of the {dataset_name} dataset are unusable"
+        )
+    else:
+        head = f"{len(problems)} unusable rows of {total} in the {dataset_name} dataset"
+        fixes.append("set skip_bad_rows to skip and count them" if len(problems) < total else "")
+    fixes = [f for f in fixes if f]
+    return f"{head}{' (' + '; or '.join(fixes) + ')' if fixes else ''}:\n  {shown}{more}"
+
+
 @dataclass
 class CAVPrefCollator:
     """Collate preference examples (HF dataset rows, ``PreferenceExample.to_row`` columns) for the model_io.

@@ -58,7 +58,7 @@ class CAVPrefConfig(DPOConfig):
         metadata={
             "help": "torch intra-op CPU threads, fixed so results do not depend on OMP_NUM_THREADS or the "
             "CPUs available (different counts give different weights); 0 = torch's own choice. "
-            "See docs/training.md"
+            "See docs/reproducibility.md"
         },
     )
     cpu_isa: str = field(
@@ -66,7 +66,7 @@ class CAVPrefConfig(DPOConfig):
         metadata={
             "help": "CPU code of torch's kernels, oneDNN and MKL: avx2 caps all three at AVX2, so machines with "
             "and without AVX-512 train the same bits; native lets each pick the CPU's best (x86-64 only). "
-            "See docs/training.md",
+            "See docs/reproducibility.md",
             "choices": list(CPU_ISAS),
         },
     )

@@ -7,7 +7,7 @@ of ``CAVPrefConfig`` (a ``DPOConfig``), the data keys of ``DataArguments`` and t
 
     cavpref train recipes/tiny/cavpref.yaml --lambda_a 0.5 --beta_y 0.2 --lora_r 8
     cavpref train --config recipes/tiny/cavpref.yaml --num_frames 2
-    cavpref train recipes/tiny/cavpref.yaml --help      # every key of the three sections
+    cavpref train recipes/tiny/cavpref.yaml --help      # cavpref's keys (--help_all: TRL's / transformers' too)
 
 Recipes written before the flat layout (a nested ``model:`` section, ``--model.key`` overrides, the model keys
 ``max_length`` / ``adapter`` / ``trust_remote_code`` / ``gradient_checkpointing``) still run, with a
@@ -15,7 +15,8 @@ Recipes written before the flat layout (a nested ``model:`` section, ``--model.k
 ``activation_checkpointing``).
 
 The output folder gets ``run_config.yaml`` (the resolved config of all sections), ``versions.json``,
-``loss.json`` (the resolved loss / switch table), ``logs.jsonl`` and the HF checkpoints; a killed run
+``loss.json`` (the resolved loss / switch table), ``logs.jsonl``, the HF checkpoints and ``README.md`` (the model
+card, ``cavpref/cards.py``; TRL's ``push_to_hub`` keys upload it with the model); a killed run
 resumes from its last checkpoint with ``--resume_from_checkpoint last``.
 """
 
@@ -358,20 +359,49 @@ def last_complete_checkpoint(output_dir: str) -> str | None:
     return None
 
 
+def check_paths(train_args, data_args, model_args) -> None:
+    """Every path of the recipe, before the model loads (a missing one costs no model load or hub retry)."""
+    from cavpref.models.registry import check_model_path
+
+    if not data_args.train_dataset:
+        raise ValueError("no train_dataset: set it in the recipe or pass --train_dataset")
+    for key, path in (
+        ("train_dataset", data_args.train_dataset),
+        ("eval_dataset", data_args.eval_dataset),
+        ("media_root", train_args.media_root),
+    ):
+        if path and not os.path.isdir(path):
+            raise FileNotFoundError(f"{key} {path!r}: no such folder")
+    check_model_path(model_args.model_name_or_path)
+
+
+# What a recipe, its paths or its data get wrong: one line each (``--debug``: the traceback).
+USER_ERRORS = (ValueError, FileNotFoundError, KeyError)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``cavpref train``; an error in the recipe, a path or the data is one line on stderr and exit code 2
+    (``--debug`` anywhere on the command line: the traceback instead)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     if not argv:
         print(__doc__)
         return 0
+    try:
+        return run(argv)
+    except USER_ERRORS as err:
+        if debug:
+            raise
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"cavpref train: error: {message} (--debug: the traceback)", file=sys.stderr)
+        return 2
+
+
+def run(argv: list[str]) -> int:
+    """The run itself: parse, check the paths, train, save."""
     train_args, data_args, model_args = parse(argv)
-    if not data_args.train_dataset:
-        raise ValueError("no train_dataset: set it in the recipe or pass --train_dataset")
-    if not model_args.model_name_or_path:
-        raise ValueError(
-            f"{argv[0] if not argv[0].startswith('-') else 'command line'}: model_name_or_path "
-            "is required: add `model_name_or_path: <folder or hub id>` to the recipe, or pass "
-            "--model_name_or_path"
-        )
+    check_paths(train_args, data_args, model_args)
     switch_source = resolve_switch_table(train_args, data_args)
     logger.warning(f"switch table (eta, gamma per task): {switch_source}")
     resume = train_args.resume_from_checkpoint
@@ -404,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(train_args.output_dir)
     trainer.save_state()  # trainer_state.json in the run folder: the whole log history (margins, β, ...)
+    trainer.create_model_card()  # README.md of the final model (cavpref/cards.py)
     if train_args.save_merged:
         save_merged(trainer, os.path.join(train_args.output_dir, "merged"))
     # Trackers closed and, under a launcher, the process group destroyed before the interpreter exits (a gloo

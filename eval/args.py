@@ -152,7 +152,8 @@ class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments, HTMLReportArg
         metadata={"help": "the benchmark's sub-tasks to run (default: its default set; see its docs)"},
     )
     limit: int | None = field(
-        default=None, metadata={"help": "first N items (by id) of each task (AVTrustBench: and setting)"}
+        default=None,
+        metadata={"help": "first N items (by id) of each task (AVTrustBench: and setting); 0 or unset = all"},
     )
     label: str | None = field(default=None, metadata={"help": "name of this run in reports and `compare`"})
     mode: str = field(

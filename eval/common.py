@@ -1,5 +1,5 @@
-"""What the benchmark folders share: reading released files, selecting items, parsing judge replies,
-asking judges, model responses, grouped means.
+"""What the benchmark folders share: reading released files, selecting items, scores in judge replies
+(asking a judge and finding its JSON: ``cavpref.chat_json``), model responses, grouped means.
 
 Released files are read as released: a JSON list, a JSON object wrapping the list, or JSONL. Every error
 names the file, the record (line or index) and the field, because a benchmark of 2,000 items is
@@ -13,9 +13,11 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from cavpref.chat_json import parse_json_reply
+from cavpref.data import check_limit
 
 
 class DataError(ValueError):
@@ -111,7 +113,7 @@ def field(
 
 def select(items: list, tasks: Sequence[str], limit: int | None, *, data: str = "") -> list:
     """``items`` sorted by id, restricted to ``tasks`` (each must exist in the data) and to the first
-    ``limit`` of each task."""
+    ``limit`` of each task (0 or None: all of them)."""
     if tasks:
         known = {i.task for i in items}
         unknown = sorted(set(tasks) - known)
@@ -119,6 +121,7 @@ def select(items: list, tasks: Sequence[str], limit: int | None, *, data: str = 
             raise ValueError(f"--tasks: {unknown} not in {data} (it has {sorted(known)})")
         items = [i for i in items if i.task in tasks]
     items = sorted(items, key=lambda i: i.id)
+    limit = check_limit(limit)
     if limit is None:
         return items
     seen: dict[str, int] = defaultdict(int)
@@ -137,34 +140,6 @@ def media_root_of(data: str, media_root: str | None) -> str:
 
 
 # ----------------------------------------------------------------------------- judge replies
-
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-
-
-def _loads_lenient(text: str) -> Any:
-    text = re.sub(r",\s*([}\]])", r"\1", text.strip())  # trailing commas
-    return json.loads(text)
-
-
-def parse_json_reply(text: str | None, *, want: type = dict) -> Any:
-    """The JSON object (``want=dict``) or list (``want=list``) in a judge reply: the whole reply, a
-    fenced ```json block, or the outermost braces/brackets in surrounding prose. Raises ValueError."""
-    if not text or not text.strip():
-        raise ValueError("empty reply")
-    candidates = [text] + _FENCE.findall(text)
-    opener, closer = ("{", "}") if want is dict else ("[", "]")
-    start, end = text.find(opener), text.rfind(closer)
-    if 0 <= start < end:
-        candidates.append(text[start : end + 1])
-    for c in candidates:
-        try:
-            value = _loads_lenient(c)
-        except (json.JSONDecodeError, ValueError):
-            continue
-        if isinstance(value, want):
-            return value
-    raise ValueError(f"no JSON {want.__name__} in reply {text[:120]!r}")
-
 
 _NUMBER = re.compile(r"(-?\d+(?:\.\d+)?|-?\.\d+)\s*(%|/\s*(\d+(?:\.\d+)?))?")
 
@@ -250,76 +225,6 @@ def split_response(text: str) -> tuple[str, str]:
     else:  # no reasoning section: everything but the answer line
         reasoning = (text[: a.start()] + text[a.end() :]).strip() if a else text
     return answer, reasoning
-
-
-# ----------------------------------------------------------------------------- asking judges
-
-RETRY_SEED_STEP = 1000
-
-
-@dataclass
-class Reply:
-    """A judge reply and what it was parsed into; ``error`` when the call failed or the reply stayed
-    unusable after every retry."""
-
-    value: Any = None
-    text: str | None = None
-    error: str | None = None
-    attempts: int = 0
-
-
-def ask(
-    client,
-    requests: Sequence[tuple],
-    parse: Callable[[int, str | None], Any],
-    *,
-    max_tokens: int,
-    retries: int = 2,
-    desc: str = "judge",
-) -> list[Reply]:
-    """Send ``(messages, seed)`` or ``(messages, seed, cache_tag)`` requests through the shared
-    ``ChatClient`` (its cache, retries and concurrency bound) and parse each reply with
-    ``parse(request index, text)`` (ValueError: unusable). ``cache_tag`` makes identical requests separate
-    calls with separate cache entries (``ChatClient.chat``).
-    A reply that does not parse is asked again with the seed moved by ``RETRY_SEED_STEP`` (a new
-    request, so not the cached bad reply), at most ``retries`` times; the outcome is deterministic
-    given the cache. Transport failures are returned as errors (not cached, so
-    a resumed run asks again)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from tqdm.auto import tqdm
-
-    out = [Reply() for _ in requests]
-    todo = list(range(len(requests)))
-    with ThreadPoolExecutor(max_workers=client.config.max_concurrency) as pool:
-        for attempt in range(retries + 1):
-            if not todo:
-                break
-
-            def call(i, attempt=attempt):
-                messages, seed, *tag = requests[i]
-                params = {"max_tokens": max_tokens}
-                if seed is not None or attempt:
-                    params["seed"] = (seed or 0) + RETRY_SEED_STEP * attempt
-                return client.chat(messages, cache_tag=tag[0] if tag else None, **params)
-
-            futures = [pool.submit(call, i) for i in todo]
-            bar = tqdm(futures, desc=desc, disable=len(futures) < 32, leave=False)
-            again = []
-            for i, fut in zip(todo, bar):
-                res = fut.result()
-                rep = out[i]
-                rep.attempts, rep.text = attempt + 1, res.text
-                if not res.ok:
-                    rep.error = res.error
-                    continue
-                try:
-                    rep.value, rep.error = parse(i, res.text), None
-                except ValueError as bad:
-                    rep.error = f"malformed reply: {bad}"
-                    again.append(i)
-            todo = again
-    return out
 
 
 # ----------------------------------------------------------------------------- grouped means

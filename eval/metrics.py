@@ -32,7 +32,7 @@ class ItemOutcome:
     judged_passes: int = 0
     unparsed_reasons: Counter = field(default_factory=Counter)
     # the source record (clip + question) the item was built from: with the setting, the key that pairs a
-    # perturbed item with its CLEAN twin (cavpref.eval.trust); "" when unknown
+    # perturbed item with its CLEAN twin (benchmarks/avtrustbench/trust.py); "" when unknown
     record: str = ""
     abstained: bool | None = None  # whether the first pass (rotation 0) abstained; None when unknown
 

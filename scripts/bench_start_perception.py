@@ -224,7 +224,7 @@ def row(cfg: QuickstartConfig, m: dict) -> str:
     c = {k: v["circular"] for k, v in m["clean"].items()}
     change = " | ".join(f"{c[s] - c['both']:+.1f}" if s in c else "–" for s in ("video", "audio"))
     groups = ("needs video", "needs video: avqa", "needs video: music_avqa", "audio suffices")
-    px = cfg.frame_size if cfg.width == cfg.frame_size else f"{cfg.frame_size}x{cfg.width}"
+    px = cfg.frame_size
     return (
         f"| {px} | {cfg.sft_steps} | {cfg.hidden_size} | {cfg.vision_hidden_size} | "
         + " | ".join(f"{v:.1f}" for v in caps)

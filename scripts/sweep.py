@@ -67,7 +67,9 @@ class SweepArguments:
         },
     )
     eval_split: str = field(default="test", metadata={"help": "split of --eval_data"})
-    eval_limit: int | None = field(default=None, metadata={"help": "items per task and setting"})
+    eval_limit: int | None = field(
+        default=None, metadata={"help": "first N items of each task and setting; 0 or unset = all"}
+    )
     eval_mode: Literal["generate", "likelihood"] = field(
         default="likelihood", metadata={"help": "answer mode"}
     )

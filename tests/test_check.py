@@ -82,3 +82,47 @@ def test_7b_full_recipe_needs_reference_and_sharding(inputs):
     assert one["checkpointing"].verdict(one["gpu_bytes"]) == "does not fit"  # 16 B/param x 7.6 B on one GPU
     z3 = check.run([*argv, "--accelerate_config", str(ROOT / "recipes/accelerate/deepspeed_zero3.yaml")])
     assert z3["checkpointing"].total < one["checkpointing"].total / 4
+
+
+SEVEN_B = sorted((ROOT / "recipes" / "qwen2.5-omni-7b").glob("*.yaml"))
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """No network: the hub is off (HF_HUB_OFFLINE) and any socket connection fails at once."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise OSError("network unreachable (test)")
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.chdir(ROOT)  # the recipes' relative data paths, as a user runs them
+
+
+@pytest.mark.parametrize("recipe", SEVEN_B, ids=lambda p: p.stem)
+def test_every_7b_recipe_gets_a_verdict_offline_without_data(recipe, offline, capsys):
+    """As shipped, the 7B recipes point at data that does not exist yet and at a hub id: the check still
+    sizes the run offline, from the published config and processor and synthetic rows at the budgets."""
+    argv = [str(recipe), "--estimate_height", "360", "--estimate_width", "640", "--estimate_seconds", "2"]
+    out = check.run(argv)
+    assert out["total"] == 8_931_813_888 and "published preprocessor" in out["processor"]
+    assert out["tokens"]["estimated"] and "not found" in out["notes"][0]
+    # 640x360 under the recipe's 602,112-pixel budget: 644x364 -> 23 x 13 merged patches per frame pair, at
+    # most 4 pairs of the 8 frames; 25 audio tokens a second, at most 4 s (the COT tasks join two 2-s clips)
+    t = out["tokens"]
+    assert 0 < t["video"] <= 4 * 23 * 13 and 0 < t["audio"] <= 4 * 25 and t["samples"] == 9
+    assert check.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "verdict" in printed and ("fits" in printed or "does not fit" in printed)
+
+
+def test_missing_paths_are_one_line_errors_before_anything_loads(inputs, offline, capsys):
+    recipe = str(ROOT / "recipes/qwen2.5-omni-7b/lora_cavpref.yaml")
+    assert check.main([recipe, "--accelerate_config", "nope.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cavpref check: error: accelerate_config 'nope.yaml'") and err.count("\n") == 1
+    with pytest.raises(check.CheckError, match="no published config .* --model_config"):
+        check.run([recipe, "--model_name_or_path", "someone/other-model"])
+    with pytest.raises(check.CheckError, match="media_root 'no/media'"):
+        check.run([recipe, "--train_dataset", str(inputs["prefs"]), "--media_root", "no/media"])

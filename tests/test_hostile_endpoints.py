@@ -1,5 +1,5 @@
 """Hostile-input pass (issue 18, #13): an endpoint that never answers, and one that answers 6 MB. Timeouts and
-retries are options (CLI and YAML: EvalArgs / BenchArgs fields); a reply's stored size is capped."""
+retries are options (CLI and YAML: EvalArgs fields); a reply's stored size is capped."""
 
 import json
 

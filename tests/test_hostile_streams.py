@@ -165,4 +165,4 @@ def test_training_counts_rows_trained_with_a_missing_stream_or_refuses_them(fx, 
     cfg["skip_bad_rows"] = False
     rec.write_text(yaml.safe_dump(cfg))
     with pytest.raises(BadRowError):
-        main([str(rec), "--output_dir", str(tmp_path / "strict2"), "--missing_stream", "error"])
+        main([str(rec), "--output_dir", str(tmp_path / "strict2"), "--missing_stream", "error", "--debug"])

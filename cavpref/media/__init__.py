@@ -11,6 +11,7 @@ from cavpref.media.spec import (  # noqa: F401
     MediaSpec,
     Overlay,
     Source,
+    Stack,
     clip,
     combine,
     concat,
@@ -23,7 +24,9 @@ from cavpref.media.spec import (  # noqa: F401
     mute,
     overlay,
     resolve_path,
+    shift_audio,
     sources,
+    stack,
     to_dict,
     to_json,
 )

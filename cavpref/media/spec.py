@@ -13,6 +13,8 @@ Nodes
 ``Mask(part, spans, video, audio)`` ``part`` with black frames (``video``) and / or silence (``audio``) over
                                    ``spans`` of its own timeline: the stream stays present, its content
                                    there is blank (evaluation ablations: TraceAV-Bench's evidence-hop masking).
+``Stack(parts, axis, gains)``      split screen: the parts' frames side by side in one frame (``axis``
+                                   "vertical": top to bottom), their audio mixed with gains.
 
 Every task is expressible (see ``tests/test_media_spec.py``)::
 
@@ -20,6 +22,9 @@ Every task is expressible (see ``tests/test_media_spec.py``)::
     MVT        A.drop_video()                      MAT       A.mute()
     COT-Stitch Concat([A, B])                      COT-Swap  Concat([Combine(A, B), Combine(B, A)])
     CAT        Concat([...]) or Overlay([...])
+
+and so are the AURA builder's media (``cavpref.data_prep.builders.aura``): trims are Sources with ranges,
+an audio shift is ``shift_audio(Source)``, a split screen ``Stack([A, B])``, novice / expert ``Concat``.
 
 Paths are relative to a data root chosen at decode time; ``resolve_path`` refuses anything that would
 escape it (absolute paths, ``..``), because specs travel in shared datasets.
@@ -120,8 +125,40 @@ class Mask:
         object.__setattr__(self, "spans", tuple((a, b) for a, b in merged))
 
 
-MediaSpec = Union[Source, Combine, Concat, Overlay, Mask]
-_NODES = {"source": Source, "combine": Combine, "concat": Concat, "overlay": Overlay, "mask": Mask}
+STACK_AXES = ("vertical", "horizontal")
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Split screen: every part's frames in its own band of one frame (``axis="vertical"``: top to bottom, as
+    AURA's implicit-distraction videos; "horizontal": left to right), bands sized by the parts' frame sizes;
+    the parts' audio mixed with ``gains``; duration = the longest part's."""
+
+    parts: tuple["MediaSpec", ...] = field(default_factory=tuple)
+    axis: str = "vertical"
+    gains: tuple[float, ...] | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "parts", tuple(self.parts))
+        if len(self.parts) < 2:
+            raise MediaError(f"Stack needs at least two parts, got {len(self.parts)}")
+        if self.axis not in STACK_AXES:
+            raise MediaError(f"Stack axis must be one of {STACK_AXES}, got {self.axis!r}")
+        gains = tuple(float(g) for g in self.gains) if self.gains is not None else (1.0,) * len(self.parts)
+        if len(gains) != len(self.parts):
+            raise MediaError(f"Stack has {len(self.parts)} parts but {len(gains)} gains")
+        object.__setattr__(self, "gains", gains)
+
+
+MediaSpec = Union[Source, Combine, Concat, Overlay, Mask, Stack]
+_NODES = {
+    "source": Source,
+    "combine": Combine,
+    "concat": Concat,
+    "overlay": Overlay,
+    "mask": Mask,
+    "stack": Stack,
+}
 
 
 def _check_relative(path: str) -> None:
@@ -173,6 +210,22 @@ def overlay(*parts: MediaSpec, gains: tuple[float, ...] | None = None, video: in
     return Overlay(tuple(parts), gains, video)
 
 
+def stack(*parts: MediaSpec, axis: str = "vertical", gains: tuple[float, ...] | None = None) -> Stack:
+    """Split screen of ``parts`` (top to bottom by default), their audio mixed with ``gains``."""
+    return Stack(tuple(parts), axis, gains)
+
+
+def shift_audio(src: Source, seconds: float) -> Combine:
+    """The video of ``src`` with its own sound track taken ``seconds`` later (> 0: every sound comes
+    ``seconds`` early; < 0: late), the length kept: a desynchronised clip with nothing re-encoded. The
+    shifted range must lie inside the file (checked when the spec is planned)."""
+    if src.end is None:
+        raise MediaError(f"{src.path}: shift_audio needs a Source with an explicit end")
+    if src.start + seconds < 0:
+        raise MediaError(f"{src.path}: audio shifted by {seconds} s would start before the file")
+    return Combine(video=src, audio=Source(src.path, src.start + seconds, src.end + seconds))
+
+
 # ----------------------------------------------------------------------------- structure queries
 
 
@@ -183,7 +236,7 @@ def has_video(spec: MediaSpec) -> bool:
         return has_video(spec.part)
     if isinstance(spec, Combine):
         return spec.video is not None and has_video(spec.video)
-    if isinstance(spec, Concat):
+    if isinstance(spec, (Concat, Stack)):
         return any(has_video(p) for p in spec.parts)
     return spec.video is not None and has_video(spec.parts[spec.video])
 
@@ -242,6 +295,13 @@ def to_dict(spec: MediaSpec) -> dict[str, Any]:
             "gains": list(spec.gains),
             "video": spec.video,
         }
+    if isinstance(spec, Stack):
+        return {
+            "op": "stack",
+            "parts": [to_dict(p) for p in spec.parts],
+            "axis": spec.axis,
+            "gains": list(spec.gains),
+        }
     raise MediaError(f"not a MediaSpec node: {spec!r}")
 
 
@@ -275,6 +335,8 @@ def _from_dict(d: dict[str, Any]) -> MediaSpec:
     parts = tuple(from_dict(p) for p in d["parts"])
     if op == "concat":
         return Concat(parts)
+    if op == "stack":
+        return Stack(parts, d.get("axis", "vertical"), d.get("gains"))
     return Overlay(parts, d.get("gains"), d.get("video", 0))
 
 

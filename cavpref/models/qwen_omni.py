@@ -103,6 +103,7 @@ class QwenOmniModelIO(ChatModelIO):
             if audio_max_seconds
             else int(processor.feature_extractor.n_samples)
         )
+        self.audio_cuts = 0  # clips cut to audio_samples (warned about once)
         self.video_token_id = processor.video_token_id
         self.audio_token_id = processor.audio_token_id
 
@@ -154,11 +155,14 @@ class QwenOmniModelIO(ChatModelIO):
         if media.audio is not None:
             audio = resample(media.audio, int(media.sample_rate), self.sample_rate)
             if audio.shape[0] > self.audio_samples:
-                warnings.warn(
-                    f"audio of {audio.shape[0] / self.sample_rate:.1f} s is cut to "
-                    f"{self.audio_samples / self.sample_rate:g} s (audio_max_seconds)",
-                    stacklevel=2,
-                )
+                self.audio_cuts += 1
+                if self.audio_cuts == 1:  # one warning per model I/O, not one per clip length
+                    warnings.warn(
+                        f"audio cut to {self.audio_samples / self.sample_rate:g} s (audio_max_seconds; first "
+                        f"clip {audio.shape[0] / self.sample_rate:.1f} s); said once, the model I/O counts the "
+                        "cut clips (audio_cuts)",
+                        stacklevel=2,
+                    )
                 audio = audio[: self.audio_samples]
         audio_kw = {"audio_kwargs": {"max_length": self.audio_samples, "truncation": True}}
         interleave = self.use_audio_in_video and media.frames is not None and audio is not None

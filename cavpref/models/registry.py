@@ -10,6 +10,7 @@ Built-ins are registered by import path so that importing the registry stays che
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -60,6 +61,22 @@ def model_io_class(name: str) -> type[AVModelIO]:
         module, cls = target.split(":")
         target = _MODEL_IOS[name] = getattr(importlib.import_module(module), cls)
     return target
+
+
+def check_model_path(path_or_id: str) -> None:
+    """Refuse, before anything loads, a ``model_name_or_path`` that is neither a folder nor a hub id: a local
+    path (``./x``, ``/x``, ``~/x``, ``a/b/c``) that does not exist, or a bare name without ``org/`` (which the
+    hub client would retry for a minute before failing). ``org/name`` is left to the hub (or its cache)."""
+    if not path_or_id:
+        raise ValueError("model_name_or_path is not set: add it to the recipe or pass --model_name_or_path")
+    if os.path.isdir(path_or_id):
+        return
+    local = path_or_id.startswith((".", "/", "~")) or path_or_id.count("/") != 1
+    if local:
+        raise FileNotFoundError(
+            f"model_name_or_path {path_or_id!r}: no such folder (a tiny offline model: `cavpref model "
+            f"tiny-qwen --out {path_or_id}`; a hub model: its id, e.g. Qwen/Qwen2.5-Omni-7B)"
+        )
 
 
 def model_io_name_for(path_or_id: str) -> str:

@@ -44,11 +44,13 @@ from cavpref.collator import (
     CAVPrefCollator,
     PreferenceBatchSampler,
     check_example,
+    unusable_rows_message,
 )
 from cavpref.config import CAVPrefConfig
 from cavpref.models.base import AVModelIO
 from cavpref.models.step import ModelIOStep
 from cavpref.trainer.callbacks import JsonlLogger
+from cavpref.trainer.console import use_compact_console
 from cavpref.trainer.checkpoint import load_full_checkpoint
 from cavpref.trainer.fsdp import check_fsdp_modes, fsdp_launch, full_tensor
 from cavpref.trainer.gather import gather_rows, unflatten
@@ -175,6 +177,7 @@ class CAVPrefTrainer(EncoderLearningRateMixin, ObjectiveMixin, OptimizerStepMixi
         self._skipped_steps_total = 0
         self._last_log_step = 0
         self._step_micro, self._step_w2 = 0, {}  # micro-batches of this step done, Σ w² per component
+        use_compact_console(self)  # one short console line per logged step; every metric in logs.jsonl
 
     # ------------------------------------------------------------------ data
 
@@ -204,12 +207,9 @@ class CAVPrefTrainer(EncoderLearningRateMixin, ObjectiveMixin, OptimizerStepMixi
                 problems.append((str(ex.get("id", i)), "; ".join(found)))
             else:
                 keep.append(i)
-        if problems and not args.skip_bad_rows:
-            shown = "\n  ".join(p for _, p in problems[:10])
-            more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        if problems and (not args.skip_bad_rows or not keep):
             raise BadRowError(
-                f"{len(problems)} unusable preference rows in the {dataset_name} dataset "
-                f"(set skip_bad_rows to skip and count them):\n  {shown}{more}"
+                unusable_rows_message(dataset_name, problems, len(dataset), calibrated, args.skip_bad_rows)
             )
         if problems:
             self._skipped.extend(problems)
@@ -405,6 +405,15 @@ class CAVPrefTrainer(EncoderLearningRateMixin, ObjectiveMixin, OptimizerStepMixi
             if full is None:
                 raise
             raise full from err
+
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs):
+        """The README.md TRL writes at every checkpoint and the Trainer uploads with ``push_to_hub``: cavpref's
+        card (``cavpref.cards.run_card``: base model, method, λ / β / robust settings, data, metrics, recipe)."""
+        if self.is_world_process_zero():
+            from cavpref.cards import run_card
+
+            card = run_card(self, model_name, [tags] if isinstance(tags, str) else tags or ())
+            card.save(os.path.join(self.args.output_dir, "README.md"))
 
     def train(self, *args, **kwargs):
         result = super().train(*args, **kwargs)

@@ -38,6 +38,17 @@ class PrepConfig:
     music_avqa: list[str] = field(default_factory=list, metadata={"help": "MUSIC-AVQA json files"})
     avqa: list[str] = field(default_factory=list, metadata={"help": "AVQA *_qa.json files"})
     audioset: list[str] = field(default_factory=list, metadata={"help": "AudioSet segment csvs"})
+    custom: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "your own clips and questions: generic AV-QA JSONL files (docs/your_data.md); without world "
+            "or data_root, the data root is the first file's folder"
+        },
+    )
+    default_category: str = field(
+        default="Existential",
+        metadata={"help": "custom JSONL: category of a question that names none and matches no prefix rule"},
+    )
     audioset_labels: str | None = field(default=None, metadata={"help": "class_labels_indices.csv"})
     audioset_ontology: str | None = field(default=None, metadata={"help": "ontology.json (T1/T2 tables)"})
     tasks: list[str] = field(
@@ -158,8 +169,11 @@ class PrepConfig:
             raise ValueError("PrepConfig: test_fraction + val_fraction must be in [0, 1)")
 
     def resolved(self) -> PrepConfig:
-        """Inputs filled from ``world`` where empty; ``data_root`` defaulted to it."""
+        """Inputs filled from ``world`` where empty; ``data_root`` defaulted to it (else, for custom JSONL
+        files, to the first one's folder: their media paths are relative to it)."""
         if not self.world:
+            if self.custom and not self.data_root:
+                return dataclasses.replace(self, data_root=str(Path(self.custom[0]).resolve().parent))
             return self
         world, changes = Path(self.world), {}
         for name, pattern in WORLD_LAYOUT.items():

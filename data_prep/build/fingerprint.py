@@ -33,7 +33,7 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 
 def input_files(config: PrepConfig) -> list[str]:
-    files = [*config.music_avqa, *config.avqa, *config.audioset]
+    files = [*config.music_avqa, *config.avqa, *config.audioset, *config.custom]
     files += [
         f
         for f in (

@@ -12,6 +12,7 @@ from typing import Any
 from cavpref.data_prep.build.config import SPLITS
 from cavpref.data_prep.build.fingerprint import BUILD_VERSION
 from cavpref.data_prep.build.stats import add_stats, dropped_total
+from cavpref.data_prep.cards import prep_card
 from cavpref.data_prep.integrity import output_files
 from cavpref.data_prep.tables import DEFAULT_FILENAME
 from cavpref.data_prep.tasks.schema import load_outputs, write_outputs
@@ -93,4 +94,5 @@ def merge(output_dir: str | os.PathLike, shard_dirs: list[str]) -> dict[str, Any
         "tasks": manifests[first].get("tasks"),
     }
     (out / "manifest.json").write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
+    prep_card(out, stats, merged)
     return stats

@@ -19,7 +19,14 @@ from cavpref.data_prep.build.generate import generate
 from cavpref.data_prep.build.reading import PrepError, read_records, validate
 from cavpref.data_prep.build.rotation import rotate_preferences
 from cavpref.data_prep.build.splits import assign_splits, in_shard, split_of_paths
-from cavpref.data_prep.build.stats import count_table, dropped_total, llm_fallbacks, task_stats
+from cavpref.data_prep.build.stats import (
+    count_table,
+    custom_report,
+    dropped_total,
+    llm_fallbacks,
+    task_stats,
+)
+from cavpref.data_prep.cards import prep_card
 from cavpref.data_prep.integrity import damaged, output_files
 from cavpref.data_prep.readers import exclusion_reason
 from cavpref.data_prep.records import QARecord
@@ -103,6 +110,8 @@ def build(config: PrepConfig) -> dict[str, Any]:
     stats["invalid_skipped"] = dict(sorted(invalid.items()))
     valid, stats["alignment_dropped"] = align(valid, config) if config.align_audioset else (valid, {})
     stats["records_kept"] = sum(in_shard(r, config) for r in valid)
+    if config.custom:  # the user's JSONL: what could not be derived from it (shard 0 reports the whole pool)
+        stats["custom"] = custom_report(valid, tables, config) if config.shard_index == 0 else {}
     stats["records_reconcile"] = stats["records_read"] == stats["records_kept"] + dropped_total(stats)
 
     items, prefs, skips = generate(valid, tables, config)
@@ -133,6 +142,7 @@ def build(config: PrepConfig) -> dict[str, Any]:
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    prep_card(out, stats, manifest)  # README.md: not in the manifest's file list (editing it is no damage)
     return {**stats, "up_to_date": False}
 
 

@@ -6,8 +6,8 @@ from collections import Counter
 from pathlib import Path
 
 from cavpref.data_prep.build.config import PrepConfig
-from cavpref.data_prep.readers import ReaderConfig, read_source
-from cavpref.data_prep.records import SOURCES, QARecord
+from cavpref.data_prep.readers import READERS, ReaderConfig, read_source
+from cavpref.data_prep.records import EVENT_SOURCES, SOURCES, QARecord
 
 from cavpref.data import CATEGORIES
 from cavpref.media.spec import MediaError, from_json, resolve_path, sources
@@ -25,9 +25,11 @@ class PrepError(ValueError):
 
 def read_records(config: PrepConfig, stats: dict) -> list[QARecord]:
     """Every configured source file through its reader; reader skips counted per source and reason."""
-    reader_cfg = ReaderConfig(data_root=config.data_root, on_error=config.on_error)
+    reader_cfg = ReaderConfig(
+        data_root=config.data_root, on_error=config.on_error, default_category=config.default_category
+    )
     records, skipped, n_in = [], Counter(), 0
-    for source in ("music_avqa", "avqa", "audioset"):
+    for source in READERS:
         files = getattr(config, source)
         if not files:
             continue
@@ -82,7 +84,7 @@ def validate(record: QARecord, view, config: PrepConfig, present: dict[str, bool
                     f"missing media file {s.path!r} (under {config.data_root})",
                     "missing media file",
                 )
-    if record.source == "audioset":
+    if record.source in EVENT_SOURCES:
         if not record.labels:
             raise PrepError(record, "labels", "segment has no labels")
         return

@@ -83,6 +83,13 @@ class ReaderConfig:
     on_error: Literal["raise", "skip"] = field(
         default="raise", metadata={"help": "raise on a bad record, or skip it and count the reason"}
     )
+    default_category: str = field(
+        default="Existential",
+        metadata={
+            "help": "custom JSONL: the category of a question that names none and matches no prefix rule "
+            "(counted per origin in the build's stats)"
+        },
+    )
 
 
 @dataclass

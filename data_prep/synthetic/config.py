@@ -58,7 +58,7 @@ class WorldConfig:
     level_ratio: float = _h(
         "gain ratio between a performance's consecutive instrument levels (2: 6 dB apart, the quietest of "
         "four 18 dB under the loudest; 1.414: 3 dB, 9 dB in all): how far under a loud instrument a quiet one "
-        "plays (measured on the quickstart's start: docs/quickstart_start.md, twelfth round)",
+        "plays (measured on the quickstart's start: docs/lab/quickstart_start.md, twelfth round)",
         default=2.0,
     )
     workers: int = _h("processes rendering clips (0: min(4, CPUs)); never changes the output", default=0)

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cavpref.eval.benchmarks.aura.data import letter_of
-from cavpref.eval.common import ask, parse_json_reply, score_from_reply
+from cavpref.chat_json import ask, parse_json_reply
+from cavpref.eval.common import score_from_reply
 
 from cavpref.data import BenchmarkItem
 

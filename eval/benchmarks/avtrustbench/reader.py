@@ -18,7 +18,7 @@ from typing import Any
 
 from cavpref.eval.common import DataError
 
-from cavpref.data import BenchmarkItem
+from cavpref.data import BenchmarkItem, check_limit
 
 __all__ = ["DataError", "LoadResult", "check_prep_output", "default_media_root", "load_items"]
 
@@ -127,7 +127,7 @@ def load_items(
     if not result.files:
         raise DataError(f"{path}: no datasets or JSONL files with split {split!r} found")
     result.items.sort(key=lambda i: i.id)
-    if limit is not None:  # the first ``limit`` items (by id) of each task and setting
+    if check_limit(limit):  # the first ``limit`` items (by id) of each task and setting; 0 = all
         per_task: Counter = Counter()
         kept = []
         for item in result.items:

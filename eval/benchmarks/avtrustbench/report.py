@@ -145,7 +145,7 @@ def render_markdown(results: dict) -> str:
 
 def _trust_tables(m: dict, setting: str, block: dict) -> list[str]:
     """The paired trust score and abstention rate per task, beside the computed reference policies'
-    accuracy on the same items (``cavpref.eval.trust``); nothing for results written before they existed."""
+    accuracy on the same items (``trust.py`` here); nothing for results written before they existed."""
     trust = (m.get("trust") or {}).get("settings", {}).get(setting)
     if not trust:
         return []

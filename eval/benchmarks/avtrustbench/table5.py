@@ -24,7 +24,7 @@ def compare(
     """Paper Table 5: one row per run after the first, the 9 tasks as columns, each cell with its
     difference from the first run (the zero-shot baseline) in accuracy points. A CLEAN column (the
     unperturbed questions) follows when the runs evaluated it, and a "Paired" column (the paired trust score
-    over all perturbed items, ``cavpref.eval.trust``) when any run has clean twins. Two computed rows close
+    over all perturbed items, ``trust.py`` here) when any run has clean twins. Two computed rows close
     the table — "always abstain" and "never abstain" on the first run's items — so a reader sees what the
     plain per-task numbers reward; then the paired score and the abstention rate per task, same rows.
     ``labels``: one per run (``cavpref.eval.compare.compare`` checks the runs and labels, then calls this)."""

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cavpref.eval.common import ask
+from cavpref.chat_json import ask
 from cavpref.eval.benchmarks.mmar.data import (
     DEFAULT_RATERS,
     PROMPT_VERSION,

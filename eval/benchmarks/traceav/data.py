@@ -34,7 +34,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cavpref.eval.common import BenchmarkInputError, field, parse_json_reply, read_records
+from cavpref.chat_json import parse_json_reply
+from cavpref.eval.common import BenchmarkInputError, field, read_records
 from cavpref.eval.extract import letter_mentions, strip_reasoning
 
 from cavpref.data import BenchmarkItem
