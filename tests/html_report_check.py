@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import numpy as np
-from judge_server import LoopbackServer, completion
+from judge_server import LoopbackServer, completion, endpoint_client
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, drop_video, mute, to_json
@@ -176,21 +176,12 @@ def run_eval(data, out, reply, monkeypatch, **kw):
     """``evaluate`` (generate, CircularEval, instruction setting) with ``reply`` as the served model and a
     judge that finds no match; the endpoint's key is ``SECRET``."""
     from cavpref.eval.backends import EndpointBackend
-    from cavpref.eval.judge import ChatClient, ChatConfig
     from cavpref.eval.pipeline import EvalArgs, evaluate
 
     monkeypatch.setenv("CAVPREF_ENDPOINT_API_KEY", SECRET)
     model, judge = LoopbackServer(reply), LoopbackServer(judge_reply)
     try:
-        client = ChatClient(
-            ChatConfig(
-                base_url=model.url,
-                model="m",
-                env_prefix="CAVPREF_ENDPOINT",
-                api_key_env="CAVPREF_ENDPOINT_API_KEY",
-                max_retries=0,
-            )
-        )
+        client = endpoint_client(model)
         args = EvalArgs(
             data=str(data / "items.jsonl"),
             output=str(out),
