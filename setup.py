@@ -12,4 +12,5 @@ packages = find_packages(include=["cavpref", "cavpref.*"])
 for name, folder in STAGES.items():
     packages += [name] + [f"{name}.{sub}" for sub in find_packages(where=folder)]
 
-setup(packages=packages, package_dir=STAGES)
+# the HTML report's template, script and styles (inlined into every report.html)
+setup(packages=packages, package_dir=STAGES, package_data={"cavpref.eval.html_report": ["assets/*"]})

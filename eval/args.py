@@ -97,7 +97,42 @@ class JudgeArguments:
 
 
 @dataclass
-class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments, OutputArguments):
+class HTMLReportArguments:
+    """The HTML report of a run (``report.html``, ``eval.html_report``): its media and its size."""
+
+    no_media: bool = field(
+        default=False, metadata={"help": "HTML report: no thumbnails or audio clips (the page alone)"}
+    )
+    media_budget_mb: float = field(
+        default=50.0,
+        metadata={"help": "HTML report: MB of thumbnails and audio clips written next to the page at most"},
+    )
+    thumbnail_frames: int = field(
+        default=4, metadata={"help": "HTML report: frames the model saw shown per item (a strip)"}
+    )
+    thumbnail_height: int = field(default=72, metadata={"help": "HTML report: pixel height of the frames"})
+    audio_clip_seconds: float = field(
+        default=10.0, metadata={"help": "HTML report: seconds of the audio the model heard, per item"}
+    )
+    html_max_items: int = field(
+        default=5000,
+        metadata={
+            "help": "HTML report: items on the page at most (beyond: the first of each task and setting, "
+            "with their clean twins; the page says so)"
+        },
+    )
+
+    def __post_init__(self):
+        if self.media_budget_mb < 0 or self.thumbnail_frames < 1 or self.thumbnail_height < 8:
+            raise ValueError(
+                "--media_budget_mb must be >= 0, --thumbnail_frames >= 1 and --thumbnail_height >= 8"
+            )
+        if self.audio_clip_seconds < 0 or self.html_max_items < 1:
+            raise ValueError("--audio_clip_seconds must be >= 0 and --html_max_items >= 1")
+
+
+@dataclass
+class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments, HTMLReportArguments, OutputArguments):
     """Every field is a ``--flag`` and a YAML key of ``cavpref eval <benchmark> | score | prompts``; the
     benchmark's own keys come from its ``Options`` (``cavpref.eval.registry``)."""
 
@@ -168,9 +203,13 @@ class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments, OutputArgumen
         default=False,
         metadata={"help": "ablation ('blindfold'): no media at all, only the question and options"},
     )
+    no_html: bool = field(
+        default=False, metadata={"help": "do not write report.html (the per-item HTML report)"}
+    )
 
     def __post_init__(self):
         MediaArguments.__post_init__(self)
+        HTMLReportArguments.__post_init__(self)
         from cavpref.eval import registry
 
         bench = registry.get(self.benchmark)

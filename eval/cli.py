@@ -6,8 +6,8 @@
     cavpref eval score [--benchmark NAME] --predictions preds.jsonl --data … [--output DIR]
                        (without --benchmark: AVTrustBench)
     cavpref eval prompts [--benchmark NAME] --data DATA --prompts_out prompts.jsonl
-    cavpref eval compare RUN_A RUN_B … [--labels …] [--output table.md] [--plot leaderboard.png]
-    cavpref eval report RUN        (re-render report.md and plots from RUN/results.json)
+    cavpref eval compare RUN_A RUN_B … [--labels …] [--output table.md] [--plot leaderboard.png] [--html compare.html]
+    cavpref eval report RUN [--html] (re-render report.md and plots from RUN/results.json; --html: report.html)
 
 Every command parses with ``cavpref.parsing.parse_args``: ``[CONFIG.yaml | --config CONFIG.yaml] [--key value …]``,
 the command line overriding the file, unknown keys an error, ``--help`` listing every key: ``EvalArgs``
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cavpref.eval import registry
-from cavpref.eval.args import EvalArgs
+from cavpref.eval.args import EvalArgs, HTMLReportArguments
 
 from cavpref.cpu import default_cpu_isa
 from cavpref.output_dir import claim_output_dir
@@ -62,6 +62,12 @@ class CompareArgs:
     metric: str = field(default="headline", metadata={"help": "AVTrustBench: headline | circular | vanilla"})
     output: str | None = field(default=None, metadata={"help": "also write the table to this file"})
     plot: str | None = field(default=None, metadata={"help": "write the leaderboard plot (PNG) here"})
+    html: str | None = field(
+        default=None,
+        metadata={
+            "help": "write an HTML page here: every item side by side across the runs, where they differ"
+        },
+    )
 
     def __post_init__(self):
         if self.setting not in (None, "base", "instruction"):
@@ -73,6 +79,17 @@ class CompareArgs:
 @dataclass
 class ReportArgs:
     run: str = field(default="", metadata={"help": "the run folder holding results.json (also positional)"})
+    html: bool = field(
+        default=False, metadata={"help": "also write report.html (every item, its media and passes)"}
+    )
+    data: str | None = field(
+        default=None,
+        metadata={"help": "--html: the run's data, where it is now (default: as the run read it)"},
+    )
+    media_root: str | None = field(
+        default=None,
+        metadata={"help": "--html: the run's media folder, where it is now (default: the run's)"},
+    )
 
 
 def positional(argv: list[str], key: str) -> list[str]:
@@ -113,9 +130,9 @@ def parse(command: str, argv: list[str]) -> tuple:
 
     prog = f"cavpref eval {command}"
     if command == "compare":
-        return parse_args([CompareArgs], positional(argv, "runs"), prog)
+        return parse_args([CompareArgs, HTMLReportArguments], positional(argv, "runs"), prog)
     if command == "report":
-        return parse_args([ReportArgs], positional(argv, "run"), prog)
+        return parse_args([ReportArgs, HTMLReportArguments], positional(argv, "run"), prog)
     if command in ("score", "prompts"):
         bench = registry.get(benchmark_in(argv) or registry.DEFAULT_BENCHMARK)
         extra = ScoreArgs if command == "score" else PromptsArgs
@@ -127,7 +144,7 @@ def parse(command: str, argv: list[str]) -> tuple:
 def _compare(argv: list[str]) -> int:
     from cavpref.eval.compare import compare, leaderboard
 
-    (ns,) = parse("compare", argv)
+    ns, html = parse("compare", argv)
     if not ns.runs:
         raise ValueError("give at least one run folder")
     runs = []
@@ -142,6 +159,10 @@ def _compare(argv: list[str]) -> int:
         Path(ns.output).write_text(table + "\n")
     if ns.plot:
         print(f"wrote {leaderboard(runs, ns.labels or None, ns.plot)}")
+    if ns.html:
+        from cavpref.eval.html_report.compare import write_compare
+
+        print(f"wrote {write_compare(ns.runs, ns.labels or None, ns.html, html, table=table)}")
     return 0
 
 
@@ -187,10 +208,16 @@ def _run(command: str, rest: list[str]) -> int:
     if command == "compare":
         return _compare(rest)
     if command == "report":
-        (rargs,) = parse(command, rest)
+        rargs, html = parse(command, rest)
         if not rargs.run:
-            raise ValueError("usage: cavpref eval report RUN_FOLDER")
+            raise ValueError("usage: cavpref eval report RUN_FOLDER [--html]")
         registry.write_reports(json.loads((Path(rargs.run) / "results.json").read_text()), rargs.run)
+        if rargs.html:
+            from cavpref.eval.html_report.run import load_run
+            from cavpref.eval.html_report.write import write_run
+
+            view = load_run(rargs.run, data=rargs.data, media_root=rargs.media_root)
+            print(f"wrote {write_run(view, rargs.run, html)}")
         return 0
     print(
         f"cavpref eval: unknown command {command!r} (benchmarks: {', '.join(registry.names())})\n{USAGE}",

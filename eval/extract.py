@@ -80,6 +80,7 @@ class Extraction:
     choice: str | None
     method: str
     rule: str
+    reply: str | None = None  # the judge's reply text, when a judge decided (records keep it: judge_reply)
 
     @property
     def parsed(self) -> bool:

@@ -134,7 +134,23 @@ def evaluate(
     bench = registry.create(args, options, client=client, nli=nli)
     loaded = load(args, bench=bench)
     bench.backend = backend if backend is not None else build_backend(args)
-    runner = Runner(
+    runner = runner_for(args, bench, loaded, rank=rank, world=world)
+    stats = runner.run(loaded.items)
+    log = {"rank": runner.rank, **stats, "judge_calls": None if client is None else client.stats}
+    Path(args.output, f"run_log.rank{runner.rank}.json").write_text(json.dumps(log, indent=1) + "\n")
+    if not runner.is_main:
+        return None
+    outcomes, used = runner.collect(loaded.items)
+    results = assemble(args, bench, loaded, outcomes, used, bench.backend.describe())
+    results["missing_streams"] = missing_stream_counts(loaded.items, used)
+    registry.write_reports(results, args.output)
+    write_html(args, bench, loaded, outcomes, used, results)
+    return results
+
+
+def runner_for(args: EvalArgs, bench, loaded: registry.Loaded, *, rank=None, world=None) -> Runner:
+    """The run's runner on ``bench.backend`` (its record keys: the backend's fingerprint, the run's keys)."""
+    return Runner(
         bench,
         bench.backend,
         RunConfig(
@@ -150,16 +166,16 @@ def evaluate(
         rank=rank,
         world=world,
     )
-    stats = runner.run(loaded.items)
-    log = {"rank": runner.rank, **stats, "judge_calls": None if client is None else client.stats}
-    Path(args.output, f"run_log.rank{runner.rank}.json").write_text(json.dumps(log, indent=1) + "\n")
-    if not runner.is_main:
+
+
+def write_html(args: EvalArgs, bench, loaded: registry.Loaded, outcomes, records: list[dict], results: dict):
+    """report.html beside report.md (``eval.html_report``), unless ``--no_html``."""
+    if args.no_html:
         return None
-    outcomes, used = runner.collect(loaded.items)
-    results = assemble(args, bench, loaded, outcomes, used, bench.backend.describe())
-    results["missing_streams"] = missing_stream_counts(loaded.items, used)
-    registry.write_reports(results, args.output)
-    return results
+    from cavpref.eval.html_report.write import RunView, by_item, write_run
+
+    view = RunView(results, bench, loaded.items, by_item(records), outcomes, loaded.media_root, args)
+    return write_run(view, args.output, args)
 
 
 def assemble(
@@ -266,14 +282,11 @@ def read_predictions(bench, path: str | Path) -> dict[tuple[str, int], dict]:
     return preds
 
 
-def score_predictions(
-    args: EvalArgs, predictions: str | Path, options=None, *, client=None, nli=None
-) -> dict:
-    """Score an external tool's answers with the benchmark's own scoring (extraction, judges, passes,
-    metrics, reports); with ``args.output``, the run folder's results.json / report.md / plots too."""
-    client = client if client is not None else build_judge_client(args)
-    bench = registry.create(args, options, client=client, nli=nli)
-    loaded = load(args, bench=bench)
+def score_external(
+    bench, loaded: registry.Loaded, predictions: str | Path
+) -> tuple[list[ItemOutcome], list[dict], dict]:
+    """(outcomes, records, results.json ``predictions``: rows read, rows unused by reason) of an external
+    tool's answers, scored with the benchmark's own scoring; kept in memory (nothing is written)."""
     preds = read_predictions(bench, predictions)
     history: dict[str, list[dict]] = defaultdict(list)
     missing: set[str] = set()
@@ -317,9 +330,23 @@ def score_predictions(
         if key not in used
     )
     records = [r for recs in history.values() for r in recs]
+    return outcomes, records, {"rows": len(preds), "unused": dict(sorted(unused.items()))}
+
+
+def score_predictions(
+    args: EvalArgs, predictions: str | Path, options=None, *, client=None, nli=None
+) -> dict:
+    """Score an external tool's answers with the benchmark's own scoring (extraction, judges, passes,
+    metrics, reports); with ``args.output``, the run folder's results.json / report.md / plots and
+    report.html too."""
+    client = client if client is not None else build_judge_client(args)
+    bench = registry.create(args, options, client=client, nli=nli)
+    loaded = load(args, bench=bench)
+    outcomes, records, read = score_external(bench, loaded, predictions)
     results = assemble(args, bench, loaded, outcomes, records, {"predictions": str(predictions)})
     results["mode"] = "external predictions"
-    results["predictions"] = {"rows": len(preds), "unused": dict(sorted(unused.items()))}
+    results["predictions"] = read
     if args.output:
         registry.write_reports(results, args.output)
+        write_html(args, bench, loaded, outcomes, records, results)
     return results

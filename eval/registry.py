@@ -194,6 +194,21 @@ class Benchmark:
         """`eval compare`: the run's number per sub-task and summary column (``rank_by`` among them)."""
         return {}
 
+    def inspect(self, scored: list[tuple[Any, list[dict], ItemOutcome]]) -> list[dict]:
+        """The HTML report's rows (``eval.html_report``), one per (item, its records, its outcome): filter
+        facets, summary cells and each pass as the model saw and answered it. The default shows every
+        field the records hold; a benchmark with more to show (AVTrustBench: rotations, the clean twin)
+        extends the rows."""
+        from cavpref.eval.html_report.rows import item_view
+
+        return [item_view(self, item, records, outcome) for item, records, outcome in scored]
+
+    def report_links(self) -> dict[str, dict[str, str]]:
+        """report.md labels that name a set of items in the benchmark's own words (a category's letter, a
+        column over paired items) -> the HTML report's item filter; labels equal to a facet value (a task,
+        a setting) need no entry (``eval.html_report.summary``)."""
+        return {}
+
     def write_report(self, results: dict, out_dir: Path) -> None:
         from cavpref.eval.reports import write
 

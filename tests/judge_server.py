@@ -70,6 +70,22 @@ class LoopbackServer:
         self.httpd.server_close()
 
 
+def endpoint_client(server: LoopbackServer, model: str = "m"):
+    """A chat client for ``server`` as ``cavpref eval --model URL`` builds one (its key read from
+    ``CAVPREF_ENDPOINT_API_KEY``), with no retries: a test's scripted replies are each asked once."""
+    from cavpref.chat_client import ChatClient, ChatConfig
+
+    return ChatClient(
+        ChatConfig(
+            base_url=server.url,
+            model=model,
+            env_prefix="CAVPREF_ENDPOINT",
+            api_key_env="CAVPREF_ENDPOINT_API_KEY",
+            max_retries=0,
+        )
+    )
+
+
 def publish(server: LoopbackServer, url_file: str) -> None:
     """Write ``server``'s base URL to ``url_file`` (atomically: a waiting shell never reads half of it), then
     serve until killed: the stand-in for a served model in the docs' examples (docs/index.md, "Examples that

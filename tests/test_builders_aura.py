@@ -9,6 +9,7 @@ import random
 import numpy as np
 import pytest
 from builder_servers import RoleServer, aura_answers
+from html_report_check import check_run_page
 
 from cavpref.apps.cli import main as cavpref_main
 from cavpref.data_prep.builders.aura import generate, plan
@@ -218,6 +219,8 @@ def test_build_resume_and_official_eval_on_a_tiny_model(inputs, tmp_path):
     ]) == 0  # fmt: skip
     results = json.loads((run / "results.json").read_text())
     assert results["counts"]["evaluated"] == 30 and results["protocol"] == "official"
+    rows = check_run_page(run)  # report.html: every built item, its frames and sound (stacked ID clips too)
+    assert all("strip" in r["media"] and "audio" in r["media"] for r in rows.values())
 
 
 def test_a_failing_generator_is_counted_and_asked_again(inputs, tmp_path):

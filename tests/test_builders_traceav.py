@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from builder_servers import RoleServer, trace_answers
+from html_report_check import check_run_page
 
 from cavpref.apps.cli import main as cavpref_main
 from cavpref.data_prep.builders.traceav import catalog, collect, qa
@@ -359,6 +360,8 @@ def test_build_then_official_eval_on_a_tiny_model(videos, tmp_path):
     ]) == 0  # fmt: skip
     results = json.loads((run / "results.json").read_text())
     assert results["counts"]["evaluated"] == 4 and results["protocol"] == "official"
+    rows = check_run_page(run)  # report.html: the built long-video items, each with its frames and sound
+    assert all("strip" in r["media"] and "audio" in r["media"] for r in rows.values())
 
 
 def test_a_failing_verifier_is_counted_and_asked_again(videos, tmp_path):

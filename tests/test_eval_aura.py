@@ -11,6 +11,7 @@ from cavpref.eval.benchmarks.aura.judge import AuraJudges, is_scored, parse_fcs,
 from cavpref.eval.common import BenchmarkInputError, split_response
 from cavpref.chat_client import ChatClient, ChatConfig
 from cavpref.eval.benchmarks.aura.nli import NLIConfig, NLIScorer, entailment_index
+from html_report_check import check_run_page
 from judge_server import LoopbackServer, completion
 
 from cavpref.data import BenchmarkItem
@@ -403,6 +404,10 @@ def test_cli_run_rescores_a_failed_judge_and_scores_released_predictions(tmp_pat
         "layout of AURA Table 2" in (run / "report.md").read_text()
         and (run / "plots" / "aura_tasks.png").is_file()
     )
+    rows = check_run_page(run)  # report.html: every item with the judge's steps its record holds
+    assert {"fcs", "cis", "reasoning"} <= {
+        f[0] for r in rows.values() for p in r["passes"] for f in p["fields"]
+    }
     # the released evaluator's input: AURA records + <model_key>_answer / <model_key>_reason, letters only here
     preds = tmp_path / "gemini_responses.jsonl"
     preds.write_text(

@@ -74,19 +74,24 @@ def test_benchmark_yaml_plus_overrides(tmp_path):
 
 
 def test_compare_positional_and_flags(tmp_path):
-    (ns,) = parse("compare", ["r1", "r2", "--labels", "ZS", "FT", "--metric", "circular"])
+    ns, html = parse(
+        "compare", ["r1", "r2", "--labels", "ZS", "FT", "--metric", "circular", "--html", "c.html"]
+    )
     assert ns.runs == ["r1", "r2"] and ns.labels == ["ZS", "FT"] and ns.metric == "circular"
+    assert ns.html == "c.html" and not html.no_media  # the HTML page's media keys parse with it
     cfg = tmp_path / "c.yaml"
     cfg.write_text("runs: [a, b]\nsetting: base\n")
-    (ns,) = parse("compare", [str(cfg), "--metric", "vanilla"])
+    ns, _ = parse("compare", [str(cfg), "--metric", "vanilla"])
     assert ns.runs == ["a", "b"] and ns.setting == "base" and ns.metric == "vanilla"
     with pytest.raises(ValueError, match="metric"):
         parse("compare", ["r1", "--metric", "best"])
 
 
 def test_report_positional(tmp_path):
-    (ns,) = parse("report", ["RUN"])
-    assert ns.run == "RUN"
+    ns, html = parse("report", ["RUN"])
+    assert ns.run == "RUN" and not ns.html
+    ns, html = parse("report", ["RUN", "--html", "--no_media", "--media_budget_mb", "5"])
+    assert ns.html and html.no_media and html.media_budget_mb == 5.0
     assert cavpref_main(["eval", "report"]) == 2  # no run folder named
 
 

@@ -16,6 +16,7 @@ from cavpref.eval.benchmarks.mmar.data import (
 )
 from cavpref.eval.benchmarks.mmar.judge import MMARJudge, ratings_of, score
 from cavpref.chat_client import ChatClient, ChatConfig
+from html_report_check import check_run_page
 from judge_server import LoopbackServer, completion
 
 
@@ -313,6 +314,8 @@ def test_cli_audio_only_run_and_released_predictions(tmp_path, capsys):
     assert m["runs"]["overall"]["CRS"] == pytest.approx(80.0)
     assert set(m["raters"]["modality"]) == {"music", "speech", "sound"}
     assert "K runs, mean of the middle three" in (run / "report.md").read_text()
+    rows = check_run_page(run)  # report.html: every item with its raters' scores
+    assert "ratings" in {f[0] for r in rows.values() for p in r["passes"] for f in p["fields"]}
     preds = tmp_path / "preds.jsonl"
     preds.write_text(
         "".join(

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from cavpref.eval.benchmarks.mvbench import data as mvbench
 from cavpref.eval.common import BenchmarkInputError
+from html_report_check import check_run_page
 from judge_server import LoopbackServer, completion
 
 from cavpref.apps.cli import main as cavpref_main
@@ -176,6 +177,8 @@ def test_run_against_a_served_model_then_predictions_and_compare(release, tmp_pa
     assert official["metrics"]["overall"] == {"n": 4, "Avg": 50.0}
     assert official["metrics"]["per_subtask"]["action_sequence"]["acc"] == 50.0
     assert "- protocol: **official**" in (tmp_path / "official" / "report.md").read_text()
+    rows = check_run_page(tmp_path / "paper")  # report.html: the frame-folder item shows why it was skipped
+    assert rows["mvbench/episodic_reasoning/0"]["media"]["error"].startswith("MediaError: episodic_reasoning")
     preds = tmp_path / "preds.jsonl"
     preds.write_text(
         "\n".join(
@@ -195,6 +198,8 @@ def test_run_against_a_served_model_then_predictions_and_compare(release, tmp_pa
     assert scored["metrics"]["overall"] == {"n": 3, "Avg": pytest.approx(200 / 3)}
     assert scored["counts"]["skip_reasons"] == {"no prediction": 2}
     assert scored["predictions"]["unused"] == {"not among the selected items": 1}
+    scored_rows = check_run_page(out)  # no records kept: `eval report --html` scores the predictions again
+    assert scored_rows["mvbench/action_sequence/0"]["passes"][0]["output"] == "(A) Ate the medicine."
     table = tmp_path / "t.md"
     assert (
         cavpref_main(

@@ -12,6 +12,7 @@ from cavpref.eval.common import BenchmarkInputError
 from cavpref.eval.longvideo import LongVideoPolicy, audio_windows, decode_long
 from cavpref.eval.benchmarks.traceav.data import parse_prediction
 from cavpref.eval.benchmarks.traceav.metrics import TraceRecord, random_guess, traceav_metrics
+from html_report_check import check_run_page
 from judge_server import LoopbackServer, completion
 
 from cavpref.apps.cli import main as cavpref_main
@@ -327,6 +328,9 @@ def test_cli_run_resume_and_external_scoring(tmp_path, long_video):
     report = (run / "report.md").read_text()
     assert "Multimodal hallucination (layout of Table 3)" in report
     assert (run / "plots" / "traceav_subtasks.png").is_file()
+    rows = check_run_page(run)  # report.html: long-video records found by their keys, with what was sampled
+    assert all("sampled" in {f[0] for f in p["fields"]} for r in rows.values() for p in r["passes"])
+    assert any(r["facets"].get("response") == "abstained" for r in rows.values())
     preds = tmp_path / "preds.jsonl"
     preds.write_text(
         "".join(

@@ -8,7 +8,7 @@ from pathlib import Path
 from cavpref.eval.backends import EndpointBackend
 from cavpref.chat_client import ChatClient, ChatConfig
 from cavpref.eval.pipeline import EvalArgs, evaluate
-from judge_server import LoopbackServer, completion
+from judge_server import LoopbackServer, completion, endpoint_client
 
 from cavpref.data import BenchmarkItem
 
@@ -55,15 +55,7 @@ def test_a_key_echoed_by_endpoint_and_judge_is_redacted_everywhere(tmp_path, mon
 
     endpoint, judge = LoopbackServer(endpoint_reply), LoopbackServer(judge_reply)
     try:
-        client = ChatClient(
-            ChatConfig(
-                base_url=endpoint.url,
-                model="served",
-                env_prefix="CAVPREF_ENDPOINT",
-                api_key_env="CAVPREF_ENDPOINT_API_KEY",
-                max_retries=0,
-            )
-        )
+        client = endpoint_client(endpoint, "served")
         args = EvalArgs(
             data=str(_items(tmp_path)),
             output=str(tmp_path / "run"),

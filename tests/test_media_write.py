@@ -89,3 +89,21 @@ def test_with_mbtree_on_the_heap_and_the_cpu_did_change_the_file(tmp_path, monke
     assert native != _written(tmp_path / "b.mp4", 0xFF)
     _with_x264(monkeypatch, "mbtree=1:asm=" + SSE42)
     assert native != _written(tmp_path / "c.mp4", 0x00)
+
+
+def test_audio_bit_rate_sizes_the_audio_and_keeps_its_length(tmp_path):
+    """The HTML report writes its audio clips at 24 kbit/s: 3 kB a second, a third of the encoder's default
+    (about 70 kbit/s for 16 kHz mono), the same length."""
+    from cavpref.media.probe import probe
+
+    sr, seconds = 16000, 8
+    t = np.arange(sr * seconds) / sr
+    audio = 0.3 * np.sin(2 * np.pi * 440 * t) + 0.05 * np.random.default_rng(0).standard_normal(t.size)
+    sizes = {}
+    for rate in (24_000, None):
+        path = tmp_path / f"a{rate}.m4a"
+        write_mp4(path, None, 25.0, audio.astype(np.float32), sr, audio_bit_rate=rate)
+        sizes[rate] = path.stat().st_size
+        assert probe(path).duration == pytest.approx(seconds, abs=0.1) and not probe(path).has_video
+    assert sizes[24_000] / seconds == pytest.approx(24_000 / 8, rel=0.2)  # bytes per second
+    assert sizes[24_000] < sizes[None] / 2.5

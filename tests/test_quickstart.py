@@ -11,6 +11,7 @@ import time
 import pytest
 import yaml
 from datasets import load_from_disk
+from html_report_check import rows_by_id
 
 from cavpref.apps.cli import main as cli_main
 from cavpref.apps.quickstart import METHODS, QuickstartConfig, clean_chance
@@ -129,6 +130,23 @@ def test_report_has_table5_clean_categories_and_plot(small_run):
     cells = "Cells: the first 3 test items of each task, instruction setting (--eval_limit 0: all of them)"
     assert len(tables) == 4 and all(s.split("\n")[2].startswith(cells) for s in tables), tables
     assert f"CLEAN {evaluated[CLEAN_TASK]['n']}." in report
+
+
+def test_every_evaluation_has_its_html_report(small_run):
+    """Each method's evaluation writes report.html (issue 43): every item of its results.json, the evaluated
+    ones with their passes and what they were shown and played; the quickstart's report.md points at the pages."""
+    out, _ = small_run
+    for name in ("start", *METHODS):
+        run = out / "eval" / name
+        results = json.loads((run / "results.json").read_text())
+        rows = rows_by_id(run / "report.html")
+        assert len(rows) == results["counts"]["items"] > 0
+        evaluated = [r for r in rows.values() if r["facets"]["status"] == "evaluated"]
+        assert len(evaluated) == results["counts"]["evaluated"] and all(r["passes"] for r in evaluated)
+        shown = [r["media"][k] for r in evaluated for k in ("strip", "audio") if k in r["media"]]
+        assert all((run / f).is_file() for f in shown) and all("error" not in r["media"] for r in evaluated)
+        assert sum(f.endswith(".jpg") for f in shown) > len(evaluated) // 2  # MVT items have no frames
+    assert "`eval/<method>/report.html`" in (out / "report.md").read_text()
 
 
 def test_limit_0_means_every_item_in_eval_and_quickstart(small_run):

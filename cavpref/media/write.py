@@ -25,11 +25,14 @@ def write_mp4(
     *,
     crf: int = 18,
     gop: int = 12,
+    audio_bit_rate: int | None = None,
 ) -> None:
     """Write ``frames`` (T, H, W, 3) uint8 at ``fps`` and mono float32 ``audio`` in [-1, 1].
 
     Either stream may be None (an mp4 with only audio, or only video). H and W must be even (yuv420p).
-    A short GOP keeps seeks cheap, which the frame sampler relies on.
+    A short GOP keeps seeks cheap, which the frame sampler relies on. ``audio_bit_rate`` (bits/s; None:
+    the AAC encoder's default, about 70 kbit/s for 16 kHz mono) sizes the audio: the HTML report's clips
+    are written at a low one to stay within their budget.
     """
     import av
 
@@ -53,6 +56,8 @@ def write_mp4(
             audio = np.asarray(audio, dtype=np.float32).reshape(-1)
             astream = container.add_stream("aac", rate=sample_rate)
             astream.layout = "mono"
+            if audio_bit_rate is not None:
+                astream.bit_rate = int(audio_bit_rate)
         if vstream is not None:
             for img in frames:
                 for packet in vstream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):

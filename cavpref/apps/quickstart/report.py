@@ -159,6 +159,12 @@ def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timin
         *category_table(results),
         f"Per-source task x category tables: `eval/<method>/report.md`. Plot: `{plot.relative_to(root)}`.",
         "",
+        (
+            "Every item, its frames and audio, and each pass's prompt, options and answer: "
+            "`eval/<method>/report.html` (open it in a browser; each number links to its items). Where two "
+            "methods answer differently: `cavpref eval compare eval/start eval/cavpref --html compare.html`."
+        ),
+        "",
         "## Stage wall time (when each stage ran; reused stages keep their time)",
         "",
         "| stage | seconds |",

@@ -289,6 +289,15 @@ class AVTrustBench(Benchmark):
     def write_report(self, results, out_dir):
         report.write_report(results, out_dir)
 
+    def inspect(self, scored):
+        """The HTML report's rows: each rotation's options and decision, the clean twin (``views``)."""
+        from cavpref.eval.benchmarks.avtrustbench.views import views
+
+        return views(self, scored)
+
+    def report_links(self):
+        return report.report_links()
+
     def columns(self, results):
         m = results["metrics"]
         settings = m["settings"]

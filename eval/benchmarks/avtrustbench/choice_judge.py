@@ -81,14 +81,16 @@ def parse_reply(text: str, query: JudgeQuery, abstain_letter: str | None) -> Ext
     judge error (kept unparsed, retried on resume)."""
     reply = normalise(text)
     if "no match" in reply.lower():
-        return Extraction(None, "unparsed", "judge: no match")
+        return Extraction(None, "unparsed", "judge: no match", text)
     m = re.fullmatch(r"[(\[]?([A-Z])[)\]]?[.:]?(?:\s.*)?", reply)
     letter = m.group(1) if m else None
     if letter in query.letters:
-        return Extraction(letter, "judge", "judge")
+        return Extraction(letter, "judge", "judge", text)
     if letter in query.extra_letters:
-        return Extraction(ABSTAIN if abstain_letter is None else abstain_letter, "judge", "judge: abstention")
-    return Extraction(None, "unparsed", f"{JUDGE_ERROR}: unusable reply {text[:80]!r}")
+        return Extraction(
+            ABSTAIN if abstain_letter is None else abstain_letter, "judge", "judge: abstention", text
+        )
+    return Extraction(None, "unparsed", f"{JUDGE_ERROR}: unusable reply {text[:80]!r}", text)
 
 
 class ChoiceJudge:

@@ -16,6 +16,7 @@ from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
 
 from cavpref import task_registry
+from cavpref.data import CLEAN_TASK
 from cavpref.plotting import pyplot
 
 CATEGORY_ABBR = {
@@ -26,6 +27,21 @@ CATEGORY_ABBR = {
     "Comparative": "Co",
     "World knowledge": "WK",
 }
+# Labels of the tables below that name a set of items in AVTrustBench's own words (the HTML report links
+# their numbers to those items: ``report_links``)
+PAIRS, PAIRED_CIRCULAR, PAIRED_VANILLA, PAIRED = "Pairs", "Paired circular", "Paired vanilla", "Paired"
+PERTURBED_ALL, FALSE_ABSTENTION = "perturbed, all", "False abstention %"
+
+
+def report_links() -> dict[str, dict[str, str]]:
+    """Report label -> the HTML report's item filter: a category's letter names the category; the paired
+    columns and rows name the perturbed items whose clean twin was evaluated; the false-abstention column
+    names CLEAN (``eval.html_report.summary``)."""
+    links = {abbr: {"category": full} for full, abbr in CATEGORY_ABBR.items()}
+    links |= {
+        name: {"twin": "has twin"} for name in (PAIRS, PAIRED_CIRCULAR, PAIRED_VANILLA, PAIRED, PERTURBED_ALL)
+    }
+    return links | {FALSE_ABSTENTION: {"task": CLEAN_TASK}}
 
 
 def _dimension_of(task: str) -> str:
@@ -153,7 +169,7 @@ def _trust_tables(m: dict, setting: str, block: dict) -> list[str]:
     p_all = trust["paired"]
     rows.append(
         [
-            "**perturbed, all**",
+            f"**{PERTURBED_ALL}**",
             str(p_all["n"]),
             fmt(p_all["circular"]),
             fmt(p_all["vanilla"]),
@@ -164,9 +180,9 @@ def _trust_tables(m: dict, setting: str, block: dict) -> list[str]:
     )
     head = [
         "Task",
-        "Pairs",
-        "Paired circular",
-        "Paired vanilla",
+        PAIRS,
+        PAIRED_CIRCULAR,
+        PAIRED_VANILLA,
         "Abstention %",
         "Accuracy",
         *(f"Accuracy if {p}" for p in REFERENCES if p in refs),
@@ -210,7 +226,7 @@ def _option_score_tables(results: dict) -> list[str]:
                 ]
             )
         out += [f"### {setting} setting", ""]
-        out += _table(["Protocol", *tasks, "Paired", "False abstention %"], rows)
+        out += _table(["Protocol", *tasks, PAIRED, FALSE_ABSTENTION], rows)
     return out
 
 

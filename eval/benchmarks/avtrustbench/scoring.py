@@ -134,6 +134,8 @@ def record(job: Job, ext: Extraction, judge: ChoiceJudge | None, option_score: s
     }
     if ext.rule.startswith("judge") and judge is not None:
         rec["judge"] = judge.describe()
+    if ext.reply is not None:  # what the judge answered, shown in the HTML report beside the rule
+        rec["judge_reply"] = ext.reply
     if option_score is not None:
         rec["choices"] = {p: _argmax(job, p).choice for p in OPTION_SCORES}
         rec["option_score"] = option_score
