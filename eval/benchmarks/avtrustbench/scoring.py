@@ -97,6 +97,7 @@ def extract(
             task=j.item.task,
             abstain_letter=j.request.info["abstain_letter"],
             extra_abstentions=extra_abstentions,
+            prompt=j.request.prompt,
         )
         for j in jobs
     ]
