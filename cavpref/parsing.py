@@ -4,7 +4,8 @@ Every command is a set of config dataclasses (a ``help`` on each field). It is c
 
     cavpref <command> [CONFIG.yaml | --config CONFIG.yaml] [--key value ...]
 
-* the YAML file (``yaml.safe_load``: data, never code) sets the defaults and the command line overrides it;
+* the YAML file (``load_yaml``: ``yaml.safe_load``, data, never code, with aliases bounded) sets the defaults
+  and the command line overrides it;
 * an ``env:`` mapping in the file sets environment variables (TRL's behaviour);
 * an unknown key, in the file or on the command line, is an error naming it;
 * ``--help`` lists the command's own keys (declared in ``cavpref``, outside the dataclass's ``help_groups``);
@@ -24,6 +25,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+import yaml
 from trl import TrlParser
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -32,6 +34,55 @@ CONFIG_HELP = (
     "YAML file of defaults for every key below (the command line overrides it; an env: mapping sets "
     "environment variables)"
 )
+# values a YAML document may expand to once its aliases are followed (a recipe has a few hundred): a
+# "billion laughs" file of a few hundred bytes hung every command that printed or copied its values
+MAX_YAML_VALUES = 100_000
+
+
+class YAMLLimitError(ValueError):
+    """A YAML file whose aliases expand past ``MAX_YAML_VALUES`` (or nest too deeply); names the file."""
+
+
+def _expanded_size(node, where: str, memo: dict[int, int | None]) -> int:
+    """Scalars, sequences and mappings the composed ``node`` stands for with every alias followed
+    (an alias reuses its anchor's node, so shared nodes are counted from ``memo``, never walked twice)."""
+    key = id(node)
+    if key in memo:
+        if memo[key] is None:
+            raise YAMLLimitError(f"{where}: a YAML alias refers to itself (a recursive anchor)")
+        return memo[key]
+    memo[key] = None
+    n = 1
+    if isinstance(node, yaml.SequenceNode):
+        n += sum(_expanded_size(child, where, memo) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        n += sum(_expanded_size(k, where, memo) + _expanded_size(v, where, memo) for k, v in node.value)
+    if n > MAX_YAML_VALUES:
+        raise YAMLLimitError(
+            f"{where}: its YAML aliases expand to more than {MAX_YAML_VALUES} values (an alias bomb?); "
+            "write the values out instead of nesting aliases"
+        )
+    memo[key] = n
+    return n
+
+
+def load_yaml(path: str) -> Any:
+    """THE YAML loader of the project: ``yaml.safe_load`` of ``path`` (data, never code), refused with one
+    line naming the file when its aliases expand past ``MAX_YAML_VALUES`` values — checked on the composed
+    document, before any value is built, printed or copied — or when it nests too deeply."""
+    with open(path, encoding="utf-8") as f:
+        loader = yaml.SafeLoader(f.read())
+    try:
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _expanded_size(node, str(path), {})
+            return loader.construct_document(node)
+        except RecursionError:
+            raise YAMLLimitError(f"{path}: YAML nested too deeply") from None
+    finally:
+        loader.dispose()
 
 
 def config_argv(argv: Sequence[str]) -> list[str]:
@@ -60,7 +111,10 @@ def parse_args(types: Sequence[type], argv: Sequence[str], prog: str | None = No
         metavar="CONFIG.yaml",
         help=CONFIG_HELP,
     )
-    return tuple(parser.parse_args_and_config(args=config_argv(argv), fail_with_unknown_args=True))
+    argv = config_argv(argv)
+    if "--config" in argv[:-1]:  # checked here (bounded aliases) before TrlParser loads it
+        load_yaml(argv[argv.index("--config") + 1])
+    return tuple(parser.parse_args_and_config(args=argv, fail_with_unknown_args=True))
 
 
 def _declared_here(cls: type, name: str) -> bool:

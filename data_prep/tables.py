@@ -272,6 +272,8 @@ def _read_json_object(path: str | Path) -> dict[str, Any]:
         data = json.loads(Path(path).read_text("utf-8"))
     except (OSError, json.JSONDecodeError) as err:
         raise TablesError(f"{path}: cannot read tables JSON: {err}") from err
+    except RecursionError:
+        raise TablesError(f"{path}: cannot read tables JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise TablesError(
             f"{path}: expected a JSON object with keys {TABLE_NAMES}, got {type(data).__name__}"

@@ -18,6 +18,7 @@ from typing import Any
 from cavpref.eval.option_score import OPTION_SCORES, check_option_score
 
 from cavpref.media.args import MediaArguments
+from cavpref.output_dir import OutputArguments
 
 MODES = ("generate", "likelihood")
 PROTOCOLS = ("paper", "official")
@@ -96,7 +97,7 @@ class JudgeArguments:
 
 
 @dataclass
-class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments):
+class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments, OutputArguments):
     """Every field is a ``--flag`` and a YAML key of ``cavpref eval <benchmark> | score | prompts``; the
     benchmark's own keys come from its ``Options`` (``cavpref.eval.registry``)."""
 

@@ -27,6 +27,7 @@ from cavpref.eval import registry
 from cavpref.eval.args import EvalArgs
 
 from cavpref.cpu import default_cpu_isa
+from cavpref.output_dir import claim_output_dir
 
 USAGE = __doc__
 
@@ -97,10 +98,9 @@ def benchmark_in(argv: list[str]) -> str | None:
         if a.startswith("--benchmark="):
             return a.split("=", 1)[1]
     if "--config" in argv and argv.index("--config") + 1 < len(argv):
-        import yaml
+        from cavpref.parsing import load_yaml
 
-        with open(argv[argv.index("--config") + 1], encoding="utf-8") as f:
-            config = yaml.safe_load(f) or {}
+        config = load_yaml(argv[argv.index("--config") + 1]) or {}
         if isinstance(config, dict) and config.get("benchmark") is not None:
             return str(config["benchmark"])
     return None
@@ -145,11 +145,26 @@ def _compare(argv: list[str]) -> int:
     return 0
 
 
+def _claim(args) -> None:
+    """The run folder, claimed like every output folder (``cavpref.output_dir``): never a folder of the user's,
+    the model's or the data's own; one run at a time."""
+    if args.output:
+        args.output = claim_output_dir(
+            args.output,
+            "eval",
+            overwrite=args.overwrite_output_dir,
+            inputs={"model": args.model, "data": args.data},
+            markers=("results.json", "records.rank0.jsonl"),
+            key="output",
+        )
+
+
 def _run(command: str, rest: list[str]) -> int:
     from cavpref.eval import pipeline
 
     if command in registry.names():
         args, options = parse(command, rest)
+        _claim(args)
         if pipeline.evaluate(args, options) is not None:
             print(f"wrote {args.output}/results.json, report.md, plots/")
         return 0
@@ -157,6 +172,7 @@ def _run(command: str, rest: list[str]) -> int:
         args, options, sargs = parse(command, rest)
         if not sargs.predictions or not args.data:
             raise ValueError("--predictions and --data are required")
+        _claim(args)
         results = pipeline.score_predictions(args, sargs.predictions, options)
         print(json.dumps(registry.get(args.benchmark)().score_summary(results)))
         return 0

@@ -22,6 +22,12 @@ def _data(inputs):
     return ["--train_dataset", str(inputs["prefs"]), "--media_root", str(inputs["media"])]
 
 
+def _7b(recipe: str, inputs, *extra: str) -> list[str]:
+    """A 7B recipe on the tests' rows, the tiny processor counting their tokens."""
+    path = str(ROOT / f"recipes/qwen2.5-omni-7b/{recipe}.yaml")
+    return [path, *_data(inputs), "--processor_path", str(inputs["model"]), *extra]
+
+
 def test_tiny_recipe_counts_and_tokens(inputs, capsys):
     argv = ["recipes/tiny/cavpref.yaml", *_data(inputs), "--model_name_or_path", str(inputs["model"])]
     out = check.run([str(ROOT / argv[0]), *argv[1:]])
@@ -43,16 +49,8 @@ def test_tiny_recipe_counts_and_tokens(inputs, capsys):
 def test_7b_lora_recipe_on_meta(inputs, capsys):
     """The published 7B thinker config on meta: 8.93 B parameters; LoRA r=16 on the 7 projections of 28 layers
     (196 modules): r * (d_in + d_out) summed = 1,441,792 per layer."""
-    argv = [
-        str(ROOT / "recipes/qwen2.5-omni-7b/lora_cavpref.yaml"),
-        *_data(inputs),
-        "--processor_path",
-        str(inputs["model"]),
-        "--accelerate_config",
-        str(ROOT / "recipes/accelerate/deepspeed_zero3.yaml"),
-        "--sample_rows",
-        "3",
-    ]
+    zero3 = str(ROOT / "recipes/accelerate/deepspeed_zero3.yaml")
+    argv = _7b("lora_cavpref", inputs, "--accelerate_config", zero3, "--sample_rows", "3")
     out = check.run(argv)
     assert out["total"] == 8_931_813_888
     h, kv, i, r = 3584, 512, 18944, 16
@@ -66,16 +64,7 @@ def test_7b_lora_recipe_on_meta(inputs, capsys):
 
 
 def test_7b_full_recipe_needs_reference_and_sharding(inputs):
-    argv = [
-        str(ROOT / "recipes/qwen2.5-omni-7b/full_cavpref.yaml"),
-        *_data(inputs),
-        "--processor_path",
-        str(inputs["model"]),
-        "--sample_rows",
-        "2",
-        "--gpu_memory_gb",
-        "80",
-    ]
+    argv = _7b("full_cavpref", inputs, "--sample_rows", "2", "--gpu_memory_gb", "80")
     one = check.run(argv)
     assert one["trainable"] == 7_070_619_136 + 544_997_376  # LM + untied lm_head; encoders frozen
     assert one["checkpointing"].parts["reference"] == 8_931_813_888 * 2
@@ -126,3 +115,15 @@ def test_missing_paths_are_one_line_errors_before_anything_loads(inputs, offline
         check.run([recipe, "--model_name_or_path", "someone/other-model"])
     with pytest.raises(check.CheckError, match="media_root 'no/media'"):
         check.run([recipe, "--train_dataset", str(inputs["prefs"]), "--media_root", "no/media"])
+
+
+def test_lora_dropout_counts_only_when_trl_keeps_it(inputs):
+    """TRL's disable_dropout (default on) zeroes LoRA's dropout, so the estimate keeps one fp32 input copy per
+    adapter (no mask); with ``disable_dropout: false`` each of the 7 adapters of each of the 28 layers adds its
+    mask, 4 bytes x d_in per token (d_in: 3584 for six projections, 18944 for down_proj)."""
+    argv = _7b("lora_cavpref", inputs, "--sample_rows", "1")
+    off = check.run(argv)["no_checkpointing"].parts["activations"]
+    assert check.run([*argv, "--lora_dropout", "0"])["no_checkpointing"].parts["activations"] == off
+    on = check.run([*argv, "--disable_dropout", "false"])
+    tokens = round(on["tokens"]["lm_tokens_per_sample"] * 2)  # per_device_train_batch_size: 2
+    assert on["no_checkpointing"].parts["activations"] - off == tokens * 28 * 4 * (6 * 3584 + 18944)

@@ -149,7 +149,10 @@ def test_training_counts_rows_trained_with_a_missing_stream_or_refuses_them(fx, 
         "save_merged": False,
         "logging_steps": 1,
         "skip_bad_rows": True,  # the swapped-audio rows of a.mp4 cannot decode at all: skipped, counted
-        "model": {"model_name_or_path": str(fx["model"]), "dtype": "float32", "lora_r": 0, "num_frames": 2},
+        "model_name_or_path": str(fx["model"]),
+        "dtype": "float32",
+        "lora_r": 0,
+        "num_frames": 2,
     }
     rec = tmp_path / "r.yaml"
     rec.write_text(yaml.safe_dump(cfg))

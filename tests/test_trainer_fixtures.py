@@ -1,13 +1,16 @@
-"""Shared builders for the trainer tests (no tests here): real mp4 clips, preference rows for all 9 tasks,
-a tiny Qwen2.5-Omni thinker on disk. Also runnable as a script (``python tests/test_trainer_fixtures.py
-OUT``) so subprocess tests (accelerate launch, resume) get the same inputs."""
+"""Shared builders for the trainer tests (no tests here): real mp4 clips and preference rows for all 9 tasks
+(``cavpref.bench.rows``, shared with the benchmarks and the GPU check), a tiny Qwen2.5-Omni thinker on disk.
+Also runnable as a script (``python tests/test_trainer_fixtures.py OUT``) so subprocess tests (accelerate
+launch, resume) get the same inputs."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from cavpref.apps.sample_rows import CLIPS, examples, write_clips  # noqa: F401 - re-exported to the tests
+from cavpref.bench.rows import CLIPS, examples, write_clips
+
+__all__ = ["CLIPS", "build_all", "dataset", "examples", "shared", "tiny_model", "write_clips"]
 
 
 def dataset(n_per_task: int = 1, seed: int = 0, tasks=None):

@@ -10,7 +10,7 @@ row and per micro-batch, then the per-GPU memory estimate of ``cavpref.memory`` 
 sharding, with a verdict against the GPU size.
 
 Without data on disk (the shipped 7B recipes point at ``data/avtrustbench/...``) the rows are synthetic: one per
-task of the recipe (``cavpref.apps.sample_rows``), on clips of ``--estimate_height`` x ``--estimate_width``
+task of the recipe (``cavpref.bench.rows``), on clips of ``--estimate_height`` x ``--estimate_width``
 pixels, so the token counts are those of the recipe's media budgets (frames resized under
 ``video_max_pixels``, audio padded to ``audio_max_seconds``); their text is a short question.
 """
@@ -25,7 +25,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
+from cavpref.parsing import load_yaml
 
 GIB = 1024**3
 
@@ -86,16 +86,14 @@ def parse(argv: list[str]):
     from cavpref.config import CAVPrefConfig
     from cavpref.models.config import AVModelArguments
     from cavpref.parsing import parse_args
-    from cavpref.train import DataArguments, flatten_legacy
+    from cavpref.train import DataArguments, check_recipe
 
     if not torch.cuda.is_available():  # bf16 recipes are validated against the local device; sizing is not
         argv = [*argv, "--use_cpu", "true"]
-    with tempfile.TemporaryDirectory(prefix="cavpref-check-") as tmp:
-        return parse_args(
-            [CAVPrefConfig, DataArguments, AVModelArguments, CheckArguments],
-            flatten_legacy(argv, tmp),
-            prog="cavpref check",
-        )
+    check_recipe(argv)
+    return parse_args(
+        [CAVPrefConfig, DataArguments, AVModelArguments, CheckArguments], argv, prog="cavpref check"
+    )
 
 
 def model_config(model_args, check):
@@ -199,13 +197,19 @@ def count_tokens(
         frames=model_args.frame_policy(),
     )
     batch = collator([rows[i] for i in range(len(rows))])["model_inputs"]
+    return batch_tokens(io, batch, len(rows), model_args.shared_prefix)
+
+
+def batch_tokens(io, batch: dict, n_samples: int, shared_prefix: bool) -> dict:
+    """Tokens of one collated batch (``model_io.collate``'s output) of ``n_samples`` samples: per row by kind,
+    language-model tokens per sample in the layout the forward uses, response tokens per sample."""
     ids, am = batch["input_ids"], batch["attention_mask"].bool()
-    n_rows, n_samples = ids.shape[0], len(rows)
+    n_rows = ids.shape[0]
     video = int(((ids == io.video_token_id) & am).sum())
     audio = int(((ids == io.audio_token_id) & am).sum())
     full = int(am.sum())
     packed = batch.get("packed")
-    lm_tokens = int(packed["valid"].sum()) if packed is not None and model_args.shared_prefix else full
+    lm_tokens = int(packed["valid"].sum()) if packed is not None and shared_prefix else full
     response = int((batch["labels"] != -100).sum())
     return {
         "samples": n_samples,
@@ -227,7 +231,7 @@ def synthetic_rows(out: str, data_args, model_args, check) -> tuple[str, str]:
     ``audio_max_seconds``; video tokens the frame count and size, resized under ``video_max_pixels``)."""
     from datasets import Dataset
 
-    from cavpref.apps.sample_rows import examples, write_clips
+    from cavpref.bench.rows import examples, write_clips
 
     media, prefs = os.path.join(out, "media"), os.path.join(out, "prefs")
     seconds = check.estimate_seconds or model_args.audio_max_seconds or 30.0
@@ -282,8 +286,7 @@ def sharding(check):
 
     if not check.accelerate_config:
         return Sharding("single", 1) if not check.num_gpus else Sharding("ddp", check.num_gpus)
-    with open(check.accelerate_config) as f:
-        cfg = yaml.safe_load(f)
+    cfg = load_yaml(check.accelerate_config)
     stage = None
     ds = (cfg.get("deepspeed_config") or {}).get("deepspeed_config_file")
     if ds:
@@ -294,17 +297,12 @@ def sharding(check):
     return sharding_from_accelerate(cfg, stage)
 
 
-def run(argv: list[str]) -> dict:
-    """Everything ``main`` prints, as data (tests read it)."""
-    from cavpref.memory import DTYPE_BYTES, DecoderShape, LoraShape, estimate, lora_input_dims
-    from cavpref.train import needs_reference_model
+def decoder_shape(config):
+    """The thinker config's language model as ``cavpref.memory.DecoderShape``."""
+    from cavpref.memory import DecoderShape
 
-    train_args, data_args, model_args, check = parse(argv)
-    notes = check_paths(train_args, data_args, model_args, check)
-    config, where = model_config(model_args, check)
-    _, total, trainable, layer = meta_model(config, model_args)
     tc = config.text_config
-    shape = DecoderShape(
+    return DecoderShape(
         tc.hidden_size,
         tc.intermediate_size,
         tc.num_hidden_layers,
@@ -313,37 +311,34 @@ def run(argv: list[str]) -> dict:
         tc.vocab_size,
         getattr(tc, "head_dim", None),
     )
-    lora = None
-    if model_args.lora_r > 0:
-        lora = LoraShape(
-            model_args.lora_r,
-            model_args.lora_dropout > 0,
-            lora_input_dims(shape, model_args.lora_target_modules),
-        )
-    proc, proc_where = processor(model_args, check)
-    with tempfile.TemporaryDirectory(prefix="cavpref-check-rows-") as tmp:
-        data, media = (
-            synthetic_rows(tmp, data_args, model_args, check)
-            if notes
-            else (data_args.train_dataset, train_args.media_root)
-        )
-        limit = None if notes else check.sample_rows  # synthetic: every task's row
-        tokens = count_tokens(train_args, data_args, model_args, proc, data, media, limit)
-    tokens["estimated"] = bool(notes)
-    shard = sharding(check)
+
+
+def lora_shape(train_args, model_args, shape):
+    """The recipe's LoRA as ``cavpref.memory.LoraShape`` (None without LoRA). TRL's ``disable_dropout`` (default
+    on) sets p = 0 on LoRA's dropout too: then no mask, one input copy per adapter."""
+    from cavpref.memory import LoraShape, lora_input_dims
+
+    if model_args.lora_r <= 0:
+        return None
+    dropout = model_args.lora_dropout > 0 and not train_args.disable_dropout
+    return LoraShape(model_args.lora_r, dropout, lora_input_dims(shape, model_args.lora_target_modules))
+
+
+def estimates(train_args, model_args, config, tokens: dict, shard, counts: tuple[int, int, int]) -> dict:
+    """``{"no_checkpointing": Estimate, "checkpointing": Estimate}`` for one micro-batch of
+    ``per_device_train_batch_size`` samples with ``tokens`` (``batch_tokens``' per-sample counts); ``counts``:
+    (total, trainable, largest unit) parameters, as ``meta_model`` returns them."""
+    from cavpref.memory import DTYPE_BYTES, estimate
+    from cavpref.train import needs_reference_model
+
+    total, trainable, layer = counts
+    shape = decoder_shape(config)
+    lora = lora_shape(train_args, model_args, shape)
     wbytes = DTYPE_BYTES.get(model_args.dtype, 4 if not train_args.bf16 else 2)
     per_device = train_args.per_device_train_batch_size
-    out = {
-        "config": where,
-        "processor": proc_where,
-        "notes": notes,
-        "total": total,
-        "trainable": trainable,
-        "tokens": tokens,
-        "sharding": shard,
-    }
+    out = {}
     for ckpt in (False, True):
-        est = estimate(
+        out["checkpointing" if ckpt else "no_checkpointing"] = estimate(
             total_params=total,
             trainable_params=trainable,
             weight_bytes=wbytes,
@@ -356,7 +351,36 @@ def run(argv: list[str]) -> dict:
             lora=lora,
             largest_unit_params=layer,
         )
-        out["checkpointing" if ckpt else "no_checkpointing"] = est
+    return out
+
+
+def run(argv: list[str]) -> dict:
+    """Everything ``main`` prints, as data (tests read it)."""
+    train_args, data_args, model_args, check = parse(argv)
+    notes = check_paths(train_args, data_args, model_args, check)
+    config, where = model_config(model_args, check)
+    _, total, trainable, layer = meta_model(config, model_args)
+    proc, proc_where = processor(model_args, check)
+    with tempfile.TemporaryDirectory(prefix="cavpref-check-rows-") as tmp:
+        data, media = (
+            synthetic_rows(tmp, data_args, model_args, check)
+            if notes
+            else (data_args.train_dataset, train_args.media_root)
+        )
+        limit = None if notes else check.sample_rows  # synthetic: every task's row
+        tokens = count_tokens(train_args, data_args, model_args, proc, data, media, limit)
+    tokens["estimated"] = bool(notes)
+    shard = sharding(check)
+    out = {
+        "config": where,
+        "processor": proc_where,
+        "notes": notes,
+        "total": total,
+        "trainable": trainable,
+        "tokens": tokens,
+        "sharding": shard,
+    }
+    out.update(estimates(train_args, model_args, config, tokens, shard, (total, trainable, layer)))
     out["gpu_bytes"] = int(check.gpu_memory_gb * GIB)
     out["headroom"] = check.headroom
     out["recipe_checkpointing"] = bool(

@@ -93,9 +93,27 @@ def _lookup(root):
     return lookup
 
 
+# Decode budget: pixels of one source frame (8K UHD). A 4.5 MB file of 12000 x 12000 frames would need 432 MB
+# of RGB per frame (GBs for a clip) before any resize; it is refused, naming the file and its frame size.
+MAX_FRAME_PIXELS = 7680 * 4320
+
+
+def _check_budget(pieces) -> None:
+    for piece in pieces:
+        w, h = piece.info.width or 0, piece.info.height or 0
+        if w * h > MAX_FRAME_PIXELS:
+            mb = os.path.getsize(piece.file) / 1e6
+            raise MediaError(
+                f"{piece.file} ({mb:.1f} MB): video frames of {w}x{h} = {w * h / 1e6:.1f} M pixels exceed the "
+                f"decode budget of {MAX_FRAME_PIXELS / 1e6:.1f} M pixels per frame "
+                f"(cavpref.media.decode.MAX_FRAME_PIXELS, 8K UHD); downscale the video first"
+            )
+
+
 def _decode_video(pieces, times, size, backend) -> np.ndarray:
     """``size``: the plan's natural size unless the policy sets one (the first video part's size, other
     files resized to it; a Stack's bands side by side); gaps are black."""
+    _check_budget(pieces)  # before any frame is decoded or any buffer allocated
     if size is None or len(size) != 2 or min(size) < 1:
         raise MediaError(f"FramePolicy.size must be (height, width) with positive ints, got {size!r}")
     h, w = int(size[0]), int(size[1])

@@ -170,8 +170,11 @@ def _check_relative(path: str) -> None:
 def resolve_path(root: str | os.PathLike, path: str) -> Path:
     """Resolve ``path`` under ``root``; refuse paths that escape it (also through symlinks)."""
     _check_relative(path)
-    root = Path(root).resolve()
-    full = (root / path).resolve()
+    try:
+        root = Path(root).resolve()
+        full = (root / path).resolve()
+    except (RuntimeError, OSError) as err:  # a symlink loop: RuntimeError before Python 3.13, OSError after
+        raise MediaError(f"{path!r} under {root}: cannot be resolved ({err})") from None
     if root != full and root not in full.parents:
         raise MediaError(f"{path!r} resolves to {full}, outside the data root {root}")
     return full
@@ -346,4 +349,7 @@ def to_json(spec: MediaSpec) -> str:
 
 
 def from_json(s: str) -> MediaSpec:
-    return from_dict(json.loads(s))
+    try:
+        return from_dict(json.loads(s))
+    except RecursionError:  # a hostile spec thousands of levels deep: one line, not a bare RecursionError
+        raise MediaError("media spec nested too deeply to read") from None

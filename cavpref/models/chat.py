@@ -24,7 +24,6 @@ from typing import Any
 import torch
 from transformers.utils import logging
 
-from cavpref.deprecation import deprecated_aliases
 from cavpref.media.decode import DecodedMedia
 from cavpref.models.base import AVModelIO, ModelIOError, Row
 from cavpref.models.common import (
@@ -448,6 +447,3 @@ class ChatModelIO(AVModelIO):
         if self.end_of_turn_id is not None and self.end_of_turn_id not in eos:
             eos.insert(0, self.end_of_turn_id)
         return eos
-
-
-__getattr__ = deprecated_aliases(__name__, globals(), {"ChatAdapter": "ChatModelIO"})

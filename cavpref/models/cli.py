@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import inspect
 import sys
+import typing
 from collections.abc import Callable
-from dataclasses import asdict, field, make_dataclass
+from dataclasses import asdict, field, fields, make_dataclass
 from pathlib import Path
 
 from cavpref.models import tiny
+from cavpref.output_dir import OutputArguments, OutputDirError, claim_output_dir, release_output_dir
 
 BUILDERS: dict[str, Callable] = {
     "tiny-qwen": tiny.build_tiny_qwen_omni,
@@ -36,12 +38,13 @@ def _args_class(name: str, builder: Callable) -> type:
             specs.append((p.name, kind, field(default=p.default)))
     if "extra_corpus" in inspect.signature(builder).parameters:
         specs.append(
-            (
-                "corpus_file",
-                str,
-                field(default="", metadata={"help": "extra tokenizer corpus, one line each"}),
-            )
+            ("corpus_file", str, field(default="", metadata={"help": "extra tokenizer corpus, one line each"}))
         )
+    hints = typing.get_type_hints(OutputArguments)
+    specs += [
+        (f.name, hints[f.name], field(default=f.default, metadata=f.metadata))
+        for f in fields(OutputArguments)
+    ]
     return make_dataclass(name.replace("-", "_").title().replace("_", "") + "Args", specs)
 
 
@@ -60,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     (args,) = parse_args([_args_class(name, BUILDERS[name])], rest, prog=f"cavpref model {name}")
     kwargs = asdict(args)
     out, corpus_file = kwargs.pop("out"), kwargs.pop("corpus_file", "")
+    overwrite = kwargs.pop("overwrite_output_dir")
     extra = []
     if corpus_file:
         path = Path(corpus_file)
@@ -69,6 +73,15 @@ def main(argv: list[str] | None = None) -> int:
         extra = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     if "extra_corpus" in inspect.signature(BUILDERS[name]).parameters:
         kwargs["extra_corpus"] = extra
+    # the builder's folder arguments (tiny-qwen-full's --thinker) are inputs: never written over
+    params = inspect.signature(BUILDERS[name]).parameters
+    inputs = {k: v for k, v in kwargs.items() if "Path" in str(params[k].annotation)}
+    try:
+        out = claim_output_dir(out, "model", overwrite=overwrite, inputs=inputs, key="out")
+    except OutputDirError as err:
+        print(f"cavpref model {name}: {err}", file=sys.stderr)
+        return 2
     folder = BUILDERS[name](out, **kwargs)
+    release_output_dir(out)
     print(f"wrote {name} model to {folder}")
     return 0

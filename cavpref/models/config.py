@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, fields
 
 import torch
 
-from cavpref.deprecation import warn_once
 from cavpref.media.args import MediaArguments
 
 MISSING_MODALITY_POLICIES = ("drop", "zero_dummy")
@@ -146,23 +145,3 @@ class AVModelArguments(MediaArguments):
         out = cls(model_name_or_path=model_name_or_path, **kwargs)
         out.trust_remote_code = bool(trust)
         return out
-
-
-# Old field names (the nested ``model:`` section of earlier recipes) -> today's flat keys.
-RENAMED_FIELDS = {"max_length": "model_max_length", "adapter": "model_io"}
-# Old ``model:`` keys that now live only in CAVPrefConfig (one meaning, one field).
-MOVED_TO_TRAINING = {
-    "trust_remote_code": "trust_remote_code",
-    "gradient_checkpointing": "activation_checkpointing",
-}
-
-
-def __getattr__(name: str):
-    if name == "ModelConfig":
-        warn_once(
-            "ModelConfig",
-            "cavpref.models.config.ModelConfig is deprecated: use AVModelArguments "
-            "(it is not trl.ModelConfig); the alias goes in the next release",
-        )
-        return AVModelArguments
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

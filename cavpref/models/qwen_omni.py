@@ -21,7 +21,6 @@ from typing import Any
 import torch
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-from cavpref.deprecation import deprecated_aliases
 from cavpref.media.decode import DecodedMedia
 from cavpref.models.chat import ChatModelIO
 from cavpref.models.common import (
@@ -344,6 +343,3 @@ class QwenOmniModelIO(ChatModelIO):
             for r, seq in zip(rows, seqs[:, b["input_ids"].shape[1] :]):
                 out[r] = seq
         return out
-
-
-__getattr__ = deprecated_aliases(__name__, globals(), {"QwenOmniAdapter": "QwenOmniModelIO"})

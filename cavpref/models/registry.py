@@ -16,7 +16,6 @@ from typing import Any
 
 from transformers.utils import logging
 
-from cavpref.deprecation import deprecated_aliases
 from cavpref.models.base import AVModelIO
 from cavpref.models.config import AVModelArguments
 
@@ -118,16 +117,3 @@ def load_model_io(
         return model_io_class(name).from_pretrained(cfg.model_name_or_path, config=cfg)
     name = model_io or model_io_name_for(name_or_path)
     return model_io_class(name).from_pretrained(name_or_path, **kwargs)
-
-
-__getattr__ = deprecated_aliases(
-    __name__,
-    globals(),
-    {
-        "load_adapter": "load_model_io",
-        "register_adapter": "register_model_io",
-        "registered_adapters": "registered_model_ios",
-        "adapter_class": "model_io_class",
-        "adapter_name_for": "model_io_name_for",
-    },
-)

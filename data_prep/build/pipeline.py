@@ -7,6 +7,7 @@ in order and skips the lot when the manifest's fingerprint says the outputs are 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections import Counter
@@ -39,6 +40,9 @@ from transformers.utils import logging
 
 from cavpref import task_registry
 from cavpref.data import PreferenceExample
+from cavpref.output_dir import output_dir
+from cavpref.parsing import load_yaml
+from cavpref.redact import public_config
 
 logger = logging.get_logger(__name__)
 from cavpref.data_prep.tasks.spec import switch_table
@@ -57,6 +61,14 @@ def build(config: PrepConfig) -> dict[str, Any]:
         raise ValueError("PrepConfig.data_root is required to check media (or set check_media: false)")
     if config.align_audioset and not config.data_root:
         raise ValueError("PrepConfig.data_root is required by align_audioset (it decodes the clips)")
+    # a folder of the user's is never replaced: write_outputs replaces benchmark/, preferences/, parquet/, jsonl/
+    with output_dir(
+        config.output_dir, "prep", overwrite=config.overwrite_output_dir, markers=(DEFAULT_FILENAME,)
+    ) as out:
+        return _build(dataclasses.replace(config, output_dir=out))
+
+
+def _build(config: PrepConfig) -> dict[str, Any]:
     out = Path(config.output_dir)
     digest, basis = fingerprint(config)
     manifest_path = out / "manifest.json"
@@ -130,6 +142,8 @@ def build(config: PrepConfig) -> dict[str, Any]:
     manifest = {
         "fingerprint": digest,
         **basis,
+        # the manifest travels with the dataset: URLs without credentials, configured secrets masked
+        "config": public_config(basis["config"]),
         "files": output_files(out),
         "output_only": {k: getattr(config, k) for k in _NOT_FINGERPRINTED},
         # Eq. 6 switches of the tasks' TaskSpecs ({task: [eta, gamma]}): the trainer's switch_table as data
@@ -164,7 +178,7 @@ def scoring_config(config: PrepConfig):
     from cavpref.data_prep.scoring import ScoringConfig
 
     if config.scoring_config:
-        return HfArgumentParser(ScoringConfig).parse_yaml_file(config.scoring_config)[0]
+        return HfArgumentParser(ScoringConfig).parse_dict(load_yaml(config.scoring_config))[0]
     return ScoringConfig()
 
 

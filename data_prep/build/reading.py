@@ -55,7 +55,7 @@ def read_records(config: PrepConfig, stats: dict) -> list[QARecord]:
     return records
 
 
-def validate(record: QARecord, view, config: PrepConfig, present: dict[str, bool]) -> None:
+def validate(record: QARecord, view, config: PrepConfig, present: dict[str, bool | tuple[str, str]]) -> None:
     """Raise PrepError for a record no generator may use."""
     if record.source not in SOURCES:
         raise PrepError(
@@ -73,10 +73,12 @@ def validate(record: QARecord, view, config: PrepConfig, present: dict[str, bool
             if s.path not in present:
                 try:
                     present[s.path] = resolve_path(config.data_root, s.path).is_file()
-                except MediaError as err:  # e.g. a symlink out of the data root: say so, as evaluation does
-                    present[s.path] = str(err)
-            if isinstance(present[s.path], str):
-                raise PrepError(record, "media", present[s.path], "media path outside the data root")
+                except MediaError as err:  # a symlink out of the data root or in a loop: say so, as eval does
+                    outside = "outside the data root" in str(err)
+                    kind = "media path outside the data root" if outside else "media path cannot be resolved"
+                    present[s.path] = (str(err), kind)
+            if isinstance(present[s.path], tuple):
+                raise PrepError(record, "media", *present[s.path])
             if not present[s.path]:
                 raise PrepError(
                     record,

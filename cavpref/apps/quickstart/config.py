@@ -25,6 +25,7 @@ from typing import ClassVar
 from cavpref.cpu import CPU_ISAS
 from cavpref.data import check_limit
 from cavpref.data_prep.synthetic import WorldConfig
+from cavpref.output_dir import OutputArguments
 
 METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref", "cavpref_fixed_beta")
 LABELS = {
@@ -146,7 +147,7 @@ def _preset(name: str, what: str, **extra):
 
 
 @dataclass
-class QuickstartConfig:
+class QuickstartConfig(OutputArguments):
     """The run's keys. The preset fills every key left unset (None); see the module doc."""
 
     out: str = field(default="runs/quickstart", metadata={"help": "run folder (every stage writes below it)"})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -31,6 +31,7 @@ from cavpref.data_prep.scoring.train_tiny import (
 from cavpref.data_prep.synthetic import WorldConfig, generate_world
 from cavpref.eval.pipeline import EvalArgs, evaluate
 from cavpref.models.tiny import build_tiny_qwen_omni
+from cavpref.output_dir import claim_output_dir, release_output_dir
 from cavpref.parsing import parse_args
 from cavpref.train import main as train_main
 
@@ -262,6 +263,15 @@ def stage_plan(cfg: QuickstartConfig) -> list[str]:
 
 def run(cfg: QuickstartConfig) -> dict:
     """Every stage under ``cfg.out`` (reusing finished ones), then ``report.md``; returns the stage folders."""
+    # never a folder of the user's (cavpref.output_dir); a run folder of an earlier quickstart is resumed
+    out = claim_output_dir(
+        cfg.out,
+        "quickstart",
+        overwrite=cfg.overwrite_output_dir,
+        markers=("quickstart_config.json",),
+        key="out",
+    )
+    cfg = replace(cfg, out=out)
     root = Path(cfg.out)
     write_config(cfg)
     plan = stage_plan(cfg)
@@ -304,6 +314,7 @@ def run(cfg: QuickstartConfig) -> dict:
     results = load_results(runs)
     print(f"{items_caption(cfg, results['start'])}\n\n{table5(results)}")  # the headline table: the output
     say(f"report: {report}")
+    release_output_dir(out)
     return {
         "report": str(report),
         "runs": {k: str(v) for k, v in runs.items()},

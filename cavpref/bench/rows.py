@@ -1,25 +1,45 @@
-"""Synthetic preference rows with real media: three short mp4 clips and one row per AVTrustBench task with the
-anchors each task's switches need (``examples``).
+"""The rows the benchmarks, the GPU check, ``cavpref check`` and the trainer tests train on: every task's
+preference row pattern (``cavpref check`` collates them when a recipe's ``train_dataset`` does not exist yet, on
+clips at a size the user names, for the tokens per row under the recipe's media budgets).
 
-``cavpref check`` collates them when a recipe's ``train_dataset`` does not exist yet (tokens per row from the
-recipe's media budgets, at a clip size the user names), and the trainer tests train on them
-(tests/test_trainer_fixtures.py)."""
+``examples`` gives one preference row per task (per repetition) over three clips, with the anchors each task's
+switches need, in the media patterns data_prep builds (MVT without video, MAT without audio, COT rows over two
+clips, ...). ``write_clips`` writes those clips as real mp4 files (PyAV). ``benchmark_rows`` makes every
+sample's prompt distinct, so a benchmark measures sharing within a sample (y_w, y_l and the anchors on the same
+prefix), never between samples.
+
+``RealisticMedia`` replaces the collator's decoder with media of a realistic size (8 frames of 448 x 448 and
+10 s of audio: 1,024 video and 250 audio tokens per clip through Qwen2.5-Omni's processor) in the streams each
+row's MediaSpec presents, without decoding files: a ~40-token prompt and a response of a few tokens against
+~1,300 media tokens is what a real audio-visual row looks like.
+"""
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from cavpref.data import AnchorPair, PreferenceExample
-from cavpref.media.spec import clip, combine, concat, drop_video, mute, to_json
+from cavpref.media.spec import (
+    clip,
+    combine,
+    concat,
+    drop_video,
+    from_json,
+    has_audio,
+    has_video,
+    mute,
+    to_json,
+)
 
 CLIPS = ("a.mp4", "b.mp4", "c.mp4")
 
 
 def write_clips(root: Path, height: int = 56, width: int = 56, seconds: float = 1.0) -> None:
     """The three clips: 4 fps of one random image (8-pixel blocks above 56 px, so HD sizes stay cheap to encode)
-    and a tone, ``seconds`` long."""
+    and a tone, ``seconds`` long. Clips already in ``root`` are kept."""
     from cavpref.media.write import write_mp4
 
     root.mkdir(parents=True, exist_ok=True)
@@ -83,3 +103,36 @@ def examples(n_per_task: int = 1, seed: int = 0) -> list[PreferenceExample]:
                 )
             )
     return out
+
+
+def benchmark_rows(n_per_task: int = 1, seed: int = 0) -> list[PreferenceExample]:
+    """``examples`` with a distinct prompt per sample: no two samples share a prefix, so what a benchmark
+    measures is the sharing inside one sample. The first 9 rows are one sample of each task (the uniform mix)."""
+    rows = examples(n_per_task, seed)
+    for k, e in enumerate(rows):
+        e.prompt = f"{e.prompt} (question {k})"
+    return rows
+
+
+class RealisticMedia:
+    """``decode(spec)`` -> deterministic synthetic media of a realistic size in the streams ``spec`` presents
+    (cached per spec): ``frames`` frames of ``size`` x ``size`` and ``seconds`` of audio per clip."""
+
+    def __init__(self, frames: int = 8, size: int = 448, seconds: float = 10.0):
+        self.frames, self.size, self.seconds = frames, size, seconds
+        self.cache: dict[str, object] = {}
+
+    def __call__(self, spec: str):
+        if spec not in self.cache:
+            from cavpref.models.tiny import demo_media
+
+            parsed = from_json(spec)
+            self.cache[spec] = demo_media(
+                zlib.crc32(spec.encode()) % 997,
+                video=has_video(parsed),
+                audio=has_audio(parsed),
+                num_frames=self.frames,
+                size=self.size,
+                seconds=self.seconds,
+            )
+        return self.cache[spec]
