@@ -1,6 +1,8 @@
 """Hostile-input pass two (issue 40, "scores that are wrong"): a reply that only echoes the prompt or negates
 an abstention is no abstention (#6); ..."""
 
+import json
+
 import pytest
 from cavpref.data_prep.tasks import TASK_SPECS
 from cavpref.data_prep.tasks.templates import TEMPLATES
@@ -60,3 +62,63 @@ def test_an_echoed_prompt_or_a_negated_abstention_is_no_abstention(task):
     assert got.choice == "C" and not is_correct(got.choice, None)
     assert match_choice("It isn't none of the options: B.", BASE, task=task, prompt=base).choice == "B"
     assert match_choice("None of the above.", BASE, task=task, prompt=base).choice == ABSTAIN
+
+
+# ------------------------------------------------------------------ whole runs against a served model
+
+
+@pytest.fixture(scope="module")
+def served():
+    """An OpenAI-compatible "model" on loopback that always answers "A" (real HTTP, nothing patched)."""
+    from judge_server import LoopbackServer, completion
+
+    server = LoopbackServer(lambda body, n: (200, {}, completion("A"), 0))
+    yield server
+    server.close()
+
+
+def _items(path, answer="A", n=3):
+    from cavpref.data import BenchmarkItem
+
+    rows = [
+        BenchmarkItem(
+            f"c{i}",
+            "CAT",
+            "avqa",
+            "Count",
+            f"How many? ({i})",
+            {"A": "one", "B": "two"},
+            answer,
+            "base",
+            0,
+            None,
+        ).to_row()
+        for i in range(n)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _evaluate(served, data, out, **kw):
+    from cavpref.eval.backends import EndpointBackend
+    from cavpref.eval.judge import ChatClient, ChatConfig
+    from cavpref.eval.pipeline import EvalArgs, evaluate
+
+    client = ChatClient(ChatConfig(base_url=served.url, model="served", max_retries=0, env_prefix="X"))
+    args = EvalArgs(data=str(data), output=str(out), **kw)
+    return evaluate(args, {"vanilla": True}, backend=EndpointBackend(client), rank=0, world=1)
+
+
+def test_a_corrected_answer_key_rescores_stored_passes(served, tmp_path):
+    """Case 7: a rerun into the same output after the answer key was corrected kept each stored pass's
+    ``correct`` flag (100 % here; a fresh run gives 0 %). Stored answers are re-scored, never regenerated."""
+    data, out = tmp_path / "items.jsonl", tmp_path / "run"
+    first = _evaluate(served, _items(data, "A"), out)
+    assert first["metrics"]["overall"]["vanilla"] == 100.0
+    calls = len(served.requests)
+    again = _evaluate(served, _items(data, "B"), out)
+    fresh = _evaluate(served, data, tmp_path / "fresh")
+    assert again["metrics"]["overall"]["vanilla"] == fresh["metrics"]["overall"]["vanilla"] == 0.0
+    log = json.loads((out / "run_log.rank0.json").read_text())
+    assert (log["passes_computed"], log["passes_rescored"]) == (0, 3)
+    assert len(served.requests) == calls + 3  # the fresh run's three; the rerun asked the model nothing
