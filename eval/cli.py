@@ -62,6 +62,10 @@ class CompareArgs:
     metric: str = field(default="headline", metadata={"help": "AVTrustBench: headline | circular | vanilla"})
     output: str | None = field(default=None, metadata={"help": "also write the table to this file"})
     plot: str | None = field(default=None, metadata={"help": "write the leaderboard plot (PNG) here"})
+    allow_different_items: bool = field(
+        default=False,
+        metadata={"help": "compare runs evaluated on different items (refused by default; a warning then)"},
+    )
 
     def __post_init__(self):
         if self.setting not in (None, "base", "instruction"):
@@ -136,7 +140,13 @@ def _compare(argv: list[str]) -> int:
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found (is {run} a finished run folder?)")
         runs.append(json.loads(path.read_text()))
-    table = compare(runs, ns.labels or None, setting=ns.setting, metric=ns.metric)
+    table = compare(
+        runs,
+        ns.labels or None,
+        setting=ns.setting,
+        metric=ns.metric,
+        allow_different_items=ns.allow_different_items,
+    )
     print(table)
     if ns.output:
         Path(ns.output).write_text(table + "\n")

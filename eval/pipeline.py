@@ -11,6 +11,7 @@ The stream ablations (``--drop_stream``, ``--text_only``) are applied here to ev
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -185,8 +186,25 @@ def assemble(
         "versions": versions(),
         "loading": loaded.loading,
         "counts": counts(outcomes),
+        "items": item_set(loaded.items, evaluated),
         "metrics": bench.metrics(scored, outcomes),
         **bench.extra_results(scored, outcomes),
+    }
+
+
+def item_set(items, evaluated: set[str]) -> dict[str, Any]:
+    """Which items a run selected and evaluated (counts and sha256 of the sorted ids): ``eval compare``
+    refuses to subtract runs over different items (a full run against a ``--limit 1`` run)."""
+
+    def digest(ids) -> str:
+        return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()
+
+    ids = [i.id for i in items]
+    return {
+        "selected": len(ids),
+        "selected_sha256": digest(ids),
+        "evaluated": len(evaluated),
+        "evaluated_sha256": digest(evaluated),
     }
 
 

@@ -122,3 +122,22 @@ def test_a_corrected_answer_key_rescores_stored_passes(served, tmp_path):
     log = json.loads((out / "run_log.rank0.json").read_text())
     assert (log["passes_computed"], log["passes_rescored"]) == (0, 3)
     assert len(served.requests) == calls + 3  # the fresh run's three; the rerun asked the model nothing
+
+
+def test_compare_refuses_runs_over_different_items(served, tmp_path, capsys):
+    """Case 8: `eval compare` subtracted a full run from a `--limit 1` run without a word."""
+    from cavpref.eval.cli import main
+
+    data = _items(tmp_path / "items.jsonl")
+    full = tmp_path / "full"
+    _evaluate(served, data, full, label="full")
+    _evaluate(served, data, tmp_path / "one", label="one", limit=1)
+    _evaluate(served, data, tmp_path / "again", label="again")
+    capsys.readouterr()
+    assert main(["compare", str(full), str(tmp_path / "one")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "different item sets (full: 3 items; one: 1 items)" in err
+    assert main(["compare", str(full), str(tmp_path / "one"), "--allow_different_items", "true"]) == 0
+    assert "**Warning: the rows were evaluated on different item sets" in capsys.readouterr().out
+    assert main(["compare", str(full), str(tmp_path / "again")]) == 0
+    assert "item sets" not in capsys.readouterr().out
