@@ -111,6 +111,15 @@ def field(
     return value
 
 
+def pass_number(row: Mapping, name: str) -> int:
+    """A predictions row's pass field (``rotation``, ``run``; 0 when absent) as a non-negative int. JSON's
+    ``true`` is an int to Python: read as pass 1, it left every prediction unused with exit 0."""
+    value = row.get(name, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise DataError(f"field {name!r} must be a non-negative integer, got {value!r:.40}")
+    return value
+
+
 def select(items: list, tasks: Sequence[str], limit: int | None, *, data: str = "") -> list:
     """``items`` sorted by id, restricted to ``tasks`` (each must exist in the data) and to the first
     ``limit`` of each task (0 or None: all of them)."""

@@ -141,3 +141,23 @@ def test_compare_refuses_runs_over_different_items(served, tmp_path, capsys):
     assert "**Warning: the rows were evaluated on different item sets" in capsys.readouterr().out
     assert main(["compare", str(full), str(tmp_path / "again")]) == 0
     assert "item sets" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", [True, "1", 1.0, -1])
+def test_a_pass_field_that_is_not_an_integer_is_refused(tmp_path, capsys, value):
+    """Case 9: `"rotation": true` was read as rotation 1 (a bool is an int to Python): every prediction
+    unused, exit 0. MMAR's `run` was `int()`-converted the same way."""
+    from cavpref.eval.cli import main
+    from cavpref.eval.pipeline import read_predictions
+    from cavpref.eval.registry import get
+
+    data = _items(tmp_path / "items.jsonl")
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(json.dumps({"id": "c0", "rotation": 0, "choice": "A"}) + "\n")
+    preds.write_text(preds.read_text() + json.dumps({"id": "c1", "rotation": value, "choice": "A"}) + "\n")
+    assert main(["score", "--predictions", str(preds), "--data", str(data), "--vanilla", "true"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"{preds}: line 2" in err and "field 'rotation' must be a non-negative integer" in err
+    preds.write_text(json.dumps({"id": "q1", "run": value, "response": "A"}) + "\n")
+    with pytest.raises(ValueError, match=f"{preds}: line 1.*field 'run' must be a non-negative integer"):
+        read_predictions(get("mmar")(), preds)
