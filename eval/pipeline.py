@@ -160,7 +160,26 @@ def evaluate(
     results = assemble(args, bench, loaded, outcomes, used, bench.backend.describe())
     results["missing_streams"] = missing_stream_counts(loaded.items, used)
     registry.write_reports(results, args.output)
-    return results
+    return nothing_evaluated_is_an_error(results, args.output)
+
+
+class NothingEvaluated(DataError):
+    """Every selected item failed (skipped or incomplete): results.json and report.md are written, but a
+    run with no score is an error, not an empty table and exit 0."""
+
+
+def nothing_evaluated_is_an_error(results: dict, where: str, *, report: bool = True) -> dict:
+    """``results`` unchanged when at least one item was evaluated; else ``NothingEvaluated`` naming the
+    run folder (or predictions file), the counts and the commonest skip reasons."""
+    c = results["counts"]
+    if c["evaluated"]:
+        return results
+    reasons = sorted(c["skip_reasons"].items(), key=lambda kv: -kv[1])
+    why = "; ".join(f"{n}× {reason}" for reason, n in reasons[:3]) or "no reason recorded"
+    raise NothingEvaluated(
+        f"{where}: none of the {c['items']} items was evaluated ({c['skipped']} skipped, "
+        f"{c['incomplete']} incomplete: {why})" + ("; report.md there lists them" if report else "")
+    )
 
 
 def assemble(
@@ -340,4 +359,4 @@ def score_predictions(
     results["predictions"] = {"rows": len(preds), "unused": dict(sorted(unused.items()))}
     if args.output:
         registry.write_reports(results, args.output)
-    return results
+    return nothing_evaluated_is_an_error(results, args.output or str(predictions), report=bool(args.output))

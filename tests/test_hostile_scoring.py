@@ -161,3 +161,22 @@ def test_a_pass_field_that_is_not_an_integer_is_refused(tmp_path, capsys, value)
     preds.write_text(json.dumps({"id": "q1", "run": value, "response": "A"}) + "\n")
     with pytest.raises(ValueError, match=f"{preds}: line 1.*field 'run' must be a non-negative integer"):
         read_predictions(get("mmar")(), preds)
+
+
+def test_an_evaluation_in_which_every_item_fails_is_an_error(tmp_path, capsys):
+    """ "Every item fails": a run whose every item was skipped (the served model down) exited 0 with nothing
+    on the console. Now one line naming the run folder, the counts and the reason; the report is written."""
+    from cavpref.eval.cli import main
+    from judge_server import LoopbackServer
+
+    server = LoopbackServer(lambda body, n: (500, {}, {"error": "overloaded"}, 0))
+    data, out = _items(tmp_path / "items.jsonl"), tmp_path / "run"
+    try:
+        argv = ["--model", server.url, "--endpoint_model", "m", "--endpoint_max_retries", "0"]
+        code = main(["avtrustbench", *argv, "--data", str(data), "--output", str(out), "--vanilla", "true"])
+    finally:
+        server.close()
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2
+    assert f"{out}: none of the 3 items was evaluated (3 skipped, 0 incomplete: 3× endpoint" in err
+    assert (out / "report.md").is_file() and (out / "results.json").is_file()
