@@ -93,15 +93,16 @@ def _check_inputs(out: Path, inputs: dict[str, str | None], key: str) -> None:
             continue
         if not src.exists():
             continue
+        kind = "folder" if src.is_dir() else "file"
         if src == here or src in here.parents:
             rel = "is" if src == here else "lies inside"
             raise OutputDirError(
-                f"{key} {out} {rel} the {name} folder {src}: the command would write over its input; "
+                f"{key} {out} {rel} the {name} {kind} {src}: the command would write over its input; "
                 f"choose another {key}"
             )
         if here in src.parents:
             raise OutputDirError(
-                f"{key} {out} contains the {name} folder {src}: the command would write over its input; "
+                f"{key} {out} contains the {name} {kind} {src}: the command would write over its input; "
                 f"choose another {key}"
             )
 

@@ -1,12 +1,11 @@
-"""Turn opaque low-level failures into errors that say what happened and where, and keep a command's outputs off
-its inputs (``prepare_output_dir``)."""
+"""Turn opaque low-level failures into errors that say what happened and where (output folders are
+``cavpref.output_dir``'s)."""
 
 from __future__ import annotations
 
 import errno
 import os
 import shutil
-from pathlib import Path
 
 _IO_FAILURES = ("iostream error", "file write failed", "PytorchStreamWriter failed")
 
@@ -69,22 +68,3 @@ def die_with_parent(parent_pid: int | None = None) -> None:
                 os._exit(1)
 
     threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
-
-
-def prepare_output_dir(out: str | os.PathLike, inputs: list[str], overwrite: bool) -> Path:
-    """``out`` ready to write a command's results: never a folder that holds, or lies inside, one of the
-    ``inputs`` (not even with ``overwrite``: that would delete them), and an existing non-empty folder only with
-    ``overwrite`` (it is then emptied first). Returns the resolved folder, created."""
-    path = Path(out).resolve()
-    for item in inputs:
-        src = Path(item).resolve()
-        if src == path or path in src.parents or (src.is_dir() and src in path.parents):
-            raise ValueError(f"output_dir {out} overlaps the input {item}: choose a new folder")
-    if path.exists() and any(path.iterdir()):
-        if not overwrite:
-            raise ValueError(
-                f"output_dir {out} exists and is not empty (pass --overwrite true to replace it)"
-            )
-        shutil.rmtree(path)
-    path.mkdir(parents=True, exist_ok=True)
-    return path

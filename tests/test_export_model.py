@@ -102,11 +102,13 @@ def test_bad_exports_say_why_and_write_nothing(tiny_full, tmp_path, capsys):
     )
     assert "is not a full Qwen2.5-Omni checkpoint" in capsys.readouterr().err
     assert main([*argv, "--output_dir", str(tiny_full["base"] / "inside")]) == 1
-    assert "overlaps the input" in capsys.readouterr().err
+    assert "lies inside the base_model folder" in capsys.readouterr().err
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "keep.txt").write_text("mine")
     assert main([*argv, "--output_dir", str(tmp_path / "busy")]) == 1
-    assert "exists and is not empty" in capsys.readouterr().err and (tmp_path / "busy" / "keep.txt").is_file()
+    err = capsys.readouterr().err
+    assert "is not empty (keep.txt) and was not created by `cavpref export`" in err
+    assert (tmp_path / "busy" / "keep.txt").is_file()
     assert not (tmp_path / "x").exists() and not (tiny_full["base"] / "inside").exists()
     assert main([*argv, "--output_dir", str(tmp_path / "c")]) == 0
     card = (tmp_path / "c" / "README.md").read_text()

@@ -273,11 +273,16 @@ def test_system_prompts_drop_on_request_and_outputs_never_overwrite_inputs(tmp_p
     assert data_main([*argv, "--output_dir", str(tmp_path / "o")]) == 0
     assert "imported 1 of 1 records" in capsys.readouterr().out
     assert json.loads((tmp_path / "o" / "stats.json").read_text())["counts"]["system prompts dropped"] == 1
-    assert data_main([*argv, "--output_dir", str(tmp_path / "o")]) == 1  # not empty: refused
-    assert "exists and is not empty" in capsys.readouterr().err
-    assert data_main([*argv, "--output_dir", str(tmp_path / "o"), "--overwrite", "true"]) == 0
-    assert data_main([*argv, "--output_dir", str(tmp_path / "in"), "--overwrite", "true"]) == 1
-    assert "overlaps the input" in capsys.readouterr().err and f.is_file()  # the input survives --overwrite
+    assert data_main([*argv, "--output_dir", str(tmp_path / "o")]) == 0  # its own folder: imported again
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "keep.txt").write_text("mine")
+    assert data_main([*argv, "--output_dir", str(tmp_path / "busy")]) == 1  # a folder of the user's: refused
+    assert "is not empty (keep.txt) and was not created by `cavpref data import`" in capsys.readouterr().err
+    assert data_main([*argv, "--output_dir", str(tmp_path / "busy"), "--overwrite_output_dir", "true"]) == 0
+    assert (tmp_path / "busy" / "keep.txt").read_text() == "mine"  # written into, nothing else deleted
+    assert data_main([*argv, "--output_dir", str(tmp_path / "in"), "--overwrite_output_dir", "true"]) == 1
+    err = capsys.readouterr().err
+    assert "contains the --files[0] file" in err and f.is_file()  # the input survives --overwrite_output_dir
 
 
 @pytest.mark.parametrize("which", ["llamafactory_sft", "swift_dpo"])

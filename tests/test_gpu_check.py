@@ -131,3 +131,35 @@ def test_out_comes_from_the_argument_or_the_OUT_variable(monkeypatch):
     monkeypatch.delenv("OUT", raising=False)
     with pytest.raises(SystemExit, match="--out"):
         script("gpu_check").main(["--device", "cpu", "--sections", "exactness"])
+
+
+def test_the_carried_wheels_are_the_versions_pyproject_pins():
+    """The GPU run installs ``scripts/gpu_wheels.sh``'s wheels over an older image: every package pyproject
+    pins to a minor release (the trainer's private TRL / Trainer hooks) must be carried at a version inside the
+    pin, and every carried package pyproject names must satisfy its requirement, so the GPU check runs the
+    versions the suite runs."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    root = Path(__file__).resolve().parents[1]
+    script_text = (root / "scripts" / "gpu_wheels.sh").read_text()
+    carried = {
+        canonicalize_name(name): version
+        for name, version in re.findall(
+            r"([A-Za-z0-9_.-]+)==([0-9][^\s)]*)", script_text.split("wheels=(")[1]
+        )
+    }
+    deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    reqs = {canonicalize_name(r.name): r for r in map(Requirement, deps)}
+    pinned = {name for name, r in reqs.items() if any(s.operator == "<" for s in r.specifier)}
+    assert {"transformers", "trl", "peft", "accelerate"} <= pinned
+    assert pinned <= set(carried), f"pinned but not carried: {sorted(pinned - set(carried))}"
+    wrong = {
+        n: (v, str(reqs[n].specifier)) for n, v in carried.items() if n in reqs and v not in reqs[n].specifier
+    }
+    assert not wrong, f"carried outside pyproject's requirement: {wrong}"
+    assert "huggingface-hub" in carried  # transformers 5.25 needs huggingface_hub >= 2.4 (the image: 1.33)

@@ -93,6 +93,17 @@ COMMANDS = {
         ["eval", "avtrustbench", "--model", str(fx["model"]), "--data", "x.jsonl"] + ["--output", str(d)]
     ),
     "quickstart": lambda w, fx, tmp, d: ["quickstart", "--preset", "small", "--out", str(d)],
+    "data import": lambda w, fx, tmp, d: (
+        ["data", "import", "--format", "trl", "--files", str(tmp / "x.jsonl"), "--output_dir", str(d)]
+    ),
+    "data export": lambda w, fx, tmp, d: (
+        ["data", "export", "--format", "trl", "--data", str(fx["prefs"])]
+        + ["--media_root", str(fx["media"]), "--output_dir", str(d)]
+    ),
+    "build aura": lambda w, fx, tmp, d: (
+        ["build", "aura", "--videos", str(fx["media"]), "--out", str(d)]
+        + ["--visual_model", "v", "--audio_model", "a", "--generator_model", "g"]
+    ),
 }
 
 

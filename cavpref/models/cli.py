@@ -38,7 +38,11 @@ def _args_class(name: str, builder: Callable) -> type:
             specs.append((p.name, kind, field(default=p.default)))
     if "extra_corpus" in inspect.signature(builder).parameters:
         specs.append(
-            ("corpus_file", str, field(default="", metadata={"help": "extra tokenizer corpus, one line each"}))
+            (
+                "corpus_file",
+                str,
+                field(default="", metadata={"help": "extra tokenizer corpus, one line each"}),
+            )
         )
     hints = typing.get_type_hints(OutputArguments)
     specs += [

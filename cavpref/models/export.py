@@ -21,16 +21,16 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-import yaml
 
-from cavpref.safety import prepare_output_dir
+from cavpref.output_dir import OutputArguments, output_dir
+from cavpref.parsing import load_yaml
 
 ADAPTER_DIR = "thinker_adapter"  # merge_lora false: the adapter, re-keyed for the full model
 SPEAKERS = "spk_dict.pt"
 
 
 @dataclass
-class ExportModelArgs:
+class ExportModelArgs(OutputArguments):
     """``cavpref export``: a run's thinker (or LoRA adapter) + the original full model -> a full model folder."""
 
     run: str = field(
@@ -55,7 +55,6 @@ class ExportModelArgs:
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = field(
         default="auto", metadata={"help": "dtype of the written model (auto: the base checkpoint's)"}
     )
-    overwrite: bool = field(default=False, metadata={"help": "replace a non-empty output_dir"})
 
 
 def _run_base(run: Path) -> str | None:
@@ -66,7 +65,7 @@ def _run_base(run: Path) -> str | None:
         return json.loads(adapter.read_text()).get("base_model_name_or_path")
     for folder in (run, run.parent):
         if (folder / "run_config.yaml").is_file():
-            return yaml.safe_load((folder / "run_config.yaml").read_text()).get("model_name_or_path")
+            return (load_yaml(folder / "run_config.yaml") or {}).get("model_name_or_path")
     return None
 
 
@@ -135,11 +134,9 @@ def _copy_speakers(base: str, out: Path) -> None:
 
 def export_full_model(args: ExportModelArgs) -> Path:
     """Write ``args.output_dir``: the full Qwen2.5-Omni with the run's thinker; returns the folder."""
-    from transformers import AutoProcessor, Qwen2_5OmniForConditionalGeneration
-
     if not args.run or not args.output_dir:
         raise ValueError("cavpref export needs --run and --output_dir")
-    run, out = Path(args.run), Path(args.output_dir).resolve()
+    run = Path(args.run)
     if not (run / "config.json").is_file() and not (run / "adapter_config.json").is_file():
         raise ValueError(f"{run}: no trained model (config.json or adapter_config.json)")
     run_base = _run_base(run)
@@ -149,7 +146,14 @@ def export_full_model(args: ExportModelArgs) -> Path:
             f"base model {base!r} is not a full Qwen2.5-Omni checkpoint (model_type qwen2_5_omni, with talker and "
             "token2wav): pass --base_model, e.g. Qwen/Qwen2.5-Omni-7B or the folder the thinker was taken from"
         )
-    prepare_output_dir(out, [str(run), *([base] if os.path.isdir(base) else [])], args.overwrite)
+    inputs = {"run": str(run), "base_model": base}  # a hub id is no folder: not checked
+    with output_dir(args.output_dir, "export", overwrite=args.overwrite_output_dir, inputs=inputs) as claimed:
+        return _write_full_model(args, run, run_base, base, Path(claimed).resolve())
+
+
+def _write_full_model(args: ExportModelArgs, run: Path, run_base: str | None, base: str, out: Path) -> Path:
+    from transformers import AutoProcessor, Qwen2_5OmniForConditionalGeneration
+
     dtype = "auto" if args.dtype == "auto" else getattr(torch, args.dtype)
     full = Qwen2_5OmniForConditionalGeneration.from_pretrained(base, dtype=dtype)
     lora = (run / "adapter_config.json").is_file()

@@ -8,9 +8,9 @@ are answered by the build's reply cache on top of that, so a unit interrupted ha
 no call that had finished. A unit whose model call failed is *counted* (stage, reason) and left undone: the
 next run asks again; nothing is silently skipped.
 
-The folder itself: ``--out`` must be new, empty, or an earlier build of the same builder (its
-``build.json`` says so); it may not lie inside ``--videos`` (the build would read its own clips) nor hold
-it. Inputs are never written.
+The folder itself is claimed like every output folder (``cavpref.output_dir``): ``--out`` must be new, empty,
+or an earlier build of the same builder; it may not lie inside ``--videos`` (the build would read its own
+clips) nor hold it, and one build writes into it at a time. Inputs are never written.
 """
 
 from __future__ import annotations
@@ -103,39 +103,29 @@ def begin_build(builder: str, cfg: Any, ep: Any, prompt_version: str) -> tuple[P
     if not cfg.videos or not cfg.out:
         raise BuildError(f"cavpref build {builder} needs --videos DIR and --out DIR")
     ep.check()
-    out = prepare_out(
-        cfg.out, cfg.videos, builder, {**public_settings(cfg, ep), "prompt_version": prompt_version}
-    )
+    settings = {**public_settings(cfg, ep), "prompt_version": prompt_version}
+    out = prepare_out(cfg.out, cfg.videos, builder, settings, overwrite=cfg.overwrite_output_dir)
     return out, Path(cfg.videos).resolve(), Stages(out)
 
 
-def prepare_out(out: str | os.PathLike, videos: str | os.PathLike, builder: str, config: dict) -> Path:
-    """Check ``--out`` against ``--videos`` and earlier builds, then record this build's settings."""
-    out, videos = Path(out).resolve(), Path(videos).resolve()
+def prepare_out(
+    out: str | os.PathLike, videos: str | os.PathLike, builder: str, config: dict, overwrite: bool = False
+) -> Path:
+    """Claim ``--out`` (``cavpref.output_dir``: new, empty or an earlier build of this builder; never inside
+    ``--videos`` nor holding it; locked while the build runs), then record this build's settings."""
+    from cavpref.output_dir import OutputDirError, claim_output_dir
+
+    videos = Path(videos).resolve()
     if not videos.is_dir():
         raise BuildError(f"--videos {videos}: not a folder")
-    if out == videos or videos in out.parents:
-        raise BuildError(
-            f"--out {out} is inside --videos {videos}: the build would read its own clips as inputs"
+    try:
+        claimed = claim_output_dir(
+            out, f"build {builder}", overwrite=overwrite, inputs={"--videos": str(videos)}, key="--out"
         )
-    if out in videos.parents:
-        raise BuildError(f"--videos {videos} is inside --out {out}: choose an --out outside the inputs")
-    marker = out / BUILD_FILE
-    if out.exists() and not out.is_dir():
-        raise BuildError(f"--out {out}: exists and is not a folder")
-    if out.exists() and any(out.iterdir()):
-        previous = None
-        if marker.is_file():
-            try:
-                previous = json.loads(marker.read_text(encoding="utf-8")).get("builder")
-            except ValueError:
-                previous = None
-        if previous != builder:
-            raise BuildError(
-                f"--out {out}: not empty and not a `cavpref build {builder}` folder (no {BUILD_FILE} naming it); "
-                "choose a new or empty folder (an earlier build of the same kind is resumed)"
-            )
-    write_json(marker, {"builder": builder, "videos": str(videos), "config": config})
+    except OutputDirError as err:
+        raise BuildError(str(err)) from None
+    out = Path(claimed).resolve()
+    write_json(out / BUILD_FILE, {"builder": builder, "videos": str(videos), "config": config})
     return out
 
 

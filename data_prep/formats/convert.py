@@ -30,14 +30,14 @@ from cavpref.data import PreferenceExample
 from cavpref.manifest import prep_manifest
 from cavpref.media.materialize import materialize
 from cavpref.media.spec import Source, from_json, has_audio, has_video, mute, sources
-from cavpref.safety import prepare_output_dir
+from cavpref.output_dir import OutputArguments, output_dir
 
 FORMATS = {"llamafactory": llamafactory, "swift": swift, "trl": trl}
 FORMAT = Literal[tuple(FORMATS)]
 
 
 @dataclass
-class ExportArgs:
+class ExportArgs(OutputArguments):
     """``cavpref data export``: preference rows -> another trainer's files."""
 
     format: FORMAT = field(kw_only=True, metadata={"help": "llamafactory | swift | trl (required)"})
@@ -65,11 +65,10 @@ class ExportArgs:
     name: str = field(
         default="cavpref", metadata={"help": "dataset name (file names, dataset_info.json entries)"}
     )
-    overwrite: bool = field(default=False, metadata={"help": "replace a non-empty output_dir"})
 
 
 @dataclass
-class ImportArgs:
+class ImportArgs(OutputArguments):
     """``cavpref data import``: another trainer's SFT / preference file -> cavpref preference rows."""
 
     format: FORMAT = field(kw_only=True, metadata={"help": "llamafactory | swift | trl (required)"})
@@ -107,7 +106,6 @@ class ImportArgs:
     on_error: Literal["raise", "skip"] = field(
         default="raise", metadata={"help": "a bad record: raise or skip"}
     )
-    overwrite: bool = field(default=False, metadata={"help": "replace a non-empty output_dir"})
 
 
 # ----------------------------------------------------------------------------- export
@@ -145,7 +143,6 @@ def _write_media(media: str, root: str, folder: Path) -> tuple[list[str], list[s
 def export_dataset(args: ExportArgs) -> dict[str, Any]:
     """Write ``args.data``'s preference rows as ``args.format`` files into ``args.output_dir``; returns the
     summary also written to ``export.json``."""
-    fmt = FORMATS[args.format]
     if not args.data or not args.output_dir:
         raise ValueError("cavpref data export needs --data and --output_dir")
     folder, splits = _preferences(args.data)
@@ -160,7 +157,14 @@ def export_dataset(args: ExportArgs) -> dict[str, Any]:
         manifest.get("tasks"), dict
     ):  # a task added by a module of its own, as training
         task_registry.declare_table(manifest["tasks"], where=str(folder))
-    out = prepare_output_dir(args.output_dir, [str(folder)], args.overwrite)
+    with output_dir(
+        args.output_dir, "data export", overwrite=args.overwrite_output_dir, inputs={"data": str(folder)}
+    ) as claimed:
+        return _export(args, folder, splits, root, Path(claimed).resolve())
+
+
+def _export(args: ExportArgs, folder: Path, splits, root: str, out: Path) -> dict[str, Any]:
+    fmt = FORMATS[args.format]
     written: dict[str, tuple[list[str], list[str]]] = {}
     files, counts = {}, Counter()
     for split in args.splits or list(splits):
@@ -271,13 +275,18 @@ def _exported_root(folder: Path) -> str:
 def import_dataset(args: ImportArgs) -> dict[str, Any]:
     """Read ``args.files`` (``args.format``) into ``output_dir/preferences`` (a DatasetDict with one split,
     ``args.split``), with ``stats.json`` (in = imported + skipped), ``manifest.json`` and a dataset card."""
-    fmt = FORMATS[args.format]
     if not task_registry.is_task(args.task):
         raise ValueError(f"--task {args.task!r} is not a declared task ({task_registry.task_names()})")
     files, layout = _inputs(args)
-    out = prepare_output_dir(
-        args.output_dir, [*files, *([args.dataset_info] if args.dataset_info else [])], args.overwrite
-    )
+    sources = {f"--files[{i}]": f for i, f in enumerate(files)} | {"--dataset_info": args.dataset_info}
+    with output_dir(
+        args.output_dir, "data import", overwrite=args.overwrite_output_dir, inputs=sources
+    ) as claimed:
+        return _import(args, files, layout, Path(claimed).resolve())
+
+
+def _import(args: ImportArgs, files: list[str], layout: Any, out: Path) -> dict[str, Any]:
+    fmt = FORMATS[args.format]
     rows, skipped, counts, n_in = [], Counter(), Counter(), 0
     roots = set()
     for file in files:
@@ -326,7 +335,7 @@ def import_dataset(args: ImportArgs) -> dict[str, Any]:
 
     DatasetDict({args.split: to_dataset(rows, PREFERENCE_FEATURES)}).save_to_disk(str(out / "preferences"))
     inputs = {f: file_sha256(f) for f in [*files, *([args.dataset_info] if args.dataset_info else [])]}
-    basis = {"args": asdict(args) | {"output_dir": None, "overwrite": None}, "inputs": inputs}
+    basis = {"args": asdict(args) | {"output_dir": None, "overwrite_output_dir": None}, "inputs": inputs}
     stats = {
         "records_read": n_in,
         "imported": len(rows),

@@ -49,6 +49,7 @@ from cavpref.data_prep.builders.work import (
 from cavpref.media.decode import FramePolicy
 from cavpref.media.materialize import materialize
 from cavpref.media.spec import concat, from_json, has_audio, stack, to_json
+from cavpref.output_dir import release_output_dir
 
 VISUAL_PROMPT = (
     "Describe this video clip in dense detail: the setting; every person, instrument and object with its "
@@ -317,4 +318,5 @@ def build(cfg: AuraConfig, ep: AuraEndpoints) -> dict[str, Any]:
         "outputs": {"benchmark": "aura.jsonl", "media_root": "videos", "audit": "audit/audit_sample.csv"},
     }
     write_json(out / "stats.json", stats)
+    release_output_dir(out)  # claimed by begin_build
     return stats

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 
 from cavpref.data_prep.builders.endpoints import EndpointArgs, role_model, role_url
 from cavpref.data_prep.builders.work import setting
+from cavpref.output_dir import OutputArguments
 from cavpref.data_prep.builders.traceav.tasks import TASKS
 
 
 @dataclass
-class TraceConfig:
+class TraceConfig(OutputArguments):
     videos: str = setting(
         "folder of the user's videos, *.mp4 (searched recursively); it is the --media_root of `cavpref eval "
         "traceav` (read, never written)",

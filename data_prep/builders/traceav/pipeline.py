@@ -35,6 +35,7 @@ from cavpref.data_prep.builders.work import (
 from cavpref.chat_json import parse_json_reply
 from cavpref.media.decode import FramePolicy
 from cavpref.media.spec import Source
+from cavpref.output_dir import release_output_dir
 
 
 def _mp4s(root: Path) -> tuple[list[str], list[str]]:
@@ -334,4 +335,5 @@ def _write(out, cfg, items, ledger, vid, events, stages, clients, summary, root)
         "outputs": {"data": "data", "media_root": str(root), "audit": "audit/audit_sample.csv"},
     }
     write_json(out / "stats.json", stats)
+    release_output_dir(out)  # claimed by begin_build
     return stats
