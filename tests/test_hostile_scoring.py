@@ -101,7 +101,7 @@ def _items(path, answer="A", n=3):
 
 def _evaluate(served, data, out, **kw):
     from cavpref.eval.backends import EndpointBackend
-    from cavpref.eval.judge import ChatClient, ChatConfig
+    from cavpref.chat_client import ChatClient, ChatConfig
     from cavpref.eval.pipeline import EvalArgs, evaluate
 
     client = ChatClient(ChatConfig(base_url=served.url, model="served", max_retries=0, env_prefix="X"))
@@ -180,3 +180,62 @@ def test_an_evaluation_in_which_every_item_fails_is_an_error(tmp_path, capsys):
     assert code == 2
     assert f"{out}: none of the 3 items was evaluated (3 skipped, 0 incomplete: 3× endpoint" in err
     assert (out / "report.md").is_file() and (out / "results.json").is_file()
+
+
+def _row(**change):
+    from cavpref.data import BenchmarkItem
+
+    item = BenchmarkItem(
+        "r1", "CAT", "avqa", "Count", "How many?", {"A": "one", "B": "two"}, "A", "base", 0, None
+    )
+    return {**item.to_row(), **change}
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"answer": float("nan")}, "field 'answer' must be an option letter or null, got nan"),
+        ({"question": "  "}, "field 'question' is empty"),
+        ({"option_texts": ["one", ""]}, "field 'option_texts': option B is empty"),
+        ({"option_texts": ["one", "One."]}, "field 'option_texts': options A and B are the same"),
+    ],
+)
+def test_eval_rows_that_prep_would_refuse_are_refused_naming_row_and_field(tmp_path, capsys, change, words):
+    """Case 26: an eval row with a NaN answer gave "argument of type 'float' is not iterable"; empty and
+    duplicate options and empty questions were accepted (prep refuses them)."""
+    from cavpref.eval.cli import main
+
+    data = tmp_path / "items.jsonl"
+    data.write_text(json.dumps(_row(id="ok")) + "\n" + json.dumps(_row(id="bad", **change)) + "\n")
+    assert main(["avtrustbench", "--data", str(data), "--output", str(tmp_path / "o"), "--model", "x"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"{data}: row 1 (id 'bad')" in err and words in err, err
+
+
+def test_predictions_files_name_file_and_line(tmp_path, capsys):
+    """Case 26: a non-UTF-8 predictions file named neither file nor line; lower-case letters made every pass
+    unparsed without naming a line (now read as the letters they are; a choice that is no letter at all is
+    refused naming the line)."""
+    from cavpref.eval.cli import main
+
+    data = _items(tmp_path / "items.jsonl", "B")
+    preds = tmp_path / "preds.jsonl"
+    rows = [{"id": f"c{i}", "rotation": k, "choice": "ab"[k]} for i in range(3) for k in range(2)]
+    preds.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    score = ["score", "--predictions", str(preds), "--data", str(data)]
+    assert main(score) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["vanilla"] == 0.0  # "a": A, wrong
+    rows[0]["choice"] = "b"
+    preds.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main([*score, "--vanilla", "true"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["vanilla"] == pytest.approx(100 / 3, abs=0.01)  # c0 right: "b" is B
+    rows[4]["choice"] = "A) one"
+    preds.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(score) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"{preds}: line 5" in err and "field 'choice' must be an option letter, ABSTAIN or null" in err
+    preds.write_bytes(b'{"id": "c0", "choice": "A"}\n{"id": "c1", "response": "caf\xe9"}\n')
+    assert main(score) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"{preds}: line 2: not UTF-8 (byte 0xe9 at column 30)" in err, err

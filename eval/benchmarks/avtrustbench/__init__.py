@@ -249,6 +249,9 @@ class AVTrustBench(Benchmark):
             raise DataError("field 'id' (string) is required")
         if ("response" in row) == ("choice" in row):
             raise DataError("give exactly one of 'response' (free text) or 'choice' (a letter)")
+        choice = row.get("choice")
+        if choice is not None and not (isinstance(choice, str) and scoring.LETTER_CHOICE.fullmatch(choice)):
+            raise DataError(f"field 'choice' must be an option letter, ABSTAIN or null, got {choice!r:.40}")
         return row["id"], pass_number(row, "rotation")
 
     def answered(self, row) -> bool:
