@@ -77,9 +77,8 @@ class DataArguments:
             added = task_registry.declare_table(manifest["tasks"], where=str(path))
             if added:
                 logger.info(f"{path}: declares task(s) {added}")
-        if (
-            self.max_train_samples is not None and self.max_train_samples < 1
-        ):  # 0: a bare StopIteration in TRL
+        # 0 ended in a bare StopIteration from TRL
+        if self.max_train_samples is not None and self.max_train_samples < 1:
             raise ValueError(
                 f"DataArguments.max_train_samples must be >= 1 or unset (all rows), got {self.max_train_samples}"
             )
