@@ -3,6 +3,7 @@ type-checked once, in ``cavpref.parsing.parse_args``, for every command — list
 and refused in one line naming the file and the key."""
 
 import pytest
+
 from cavpref.parsing import parse_args
 from cavpref.recipe_types import RecipeTypeError
 

@@ -1,5 +1,7 @@
-"""Hostile-input pass two (issue 40, "scores that are wrong"): a reply that only echoes the prompt or negates
-an abstention is no abstention (#6); ..."""
+"""Hostile-input pass two, evaluation (issue 40 #6-#9, #26, "every item fails"): an echoed prompt or a
+negated abstention is no abstention; a corrected answer key re-scores stored passes; compare refuses runs
+over different items; pass fields are integers; eval inputs name file, row / line and field; a run with
+nothing evaluated is an error. Real loopback HTTP "models", the real runner and CLI."""
 
 import json
 
@@ -7,6 +9,7 @@ import pytest
 from cavpref.data_prep.tasks import TASK_SPECS
 from cavpref.data_prep.tasks.templates import TEMPLATES
 from cavpref.eval.extract import ABSTAIN, is_correct, match_choice
+
 from cavpref.prompts import render_prompt
 
 OPTIONS = {"A": "acoustic_guitar", "B": "Piano", "C": "Three", "D": "Thirty-three", "E": "None of the above"}
@@ -101,8 +104,9 @@ def _items(path, answer="A", n=3):
 
 def _evaluate(served, data, out, **kw):
     from cavpref.eval.backends import EndpointBackend
-    from cavpref.chat_client import ChatClient, ChatConfig
     from cavpref.eval.pipeline import EvalArgs, evaluate
+
+    from cavpref.chat_client import ChatClient, ChatConfig
 
     client = ChatClient(ChatConfig(base_url=served.url, model="served", max_retries=0, env_prefix="X"))
     args = EvalArgs(data=str(data), output=str(out), **kw)

@@ -8,16 +8,10 @@ import json
 import shutil
 
 import pytest
-import test_trainer_fixtures as F
 import yaml
-from test_hostile_train import recipe
+from test_hostile_train import fx, recipe  # noqa: F401 - the hostile training tests' session fixture
 
 from cavpref.train import main
-
-
-@pytest.fixture(scope="session")
-def fx(tmp_path_factory):
-    return F.shared(tmp_path_factory)
 
 
 def _error(capsys) -> str:
