@@ -111,6 +111,11 @@ def check_example(
             value = example.get(col)
             if value is None or (isinstance(value, str) and not value.strip()):
                 problems.append(f"{ident}: field {col!r} (row {slot}) is missing or empty")
+    for w, l in ((s, s[0] + "_l") for s in slots if s.endswith("_w")):
+        values = [example.get(c) for c in fields[w]]
+        if l in slots and all(values) and values == [example.get(c) for c in fields[l]]:
+            same = " and ".join(f"{a!r} == {b!r}" for a, b in zip(fields[w], fields[l]) if a != b)
+            problems.append(f"{ident}: rows {w} and {l} are the same ({same}): no preference to learn")
     components = {s[0] for s in slots}
     for comp in calibrated:
         if comp in components:

@@ -9,6 +9,7 @@ a variant name plus optional per-task overrides.
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -285,18 +286,15 @@ class CAVPrefConfig(DPOConfig, OutputArguments):
                 f"CAVPrefConfig.{name}={getattr(self, name)!r}: this DPOConfig option is not implemented by the "
                 f"CAVPref loss: {why}; leave it at {unused!r}"
             )
-        for name in ("lambda_y", "lambda_v", "lambda_a"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"CAVPrefConfig.{name} must be > 0, got {getattr(self, name)}")
-        for name in ("beta_y", "beta_v", "beta_a"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"CAVPrefConfig.{name} must be > 0 or unset (calibrated), got {value}")
-        if not self.beta_scale > 0 or self.beta_offset < 0:
+        if self.max_steps == 0:  # transformers ran one step and saved
             raise ValueError(
-                f"CAVPrefConfig: need beta_scale > 0 and beta_offset >= 0, got {self.beta_scale}, "
-                f"{self.beta_offset}"
+                "CAVPrefConfig.max_steps 0 trains nothing: give a number of steps, or -1 (the default) to train "
+                "num_train_epochs"
             )
+        for name, domain in LOSS_DOMAINS.items():
+            _check_domain(name, getattr(self, name), domain)
+        for i, weight in enumerate(self.loss_weights or ()):
+            _check_domain(f"loss_weights[{i}]", weight, ">= 0")
         if self.reference == "precomputed":
             self.precompute_ref_log_probs = True
         elif self.precompute_ref_log_probs and self.reference == "auto":
@@ -350,6 +348,39 @@ class CAVPrefConfig(DPOConfig, OutputArguments):
             "reference": self.reference,
             **({"dpo": {name: getattr(self, name) for name in _DPO_OPTIONS}} if self.method == "dpo" else {}),
         }
+
+
+# The value domain of every numeric loss key (issue 40 #12): NaN, ±inf and out-of-domain values are refused
+# before any data is read. DPO's beta < 0 silently learned to prefer the rejected answers (the logged margin
+# stayed positive), 0 learns nothing, NaN blamed every data row; lambda inf — the plain mean only as a
+# limit — made the loss NaN, logged as 0.0.
+LOSS_DOMAINS = {
+    "beta": "> 0",
+    "beta_y": "> 0 or unset (calibrated)",
+    "beta_v": "> 0 or unset (calibrated)",
+    "beta_a": "> 0 or unset (calibrated)",
+    "beta_scale": "> 0",
+    "beta_offset": ">= 0",
+    "lambda_y": "> 0",
+    "lambda_v": "> 0",
+    "lambda_a": "> 0",
+    "label_smoothing": ">= 0",
+}
+_HINTS = {
+    "lambda": "; the plain mean (the lambda -> inf limit) is method: cavpref_norobust",
+}
+
+
+def _check_domain(name: str, value, domain: str) -> None:
+    """``value`` finite and in ``domain`` (``> 0`` | ``>= 0``, optionally ``or unset``), else one line
+    naming the key."""
+    if value is None and "unset" in domain:
+        return
+    ok = isinstance(value, (int, float)) and math.isfinite(value)
+    ok = ok and (value > 0 if domain.startswith("> 0") else value >= 0)
+    if not ok:
+        hint = next((h for prefix, h in _HINTS.items() if name.startswith(prefix)), "")
+        raise ValueError(f"CAVPrefConfig.{name} must be finite and {domain}, got {value!r}{hint}")
 
 
 def _check_choice(name: str, value: str, choices) -> None:

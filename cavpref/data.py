@@ -79,10 +79,35 @@ class BenchmarkItem:
             )
         if self.setting not in SETTINGS:
             raise ValueError(f"item {self.id}: unknown setting {self.setting!r}")
+        if self.answer is not None and not isinstance(self.answer, str):  # NaN: "float is not iterable"
+            raise ValueError(
+                f"item {self.id}: field 'answer' must be an option letter or null, got {self.answer!r:.40}"
+            )
+        if self.benchmark == "avtrustbench":
+            self._check_texts()
         if self.answer is not None and any(x not in self.options for x in self.answer_letters):
             raise ValueError(
                 f"item {self.id}: answer {self.answer!r} is not among options {list(self.options)}"
             )
+
+    def _check_texts(self) -> None:
+        """What prep refuses, refused when an item file is read too (a hand-made or edited benchmark): an
+        empty question, an empty or non-text option, two options that read the same."""
+        if not isinstance(self.question, str) or not self.question.strip():
+            raise ValueError(f"item {self.id}: field 'question' is empty")
+        seen: dict[str, str] = {}
+        for letter, text in self.options.items():
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(
+                    f"item {self.id}: field 'option_texts': option {letter} is empty ({text!r:.40})"
+                )
+            key = " ".join(text.split()).lower().rstrip(".")
+            if key in seen:
+                raise ValueError(
+                    f"item {self.id}: field 'option_texts': options {seen[key]} and {letter} are the same "
+                    f"({text!r:.60})"
+                )
+            seen[key] = letter
 
     @property
     def benchmark(self) -> str:

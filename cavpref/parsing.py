@@ -7,7 +7,8 @@ Every command is a set of config dataclasses (a ``help`` on each field). It is c
 * the YAML file (``load_yaml``: ``yaml.safe_load``, data, never code, with aliases bounded) sets the defaults
   and the command line overrides it;
 * an ``env:`` mapping in the file sets environment variables (TRL's behaviour);
-* an unknown key, in the file or on the command line, is an error naming it;
+* an unknown key, in the file or on the command line, is an error naming it, and so is a file value of the
+  wrong type (``check_config``: a list where a string is expected, a list of lists, ...);
 * ``--help`` lists the command's own keys (declared in ``cavpref``, outside the dataclass's ``help_groups``);
   ``--help_all`` adds the grouped ones (e.g. the quickstart's preset-controlled sizes) and those a dataclass
   inherits from TRL / transformers (``cavpref train``'s ``TrainingArguments``), one section each.
@@ -112,9 +113,30 @@ def parse_args(types: Sequence[type], argv: Sequence[str], prog: str | None = No
         help=CONFIG_HELP,
     )
     argv = config_argv(argv)
-    if "--config" in argv[:-1]:  # checked here (bounded aliases) before TrlParser loads it
-        load_yaml(argv[argv.index("--config") + 1])
+    if "--config" in argv[:-1]:  # checked here (bounded aliases, value types) before TrlParser loads it
+        check_config(argv[argv.index("--config") + 1], types)
     return tuple(parser.parse_args_and_config(args=argv, fail_with_unknown_args=True))
+
+
+def check_config(path: str, types: Sequence[type]) -> None:
+    """A config file is a YAML mapping whose values fit their fields' annotations (``recipe_types``): argparse
+    takes file values as defaults unchecked, so ``tasks: MCIT`` reached the code as the letters M, C, I, T
+    and ``post_prompt: [a, b]`` failed deep in the prompt code. One line naming the file and the key."""
+    from cavpref.recipe_types import RecipeTypeError, check_recipe_types
+
+    config = load_yaml(path)
+    if config is None:
+        return
+    if not isinstance(config, dict):
+        raise RecipeTypeError(
+            f"{path}: a config file must be a YAML mapping of keys, got {type(config).__name__}"
+        )
+    odd = [k for k in config if not isinstance(k, str)]
+    if odd:  # TrlParser: "keywords must be strings"
+        raise RecipeTypeError(
+            f"{path}: key {odd[0]!r} is not a string (YAML reads yes / no / on / off as booleans)"
+        )
+    check_recipe_types({k: v for k, v in config.items() if k != "env"}, types, path)
 
 
 def _declared_here(cls: type, name: str) -> bool:

@@ -26,8 +26,22 @@ def _hints(cls) -> dict[str, Any]:
         return {f.name: f.type for f in dataclasses.fields(cls) if not isinstance(f.type, str)}
 
 
+def _converts(kind: type, value: str) -> bool:
+    """Whether argparse turns the string default ``value`` into a ``kind`` (it converts string defaults
+    with the field's type, so ``lr: 1e-5`` — a string to YAML — is a float by the time it is used)."""
+    if kind is bool:
+        return value.strip().lower() in ("true", "false", "yes", "no", "y", "n", "1", "0")
+    try:
+        kind(value)
+    except ValueError:
+        return False
+    return True
+
+
 def _accepts(tp: Any, value: Any) -> tuple[bool, str]:
-    """(does ``value`` fit annotation ``tp``, the annotation in words); unknown annotations accept anything."""
+    """(does ``value`` fit annotation ``tp``, the annotation in words); unknown annotations accept anything.
+    A list's elements (and a dict's values) are checked against its parameter: ``train_tasks: [[MCIT]]``
+    used to end in "unhashable type: 'list'"."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
@@ -40,6 +54,8 @@ def _accepts(tp: Any, value: Any) -> tuple[bool, str]:
     base = origin or tp
     if isinstance(base, type) and issubclass(base, enum.Enum):
         return isinstance(value, str) or isinstance(value, base), f"one of {[e.value for e in base]}"
+    if base in (float, int, bool) and isinstance(value, str):
+        return _converts(base, value), {float: "float", int: "int", bool: "bool (true / false)"}[base]
     if base is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool), "float"
     if base is int:
@@ -49,10 +65,26 @@ def _accepts(tp: Any, value: Any) -> tuple[bool, str]:
     if base is str:
         return isinstance(value, str), "str"
     if base in (list, tuple):
-        return isinstance(value, (list, tuple)), "list"
+        params = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        if not params:
+            return isinstance(value, (list, tuple)), "list"
+        _, each = _accepts(params[0], None)
+        words = f"a list of {each}"
+        ok = isinstance(value, (list, tuple)) and all(_accepts(params[0], v)[0] for v in value)
+        return ok, words
     if base is dict:
-        return isinstance(value, dict), "dict"
+        params = typing.get_args(tp)
+        if len(params) != 2:
+            return isinstance(value, dict), "dict"
+        _, each = _accepts(params[1], None)
+        ok = isinstance(value, dict) and all(_accepts(params[1], v)[0] for v in value.values())
+        return ok, f"a mapping to {each}"
     return True, str(tp)
+
+
+class RecipeTypeError(TypeError, ValueError):
+    """A config value of the wrong type; a ``ValueError`` too, so every command prints it as its one-line
+    error."""
 
 
 def check_recipe_types(values: dict[str, Any], classes, where: str) -> None:
@@ -65,7 +97,7 @@ def check_recipe_types(values: dict[str, Any], classes, where: str) -> None:
         if key in hints:
             ok, words = _accepts(hints[key], value)
             if not ok:
-                raise TypeError(
+                raise RecipeTypeError(
                     f"{where}: key '{key}' must be {words}, got {short_repr(value)} ({type(value).__name__})"
                 )
 

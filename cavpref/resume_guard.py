@@ -173,3 +173,29 @@ def check_resume(
     if os.path.isfile(loss):
         os.replace(loss, os.path.join(output_dir, f"loss.before_resume.{n}.json"))
     return diffs
+
+
+def check_checkpoint_run(
+    checkpoint: str, output_dir: str, resolved: dict[str, Any], classes: Iterable[type], allow: bool
+) -> None:
+    """A checkpoint of another run folder (an SFT checkpoint into a DPO run) is refused unless that run's
+    ``run_config.yaml`` defines the same run (``recipe_differences``) or ``allow``; a checkpoint without one
+    cannot be checked and is refused too. The other folder is only read."""
+    run = os.path.dirname(os.path.abspath(checkpoint))
+    if os.path.realpath(run) == os.path.realpath(output_dir):
+        return  # this run's own checkpoint: check_resume compares with its run_config.yaml
+    path = os.path.join(run, "run_config.yaml")
+    if not os.path.isfile(path):
+        if allow:
+            return
+        raise ValueError(
+            f"resume_from_checkpoint {checkpoint}: no run_config.yaml in {run}, so nothing says which recipe "
+            "trained it; pass --allow_recipe_change true to resume from it anyway"
+        )
+    diffs = recipe_differences(load_yaml(path) or {}, resolved, classes)
+    if diffs and not allow:
+        listed = "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in diffs.items())
+        raise ValueError(
+            f"resume_from_checkpoint {checkpoint}: another run's checkpoint, trained with a different recipe "
+            f"({path}): {listed}. Pass --allow_recipe_change true to continue from it anyway"
+        )

@@ -36,6 +36,10 @@ from cavpref.parsing import config_argv, load_yaml, parse_args
 logger = logging.get_logger(__name__)
 
 
+# the split prep holds out for evaluation (data_prep's SPLITS: train, validation, test); training on it is refused
+HELD_OUT_SPLIT = "test"
+
+
 @dataclass
 class DataArguments:
     """Where the preference data is: folders written by ``datasets.save_to_disk`` (data_prep output)."""
@@ -73,6 +77,21 @@ class DataArguments:
             added = task_registry.declare_table(manifest["tasks"], where=str(path))
             if added:
                 logger.info(f"{path}: declares task(s) {added}")
+        # 0 ended in a bare StopIteration from TRL
+        if self.max_train_samples is not None and self.max_train_samples < 1:
+            raise ValueError(
+                f"DataArguments.max_train_samples must be >= 1 or unset (all rows), got {self.max_train_samples}"
+            )
+        if (
+            self.train_split == HELD_OUT_SPLIT
+            and manifest
+            and (manifest.get("config") or {}).get("test_fraction")
+        ):
+            raise ValueError(
+                f"DataArguments.train_split {self.train_split!r}: {path} says prep held these clips out for "
+                f"evaluation (test_fraction {manifest['config']['test_fraction']}); train on 'train' (cavpref "
+                "eval reads the test split)"
+            )
         unknown = sorted(set(self.train_tasks or ()) - set(task_registry.task_names()))
         if unknown:
             raise ValueError(
@@ -96,8 +115,7 @@ def _nested_error(where: str, keys) -> ValueError:
 
 def check_recipe(argv: list[str]) -> None:
     """Before any dataclass is built (a config's own check, e.g. bf16 on CPU, would hide a typo): the recipe is a
-    YAML mapping of known flat keys, each value of its field's type, and no override uses the nested
-    ``--model.key`` form."""
+    YAML mapping of known flat keys and no override uses the nested ``--model.key`` form."""
     argv = config_argv(argv)
     nested = [a[len("--model.") :].partition("=")[0] for a in argv if a.startswith("--model.")]
     if nested:
@@ -112,9 +130,7 @@ def check_recipe(argv: list[str]) -> None:
         unknown = sorted(set(config) - _recipe_keys() - {"env"})
         if unknown:
             raise ValueError(f"{path}: unknown recipe key(s) {unknown} (see cavpref train --help)")
-        from cavpref.recipe_types import check_recipe_types
-
-        check_recipe_types({k: v for k, v in config.items() if k != "env"}, recipe_classes(), path)
+        # value types: parse_args (cavpref.parsing.check_config), for every command
 
 
 def recipe_classes() -> tuple[type, ...]:
@@ -221,6 +237,12 @@ def load_preferences(path: str, split: str, limit: int | None = None, tasks: lis
         if split not in ds:
             raise KeyError(f"{path}: no split {split!r} (have {list(ds)})")
         ds = ds[split]
+    if "chosen" not in ds.column_names and {"question", "option_letters"} <= set(ds.column_names):
+        raise ValueError(
+            f"{path}[{split}]: holds benchmark items (columns question, option_letters, answer), not preference "
+            "rows (prompt, chosen, rejected): train_dataset is prep's preferences/ folder; benchmark/ is for "
+            "cavpref eval"
+        )
     if tasks:
         wanted = set(tasks)
         ds = ds.select([i for i, t in enumerate(ds["task"]) if t in wanted])
@@ -228,6 +250,8 @@ def load_preferences(path: str, split: str, limit: int | None = None, tasks: lis
             raise ValueError(f"{path}[{split}]: no rows of tasks {sorted(wanted)}")
     if limit is not None:
         ds = ds.select(range(min(limit, len(ds))))
+    if len(ds) == 0:
+        raise ValueError(f"{path}[{split}]: no rows to train on")
     return ds
 
 
@@ -296,6 +320,38 @@ def last_complete_checkpoint(output_dir: str) -> str | None:
     return None
 
 
+def checkpoint_to_resume(output_dir: str, resume: str | None) -> str | None:
+    """The checkpoint ``resume_from_checkpoint`` names: ``last`` (``auto`` / ``true``) is the newest complete one
+    in ``output_dir``. Nothing to resume is an error, never a silent start from step 1: a mistyped folder, or a
+    run killed while writing its only checkpoint (delete it to start over)."""
+    if not resume:
+        return None
+    if resume not in ("last", "auto", "true", "True"):
+        if not os.path.isfile(os.path.join(resume, "trainer_state.json")):
+            raise ValueError(
+                f"resume_from_checkpoint {resume!r}: not a complete checkpoint (no trainer_state.json there)"
+            )
+        return resume
+    found = last_complete_checkpoint(output_dir)
+    if found is not None:
+        return found
+    partial = (
+        sorted(n for n in os.listdir(output_dir) if n.startswith("checkpoint-"))
+        if os.path.isdir(output_dir)
+        else []
+    )
+    if partial:
+        raise ValueError(
+            f"{output_dir}: resume_from_checkpoint {resume}: no complete checkpoint ({', '.join(partial)}: "
+            "trainer_state.json missing or unfinished, a run killed while saving); delete them to start from "
+            "step 1"
+        )
+    raise ValueError(
+        f"{output_dir}: resume_from_checkpoint {resume}: no checkpoint there (a mistyped output_dir?); leave "
+        "resume_from_checkpoint unset to start from step 1"
+    )
+
+
 def check_paths(train_args, data_args, model_args) -> None:
     """Every path of the recipe, before the model loads (a missing one costs no model load or hub retry)."""
     from cavpref.models.registry import check_model_path
@@ -309,6 +365,24 @@ def check_paths(train_args, data_args, model_args) -> None:
     ):
         if path and not os.path.isdir(path):
             raise FileNotFoundError(f"{key} {path!r}: no such folder")
+    # the data's kind, split and row count (memory-mapped: cheap), before a model load of minutes
+    rows = len(
+        load_preferences(
+            data_args.train_dataset, data_args.train_split, data_args.max_train_samples, data_args.train_tasks
+        )
+    )
+    step = (
+        train_args.per_device_train_batch_size
+        * train_args.world_size
+        * train_args.gradient_accumulation_steps
+    )
+    if step > rows:  # the sampler fills an optimizer batch by wrapping around (as DistributedSampler does)
+        logger.warning(
+            f"{data_args.train_dataset}: {rows} training rows but {step} per optimizer step "
+            f"(per_device_train_batch_size {train_args.per_device_train_batch_size} x {train_args.world_size} "
+            f"process(es) x gradient_accumulation_steps {train_args.gradient_accumulation_steps}): every step "
+            "repeats rows"
+        )
     check_model_path(model_args.model_name_or_path)
 
 
@@ -355,16 +429,17 @@ def run(argv: list[str]) -> int:
     )
     switch_source = resolve_switch_table(train_args, data_args)
     logger.warning(f"switch table (eta, gamma per task): {switch_source}")
-    resume = train_args.resume_from_checkpoint
-    if resume in ("last", "auto", "true", "True"):
-        resume = last_complete_checkpoint(train_args.output_dir)
+    resume = checkpoint_to_resume(train_args.output_dir, train_args.resume_from_checkpoint)
     from cavpref.cpu import pin_cpu
 
     pin_cpu(train_args.num_threads, train_args.cpu_isa)
-    from cavpref.resume_guard import check_resume
+    from cavpref.resume_guard import check_checkpoint_run, check_resume
 
     resolved, changed = resolved_config(train_args, data_args, model_args), None
     if resume:  # the run folder must keep saying what the run was (issue 18 #9)
+        check_checkpoint_run(
+            resume, train_args.output_dir, resolved, recipe_classes(), train_args.allow_recipe_change
+        )
         changed = check_resume(
             train_args.output_dir, resolved, recipe_classes(), train_args.allow_recipe_change, write=False
         )

@@ -68,6 +68,10 @@ class CompareArgs:
             "help": "write an HTML page here: every item side by side across the runs, where they differ"
         },
     )
+    allow_different_items: bool = field(
+        default=False,
+        metadata={"help": "compare runs evaluated on different items (refused by default; a warning then)"},
+    )
 
     def __post_init__(self):
         if self.setting not in (None, "base", "instruction"):
@@ -153,7 +157,13 @@ def _compare(argv: list[str]) -> int:
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found (is {run} a finished run folder?)")
         runs.append(json.loads(path.read_text()))
-    table = compare(runs, ns.labels or None, setting=ns.setting, metric=ns.metric)
+    table = compare(
+        runs,
+        ns.labels or None,
+        setting=ns.setting,
+        metric=ns.metric,
+        allow_different_items=ns.allow_different_items,
+    )
     print(table)
     if ns.output:
         Path(ns.output).write_text(table + "\n")

@@ -34,13 +34,26 @@ class BenchmarkInputError(DataError):
         super().__init__(f"{at}: {problem}")
 
 
+def read_utf8(path: str | Path) -> str:
+    """The text of ``path``; a file that is not UTF-8 is an error naming the line and the byte (a bare
+    ``UnicodeDecodeError`` named neither the file nor the line)."""
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+        problem = f"not UTF-8 (byte 0x{raw[err.start]:02x} at column {column}); re-save the file as UTF-8"
+        raise BenchmarkInputError(path, f"line {line}", None, problem) from None
+
+
 def read_records(path: str | Path, *, list_key: str | None = None) -> list[tuple[str, dict]]:
     """``(where, record)`` pairs from a ``.json`` (a list, or an object holding the list under
     ``list_key``) or a ``.jsonl`` file. ``where`` is "line N", "record N" or "items[N]" for errors."""
     path = Path(path)
     if not path.is_file():
         raise BenchmarkInputError(path, "file", None, "not found")
-    text = path.read_text(encoding="utf-8")
+    text = read_utf8(path)
     if path.suffix == ".jsonl" or (
         path.suffix != ".json" and not text.lstrip().startswith(("[", "{\n", "{\r"))
     ):
@@ -108,6 +121,15 @@ def field(
         raise BenchmarkInputError(
             path, where, name, f"expected {want}, got {type(value).__name__} {value!r:.60}"
         )
+    return value
+
+
+def pass_number(row: Mapping, name: str) -> int:
+    """A predictions row's pass field (``rotation``, ``run``; 0 when absent) as a non-negative int. JSON's
+    ``true`` is an int to Python: read as pass 1, it left every prediction unused with exit 0."""
+    value = row.get(name, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise DataError(f"field {name!r} must be a non-negative integer, got {value!r:.40}")
     return value
 
 

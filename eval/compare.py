@@ -75,21 +75,52 @@ def provenance(runs: Sequence[dict], labels: Sequence[str]) -> list[str]:
     return lines
 
 
+def item_sets(
+    runs: Sequence[dict], labels: Sequence[str], *, allow_different_items: bool = False
+) -> list[str]:
+    """Lines under the table about the items behind each row (results.json ``items``). Runs that selected
+    different items are refused (their differences would mix item sets) unless ``allow_different_items``,
+    then a warning; the same selection with different evaluated items (skips) is a warning."""
+    sets = [r.get("items") for r in runs]
+    if any(s is None for s in sets):
+        missing = [lab for lab, s in zip(labels, sets) if s is None]
+        return [
+            f"Item sets not checked: {', '.join(missing)} recorded none (results.json from before 'items')."
+        ]
+
+    def counts(key: str) -> str:
+        return "; ".join(f"{lab}: {s[key]} items" for lab, s in zip(labels, sets))
+
+    if len({s["selected_sha256"] for s in sets}) > 1:
+        if not allow_different_items:
+            raise ValueError(
+                f"the runs were evaluated on different item sets ({counts('selected')}): a different --data, "
+                "--tasks or --limit? Evaluate them on the same items, or pass --allow_different_items true"
+            )
+        return [f"**Warning: the rows were evaluated on different item sets ({counts('selected')}).**"]
+    if len({s["evaluated_sha256"] for s in sets}) > 1:
+        return [f"**Warning: the rows evaluated different items (skips differ: {counts('evaluated')}).**"]
+    return []
+
+
 def compare(
     runs: Sequence[dict],
     labels: Sequence[str] | None = None,
     *,
     setting: str | None = None,
     metric: str = "headline",
+    allow_different_items: bool = False,
 ) -> str:
-    """The comparison table of ``runs`` (results dicts of one benchmark) as markdown."""
+    """The comparison table of ``runs`` (results dicts of one benchmark) as markdown; runs over different
+    items are refused (``item_sets``)."""
     if len(runs) < 2:
         raise ValueError("compare needs a zero-shot run and at least one fine-tuned run")
     bench, labels = benchmark(runs), labels_of(runs, labels)
+    notes = item_sets(runs, labels, allow_different_items=allow_different_items)
     own = getattr(bench, "compare", None)
     if own is not None:
-        return own(runs, labels, setting=setting, metric=metric)
-    return "\n".join(rank_table(bench, runs, labels) + provenance(runs, labels))
+        return "\n".join([own(runs, labels, setting=setting, metric=metric), *notes])
+    return "\n".join(rank_table(bench, runs, labels) + provenance(runs, labels) + notes)
 
 
 def leaderboard(runs: Sequence[dict], labels: Sequence[str] | None, path: str | Path) -> Path:

@@ -187,6 +187,51 @@ def option_text_mentions(text: str, options: Mapping[str, str]) -> set[str]:
     }
 
 
+# A negation right before an abstention phrase ("the answer is not None of the above"): no abstention.
+_NEGATED = re.compile(
+    r"(?:\b(?:not|never|rather than|instead of)|n['’]t)\s+(?:(?:that|just|simply|really|exactly)\s+)?$",
+    re.IGNORECASE,
+)
+
+
+def _without_prompt_lines(text: str, options: Mapping[str, str], prompt: str) -> str:
+    """``text`` without the prompt lines of three words or more it repeats (the question, the instruction
+    "… respond with None of the above.") other than option lines: those are what a reply names."""
+    shown = {normalise(f"{letter}. {option}").lower() for letter, option in options.items()}
+    for line in (normalise(x) for x in prompt.splitlines()):
+        if len(line.split()) >= 3 and line.lower() not in shown:
+            text = re.sub(re.escape(line), " ", text, flags=re.IGNORECASE)
+    return text
+
+
+def _without_option_lines(text: str, options: Mapping[str, str]) -> str:
+    """``text`` without labelled option texts ("E. None of the above", "(E) None of the above")."""
+    for letter, option in options.items():
+        label = rf"(?<![A-Za-z0-9])[(\[]?{re.escape(letter)}[).:\]]\s*{re.escape(normalise(option))}"
+        text = re.sub(label, " ", text, flags=re.IGNORECASE)
+    return text
+
+
+def _abstention(
+    text: str, options: Mapping[str, str], prompt: str, patterns: Sequence[re.Pattern]
+) -> tuple[str, bool]:
+    """(``text`` without the prompt lines it echoes and its negated abstention phrases, whether it
+    abstains). A phrase counts only where the response says it, not where it echoes the option list or
+    the instruction, nor where it negates it ("not None of the above; it is Three" names Three): any
+    mention used to be scored as an abstention, which made an echo of the prompt correct on every
+    abstaining task."""
+    text = normalise(_without_prompt_lines(text, options, prompt))
+    own = _without_option_lines(text, options)
+    abstained = False
+    for pattern in patterns:
+        for m in pattern.finditer(own):
+            if _NEGATED.search(own[: m.start()]):
+                text = text.replace(m.group(0), " ")
+            else:
+                abstained = True
+    return text, abstained
+
+
 def match_choice(
     response: str,
     options: Mapping[str, str],
@@ -194,13 +239,15 @@ def match_choice(
     task: str,
     abstain_letter: str | None = None,
     extra_abstentions: Mapping[str, Sequence[str]] | None = None,
+    prompt: str = "",
 ) -> Extraction:
-    """Step 1 of B.2. Returns an Extraction with ``method="heuristic"`` or ``"unparsed"``."""
+    """Step 1 of B.2. Returns an Extraction with ``method="heuristic"`` or ``"unparsed"``. ``prompt`` (the
+    text the model was shown) lets an echoed instruction be told from an abstention."""
     text = normalise(strip_reasoning(response))
     if not text:
         return Extraction(None, "unparsed", "empty response")
     abstain = ABSTAIN if abstain_letter is None else abstain_letter
-    abstained = any(p.search(text) for p in abstention_patterns(task, extra_abstentions))
+    text, abstained = _abstention(text, options, prompt, abstention_patterns(task, extra_abstentions))
     letters = letter_mentions(text, list(options))
     final = explicit_answer(text, list(options))
     if final is not None and len(letters) > 1:

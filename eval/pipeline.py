@@ -11,6 +11,7 @@ The stream ablations (``--drop_stream``, ``--text_only``) are applied here to ev
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -145,7 +146,7 @@ def evaluate(
     results["missing_streams"] = missing_stream_counts(loaded.items, used)
     registry.write_reports(results, args.output)
     write_html(args, bench, loaded, outcomes, used, results)
-    return results
+    return nothing_evaluated_is_an_error(results, args.output)
 
 
 def runner_for(args: EvalArgs, bench, loaded: registry.Loaded, *, rank=None, world=None) -> Runner:
@@ -178,6 +179,25 @@ def write_html(args: EvalArgs, bench, loaded: registry.Loaded, outcomes, records
     return write_run(view, args.output, args)
 
 
+class NothingEvaluated(DataError):
+    """Every selected item failed (skipped or incomplete): results.json and report.md are written, but a
+    run with no score is an error, not an empty table and exit 0."""
+
+
+def nothing_evaluated_is_an_error(results: dict, where: str, *, report: bool = True) -> dict:
+    """``results`` unchanged when at least one item was evaluated; else ``NothingEvaluated`` naming the
+    run folder (or predictions file), the counts and the commonest skip reasons."""
+    c = results["counts"]
+    if c["evaluated"]:
+        return results
+    reasons = sorted(c["skip_reasons"].items(), key=lambda kv: -kv[1])
+    why = "; ".join(f"{n}× {reason}" for reason, n in reasons[:3]) or "no reason recorded"
+    raise NothingEvaluated(
+        f"{where}: none of the {c['items']} items was evaluated ({c['skipped']} skipped, "
+        f"{c['incomplete']} incomplete: {why})" + ("; report.md there lists them" if report else "")
+    )
+
+
 def assemble(
     args: EvalArgs, bench, loaded: registry.Loaded, outcomes, records: list[dict], model: dict
 ) -> dict[str, Any]:
@@ -201,8 +221,25 @@ def assemble(
         "versions": versions(),
         "loading": loaded.loading,
         "counts": counts(outcomes),
+        "items": item_set(loaded.items, evaluated),
         "metrics": bench.metrics(scored, outcomes),
         **bench.extra_results(scored, outcomes),
+    }
+
+
+def item_set(items, evaluated: set[str]) -> dict[str, Any]:
+    """Which items a run selected and evaluated (counts and sha256 of the sorted ids): ``eval compare``
+    refuses to subtract runs over different items (a full run against a ``--limit 1`` run)."""
+
+    def digest(ids) -> str:
+        return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()
+
+    ids = [i.id for i in items]
+    return {
+        "selected": len(ids),
+        "selected_sha256": digest(ids),
+        "evaluated": len(evaluated),
+        "evaluated_sha256": digest(evaluated),
     }
 
 
@@ -349,4 +386,4 @@ def score_predictions(
     if args.output:
         registry.write_reports(results, args.output)
         write_html(args, bench, loaded, outcomes, records, results)
-    return results
+    return nothing_evaluated_is_an_error(results, args.output or str(predictions), report=bool(args.output))

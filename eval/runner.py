@@ -9,7 +9,9 @@ outcome. The runner owns everything else, once for every benchmark:
   ``key`` is sha256 of (model fingerprint, answer mode, generation config, frame policy, prompt, media,
   candidates, the pass's sampling). A rerun replays every pass whose key is on disk and computes only the rest, so a killed
   run resumed with the same command ends with the same results, and a changed model or prompt never
-  meets a stale answer. Per-item failures (bad media, an adapter refusing a row, an endpoint error)
+  meets a stale answer. A replayed pass is re-scored from its stored answer when the item changed in what
+  the key does not cover (``item_digest``: a corrected answer key), so it never keeps a stale ``correct``
+  flag. Per-item failures (bad media, an adapter refusing a row, an endpoint error)
   are recorded as ``skipped`` with the reason and retried on the next run; a pass whose judge failed is
   re-judged from its stored response, never regenerated.
 - *Waves.* Items go in chunks; a chunk's media are decoded once and reused by all its passes, and pass k
@@ -25,7 +27,7 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -255,6 +257,7 @@ class Runner:
                 self.output_field: job.output,
                 **rec,
             }
+            rec["item_digest"] = item_digest(job.item)
             if job.item.id in self._missing:
                 rec["missing_streams"] = self._missing[job.item.id]
             self._write(fh, rec, done)
@@ -274,7 +277,8 @@ class Runner:
                 if rec is None or rec["status"] != "ok":
                     fresh.append(Job(item, k, request, key))
                     break
-                if key not in self._rescored and self.bench.needs_rescore(rec):
+                stale = rec.get("item_digest") != item_digest(item)  # e.g. a corrected answer key
+                if key not in self._rescored and (stale or self.bench.needs_rescore(rec)):
                     self._rescored.add(key)
                     rescore.append(Job(item, k, request, key, output=rec[self.output_field]))
                     break
@@ -398,6 +402,15 @@ class Runner:
                     )
                 )
         return outcomes, used
+
+
+def item_digest(item: Any) -> str:
+    """A short hash of every field of ``item``: what a stored pass was scored against. The record key
+    covers only what the model saw (prompt, media), so a corrected answer key used to meet each stored
+    pass's old ``correct`` flag; a record whose digest differs is re-scored from its stored answer."""
+    fields = asdict(item) if is_dataclass(item) else vars(item)
+    blob = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _drop_torn_tail(path: Path) -> None:

@@ -2,8 +2,10 @@
 retries are options (CLI and YAML: EvalArgs fields); a reply's stored size is capped."""
 
 import json
+from pathlib import Path
 
-from cavpref.eval.pipeline import EvalArgs, evaluate
+import pytest
+from cavpref.eval.pipeline import EvalArgs, NothingEvaluated, evaluate
 from judge_server import LoopbackServer, completion
 
 from cavpref.data import BenchmarkItem
@@ -22,6 +24,13 @@ def _items(tmp_path, n=1):
     return path
 
 
+def _all_skipped(args):
+    """A run whose every item fails is an error (issue 40); its results.json is written all the same."""
+    with pytest.raises(NothingEvaluated, match="none of the 1 items was evaluated"):
+        evaluate(args, {"vanilla": True}, rank=0, world=1)
+    return json.loads(Path(args.output, "results.json").read_text())
+
+
 def test_endpoint_timeout_and_retries_are_options(tmp_path):
     server = LoopbackServer(lambda body, n: (200, {}, completion("A"), 3.0))  # answers far too late
     try:
@@ -34,7 +43,7 @@ def test_endpoint_timeout_and_retries_are_options(tmp_path):
             endpoint_timeout_s=0.3,
             endpoint_max_retries=1,
         )
-        res = evaluate(args, {"vanilla": True}, rank=0, world=1)
+        res = _all_skipped(args)
     finally:
         server.close()
     assert len(server.requests) == 2  # one try + one retry, each cut at 0.3 s (the record says so)
@@ -54,7 +63,7 @@ def test_a_huge_reply_is_not_stored_whole(tmp_path):
             no_judge=True,
             max_reply_bytes=100_000,
         )
-        res = evaluate(args, {"vanilla": True}, rank=0, world=1)
+        res = _all_skipped(args)
     finally:
         server.close()
     records = (tmp_path / "run" / "records.rank0.jsonl").read_text()
@@ -105,7 +114,7 @@ def test_the_timeout_bounds_the_whole_reply_not_each_read(tmp_path):
             endpoint_max_retries=0,
         )
         start = time.monotonic()
-        res = evaluate(args, {"vanilla": True}, rank=0, world=1)
+        res = _all_skipped(args)
         seconds = time.monotonic() - start
     finally:
         sock.close()

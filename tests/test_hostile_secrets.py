@@ -5,9 +5,10 @@ import json
 import logging
 from pathlib import Path
 
+import pytest
 from cavpref.eval.backends import EndpointBackend
 from cavpref.chat_client import ChatClient, ChatConfig
-from cavpref.eval.pipeline import EvalArgs, evaluate
+from cavpref.eval.pipeline import EvalArgs, NothingEvaluated, evaluate
 from judge_server import LoopbackServer, completion, endpoint_client
 
 from cavpref.data import BenchmarkItem
@@ -122,7 +123,8 @@ def test_a_key_read_with_a_trailing_carriage_return_is_sent_stripped_and_never_w
             endpoint_max_retries=0,
             no_judge=True,
         )
-        evaluate(args, {"vanilla": True}, rank=0, world=1)
+        with pytest.raises(NothingEvaluated):  # every item refused by the server: an error (issue 40)
+            evaluate(args, {"vanilla": True}, rank=0, world=1)
     finally:
         endpoint.close()
     assert endpoint.requests and endpoint.requests[0]["headers"]["Authorization"] == f"Bearer {key}"

@@ -20,6 +20,7 @@ from cavpref.eval.benchmarks.avtrustbench import report, scoring, sweep, table5
 from cavpref.eval.benchmarks.avtrustbench.metrics import summarize
 from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
 from cavpref.eval.benchmarks.avtrustbench.trust import references, trust_summary
+from cavpref.eval.common import pass_number
 from cavpref.eval.metrics import primary
 from cavpref.eval.option_score import OPTION_SCORES
 from cavpref.eval.registry import Benchmark, Loaded, register
@@ -248,10 +249,10 @@ class AVTrustBench(Benchmark):
             raise DataError("field 'id' (string) is required")
         if ("response" in row) == ("choice" in row):
             raise DataError("give exactly one of 'response' (free text) or 'choice' (a letter)")
-        rotation = row.get("rotation", 0)
-        if not isinstance(rotation, int) or isinstance(rotation, bool) or rotation < 0:
-            raise DataError(f"field 'rotation' must be a non-negative integer, got {rotation!r}")
-        return row["id"], rotation
+        choice = row.get("choice")
+        if choice is not None and not (isinstance(choice, str) and scoring.LETTER_CHOICE.fullmatch(choice)):
+            raise DataError(f"field 'choice' must be an option letter, ABSTAIN or null, got {choice!r:.40}")
+        return row["id"], pass_number(row, "rotation")
 
     def answered(self, row) -> bool:
         return "response" in row or "choice" in row

@@ -22,6 +22,7 @@ until every protocol has decided it, so each protocol's circular accuracy is exa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from cavpref.data_prep.tasks import task_spec
@@ -38,6 +39,7 @@ from cavpref.prompts import render_prompt, rotated_view
 
 __all__ = [
     "JUDGE_ERROR",
+    "LETTER_CHOICE",
     "choice",
     "correct_under",
     "extract",
@@ -97,6 +99,7 @@ def extract(
             task=j.item.task,
             abstain_letter=j.request.info["abstain_letter"],
             extra_abstentions=extra_abstentions,
+            prompt=j.request.prompt,
         )
         for j in jobs
     ]
@@ -142,9 +145,18 @@ def record(job: Job, ext: Extraction, judge: ChoiceJudge | None, option_score: s
     return rec
 
 
+# what a predictions row's ``choice`` may hold (checked when the file is read, naming the line)
+LETTER_CHOICE = re.compile(r"\s*(?:[A-Za-z]|(?i:abstain))\s*")
+
+
 def given_choice(job: Job, choice) -> dict:
-    """A prediction that already names a letter (or "ABSTAIN") bypasses extraction."""
+    """A prediction that already names a letter (or "ABSTAIN") bypasses extraction. Either case: "b" is
+    option B (every lower-case letter used to be unparsed)."""
     options = job.request.info["options"]
+    if isinstance(choice, str):
+        choice = choice.strip()
+        choice = ABSTAIN if choice.upper() == ABSTAIN else choice
+        choice = choice.upper() if choice not in options and choice.upper() in options else choice
     valid = isinstance(choice, str) and (choice in options or choice == ABSTAIN)
     ext = (
         Extraction(choice, "provided", "prediction letter")

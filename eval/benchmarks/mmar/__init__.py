@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cavpref.eval.benchmarks.mmar import data, report
-from cavpref.eval.common import media_root_of, select, split_response
+from cavpref.eval.common import media_root_of, pass_number, select, split_response
 from cavpref.eval.registry import Benchmark, Loaded, ReasonedAnswers, register
 from cavpref.eval.runner import PassRequest
 
@@ -128,7 +128,7 @@ class MMAR(ReasonedAnswers, Benchmark):
 
     # external predictions: the released evaluator's input (one row per item, or per item and run)
     def prediction_key(self, row):
-        return (str(row["id"]), int(row.get("run", 0))) if "id" in row else None
+        return (str(row["id"]), pass_number(row, "run")) if "id" in row else None
 
     def answer_and_reasoning(self, row) -> tuple[str, str] | None:
         for name in ("answer_prediction", "model_prediction"):  # current release; MMAR's first evaluator

@@ -95,7 +95,7 @@ class MVBench(Benchmark):
                 letter, rule = None, f"check_ans({pred[:40]!r})"
                 correct = data.check_ans(pred, data.ground_truth(item))
             else:
-                ext = match_choice(j.output or "", item.options, task=item.task)
+                ext = match_choice(j.output or "", item.options, task=item.task, prompt=j.request.prompt)
                 letter, rule = ext.choice, ext.rule
                 correct = letter == item.answer
             out.append(
