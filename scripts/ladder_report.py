@@ -1,0 +1,302 @@
+"""The ladder's tables and plots (``scripts/ladder.py``): read from the stages' results.json, never from a model.
+
+Every number is read under one option-scoring protocol (``LadderConfig.option_score``) from results.json's
+``by_option_score`` (every protocol is recorded on every pass), so switching the protocol re-renders without
+running anything. ``ladder.md``: which protocol separates the start and the ceiling from chance on each task,
+the ceiling's curve, the methods' curves, the decisive table (mean ± sample std over seeds, paired-by-seed
+differences) and every stage's wall time; ``ladder.json``: the same numbers; ``plots/``: paired trust and CLEAN
+accuracy against training rows seen.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from datasets import load_from_disk
+from scipy.stats import binomtest
+
+from cavpref.apps.quickstart import Stage
+from cavpref.data import CLEAN_TASK, TASKS
+from cavpref.eval.option_score import OPTION_SCORES
+from cavpref.eval.tables import fmt, table
+from cavpref.plotting import pyplot
+
+MODALITY = ("MVIT", "MAIT", "MVT", "MAT")
+REST = tuple(t for t in TASKS if t not in MODALITY)
+COLUMNS = (*TASKS, CLEAN_TASK, "modality", "rest", "paired trust", "false abstention")
+# the differences of the decisive table, paired by seed (what each ingredient adds)
+DIFFS = (
+    ("cavpref", "dpo"),
+    ("cavpref", "cavpref_norobust"),
+    ("cavpref", "cavpref_fixed_beta"),
+    ("cavpref_paper_anchor", "cavpref"),
+    ("ceiling", "cavpref"),
+)
+
+
+def load(root: Path, name: str) -> dict | None:
+    path = root / name / "results.json"
+    return json.loads(path.read_text()) if Stage(root, name).done and path.exists() else None
+
+
+def cells(results: dict, protocol: str, metric: str = "circular") -> dict[str, float | None]:
+    """One evaluation under ``protocol``, instruction setting: per task (and CLEAN) accuracy, the modality /
+    rest macro means, the paired trust score and CLEAN's false-abstention rate (%)."""
+    view = results["by_option_score"][protocol]
+    tasks = view["settings"].get("instruction", {}).get("tasks", {})
+    trust = view["trust"]["settings"].get("instruction", {})
+    out = {t: tasks.get(t, {}).get(metric) for t in (*TASKS, CLEAN_TASK)}
+    for name, group in (("modality", MODALITY), ("rest", REST)):
+        vals = [out[t] for t in group if out[t] is not None]
+        out[name] = statistics.fmean(vals) if vals else None
+    out["paired trust"] = (trust.get("paired") or {}).get(metric)
+    out["false abstention"] = trust.get("false_abstention")
+    return out
+
+
+def abstention(results: dict, protocol: str) -> dict[str, float | None]:
+    tasks = results["by_option_score"][protocol]["trust"]["settings"].get("instruction", {}).get("tasks", {})
+    return {t: b.get("abstention_rate") for t, b in tasks.items()}
+
+
+def chance(data: Path) -> dict[str, float]:
+    """Per task, the vanilla chance of the instruction test items: the mean of 1 / (number of options)."""
+    out = {}
+    for task in (*TASKS, CLEAN_TASK):
+        rows = [
+            r for r in load_from_disk(str(data / "benchmark" / task))["test"] if r["setting"] == "instruction"
+        ]
+        out[task] = sum(1 / len(r["option_letters"]) for r in rows) / max(1, len(rows))
+    return out
+
+
+def against_chance(results: dict, protocol: str, odds: dict[str, float], alpha: float = 0.01) -> dict:
+    """Per task: vanilla accuracy, n, chance and whether the accuracy is above / below chance (two one-sided
+    exact binomial tests at ``alpha``) — "can the stick move" on that task under ``protocol``."""
+    tasks = results["by_option_score"][protocol]["settings"].get("instruction", {}).get("tasks", {})
+    out = {}
+    for task, p in odds.items():
+        block = tasks.get(task)
+        if not block or not block["n"]:
+            continue
+        k, n = round(block["vanilla"] * block["n"] / 100), block["n"]
+        side = (
+            "above"
+            if binomtest(k, n, p, alternative="greater").pvalue < alpha
+            else "below"
+            if binomtest(k, n, p, alternative="less").pvalue < alpha
+            else "chance"
+        )
+        out[task] = {
+            "vanilla": block["vanilla"],
+            "circular": block["circular"],
+            "n": n,
+            "chance": 100 * p,
+            "side": side,
+        }
+    return out
+
+
+def stick_tables(root: Path, data: Path, models: dict[str, str]) -> tuple[list[str], dict]:
+    """For each model (start, ceiling): per protocol and task, vanilla accuracy with its side of chance
+    (↑ above, ↓ below, = indistinguishable), circular accuracy, and the first-pass abstention rate."""
+    odds, lines, stats = chance(data), [], {}
+    mark = {"above": "↑", "below": "↓", "chance": "="}
+    for label, name in models.items():
+        res = load(root, name)
+        if res is None:
+            continue
+        rows = []
+        for p in OPTION_SCORES:
+            sides, abst = against_chance(res, p, odds), abstention(res, p)
+            stats.setdefault(label, {})[p] = {"tasks": sides, "abstention": abst}
+            rows.append(
+                [
+                    p,
+                    *(
+                        f"{fmt(s['vanilla'])} {mark[s['side']]} / {fmt(s['circular'])} / {fmt(abst.get(t))}"
+                        if (s := sides.get(t))
+                        else "–"
+                        for t in odds
+                    ),
+                ]
+            )
+        lines += [
+            f"**{label}** (`{name}`): vanilla % (↑ / ↓ / = chance, p < 0.01) / circular % / abstention %",
+            "",
+        ]
+        lines += table(["protocol", *odds], rows)
+    lines += ["Chance (vanilla, %): " + ", ".join(f"{t} {100 * p:.1f}" for t, p in odds.items()), ""]
+    return lines, stats
+
+
+def curve(root: Path, run: str, protocol: str, batch: int) -> list[tuple[int, dict]]:
+    """(rows seen, cells) at every evaluated checkpoint of ``run``."""
+    out = []
+    for ev in sorted((root / run / "eval").glob("*")):
+        res = load(root, f"{run}/eval/{ev.name}")
+        if res is not None:
+            out.append((int(ev.name) * batch, cells(res, protocol)))
+    return out
+
+
+def plot(curves: dict[str, list], ceiling: list, key: str, refs: dict[str, float], path: Path) -> Path:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for label, pts in curves.items():
+        if pts:
+            style = "--" if "+CLEAN" in label else "-"
+            ax.plot([x for x, _ in pts], [c[key] for _, c in pts], style, marker="o", ms=3, label=label)
+    if ceiling:
+        ax.plot(
+            [x for x, _ in ceiling], [c[key] for _, c in ceiling], "k-", lw=2.5, marker="s", label="ceiling"
+        )
+    for name, value in refs.items():
+        ax.axhline(value, color="grey", lw=1, ls=":")
+        ax.annotate(name, (ax.get_xlim()[0], value), fontsize=7, color="grey", va="bottom")
+    ax.set_xscale("log")
+    ax.set_xlabel("training rows seen (steps × batch)")
+    ax.set_ylabel(f"{key} (%, CircularEval)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return float("nan"), float("nan")
+    return statistics.fmean(vals), (statistics.stdev(vals) if len(vals) > 1 else 0.0)
+
+
+def decisive(root: Path, cfg, methods: dict, seed0: int) -> tuple[list[str], dict]:
+    """Mean ± std over seeds at ``cfg.decisive_steps`` per (mix, method), then the paired-by-seed differences."""
+    step, rows, stats = f"{cfg.decisive_steps:05d}", [], {}
+    per: dict[tuple[str, str], dict[int, dict]] = {}
+    for mix in cfg.decisive_mixes:
+        for method in cfg.decisive_methods:
+            for seed in cfg.decisive_seeds:
+                if method == "ceiling":
+                    name = "ceiling/run" if seed == seed0 else f"decisive/{seed}/ceiling"
+                else:
+                    name = f"curves/{mix}/{method}" if seed == seed0 else f"decisive/{seed}/{mix}/{method}"
+                res = load(root, f"{name}/eval/{step}")
+                if res is not None:
+                    per.setdefault((mix, method), {})[seed] = cells(res, cfg.option_score)
+    for (mix, method), by_seed in per.items():
+        ms = {c: mean_std([v[c] for v in by_seed.values()]) for c in COLUMNS}
+        stats[f"{mix}/{method}"] = {"n": len(by_seed), **ms}
+        name = f"{methods[method][2]}" + ("" if method == "ceiling" else f" [{mix}]")
+        rows.append([f"{name} (n={len(by_seed)})", *(f"{m:.2f} ± {s:.2f}" for m, s in ms.values())])
+    for mix in cfg.decisive_mixes:
+        for hi, lo in DIFFS:
+            a, b = per.get((mix, hi)), per.get((mix, lo))
+            if not a or not b:
+                continue
+            common = sorted(set(a) & set(b))
+            ms = {
+                c: mean_std([a[s][c] - b[s][c] for s in common if None not in (a[s][c], b[s][c])])
+                for c in COLUMNS
+            }
+            stats[f"{mix}/{hi}-{lo}"] = {"n": len(common), **ms}
+            rows.append(
+                [f"{methods[hi][2]} − {methods[lo][2]} [{mix}] (by seed, n={len(common)})"]
+                + [f"{m:+.2f} ± {s:.2f}" for m, s in ms.values()]
+            )
+    return table(["Method", *COLUMNS], rows), stats
+
+
+def wall_times(root: Path) -> tuple[list[str], dict]:
+    times = {}
+    for marker in sorted(root.glob("**/.done.json")):
+        info = json.loads(marker.read_text())
+        if "seconds" in info:
+            times[str(marker.parent.relative_to(root))] = info["seconds"]
+    rows = [[name, f"{s:.0f}"] for name, s in times.items()]
+    rows.append(["**all stages (one process's time each)**", f"{sum(times.values()):.0f}"])
+    return table(["stage", "wall s"], rows), times
+
+
+def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
+    p, batch = cfg.option_score, qcfg.batch_size
+    data = Path(cfg.source) / "data"
+    out = [
+        "# Learnability ladder",
+        "",
+        f"Source run `{cfg.source}`; every cell: test split, instruction setting, CircularEval, option likelihood "
+        f"read **{p}** (every protocol is recorded). Command: `python scripts/ladder.py --source {cfg.source} --out "
+        f"{cfg.out} --parts {' '.join(cfg.parts)}`.",
+        "",
+        "## Which option score moves",
+        "",
+    ]
+    stick, stick_stats = stick_tables(
+        root, data, {"start": "start/eval", "ceiling": _last_eval(root, "ceiling/run")}
+    )
+    out += stick
+    ceiling = curve(root, "ceiling/run", p, batch)
+    out += ["## Ceiling", ""]
+    out += table(["rows seen", *COLUMNS], [[str(x), *(fmt(c[k]) for k in COLUMNS)] for x, c in ceiling])
+    curves = {}
+    for mix in mixes:
+        for method, (_, _, label) in methods.items():
+            if method != "ceiling" and (root / f"curves/{mix}/{method}").is_dir():
+                curves[label + (" +CLEAN" if mix == "clean" else "")] = curve(
+                    root, f"curves/{mix}/{method}", p, batch
+                )
+    out += ["## Curves", ""]
+    rows = [[label, str(x), *(fmt(c[k]) for k in COLUMNS)] for label, pts in curves.items() for x, c in pts]
+    out += table(["run", "rows seen", *COLUMNS], rows)
+    start = load(root, "start/eval")
+    refs_pt = {"always / never abstain: 0": 0.0}
+    if start is not None:
+        refs_pt["start"] = cells(start, p)["paired trust"]
+    plots = [
+        plot(curves, ceiling, "paired trust", refs_pt, root / "plots" / "ladder_paired_trust.png"),
+        plot(
+            curves,
+            ceiling,
+            CLEAN_TASK,
+            {
+                "always abstain: 0": 0.0,
+                "never abstain: 100": 100.0,
+                **({"start": cells(start, p)[CLEAN_TASK]} if start else {}),
+            },
+            root / "plots" / "ladder_clean.png",
+        ),
+    ]
+    out += [f"Plots: {', '.join(f'`{x.relative_to(root)}`' for x in plots)}", ""]
+    dec_stats = {}
+    if cfg.decisive_steps:
+        out += [f"## Decisive table ({cfg.decisive_steps} steps, seeds {cfg.decisive_seeds})", ""]
+        lines, dec_stats = decisive(root, cfg, methods, qcfg.seed)
+        out += lines
+    out += ["## Wall time per stage", ""]
+    lines, times = wall_times(root)
+    out += lines
+    (root / "ladder.md").write_text("\n".join(out) + "\n")
+    (root / "ladder.json").write_text(
+        json.dumps(
+            {
+                "option_score": p,
+                "stick": stick_stats,
+                "ceiling": ceiling,
+                "curves": curves,
+                "decisive": dec_stats,
+                "wall_s": times,
+            },
+            indent=1,
+        )
+    )
+    return root / "ladder.md"
+
+
+def _last_eval(root: Path, run: str) -> str:
+    evals = sorted((root / run / "eval").glob("*")) if (root / run / "eval").is_dir() else []
+    done = [e for e in evals if Stage(root, f"{run}/eval/{e.name}").done]
+    return f"{run}/eval/{done[-1].name}" if done else f"{run}/eval/none"

@@ -1,0 +1,129 @@
+"""scripts/ladder.py (issue 38): the ceiling's rows, the budgets, the pruning and the report's reading of
+results.json, with hand-computed numbers; the whole ladder on a ``--small`` quickstart is the slow test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from script_module import script
+
+
+def test_ceiling_rows_pair_each_perturbed_row_with_its_clean_twin():
+    ladder = script("ladder")
+    ids = [
+        "CLEAN:base:r1",  # 0
+        "MVIT:base:r1",  # 1 -> twin 0
+        "CAT:base:e1",  # 2 no twin (event record)
+        "MAIT:base:r1",  # 3 -> twin 0 again
+        "MVIT:instruction:r1",  # 4 -> no CLEAN:instruction:r1 here
+        "CLEAN:instruction:r2",  # 5 never a twin: not in the ceiling
+    ]
+    tasks = [i.split(":")[0] for i in ids]
+    assert ladder.ceiling_order(ids, tasks) == ([1, 0, 2, 3, 0, 4], 2)
+
+
+def test_every_run_reaches_the_largest_budget_and_two_epochs():
+    ladder = script("ladder")
+    cfg = ladder.LadderConfig(source="s", out="o")
+    assert cfg.budgets == [120, 240, 480, 960, 1920]
+    assert ladder.run_steps(cfg, 7742, 8) == 2040  # 2 epochs = 1935.5 steps -> the next multiple of 120
+    assert ladder.run_steps(cfg, 9196, 8) == 2400  # 2299 -> 2400
+    assert ladder.run_steps(cfg, 100, 8) == 1920  # a small set: the largest budget
+    assert ladder.points(cfg, 2040) == [120, 240, 480, 960, 1920, 2040]
+    with pytest.raises(ValueError, match="not multiples of --save_every"):
+        ladder.LadderConfig(source="s", out="o", budgets=[100])
+    with pytest.raises(ValueError, match="unknown"):
+        ladder.LadderConfig(source="s", out="o", methods=["ppo"])
+
+
+def test_prune_keeps_the_points_and_the_last_optimizer(tmp_path):
+    ladder = script("ladder")
+    for step in (120, 240, 360, 480):
+        ck = tmp_path / f"checkpoint-{step}"
+        ck.mkdir()
+        for f in ("model.safetensors", "optimizer.pt", "scheduler.pt"):
+            (ck / f).write_text("x")
+    ladder.prune(tmp_path, [120, 480])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-120", "checkpoint-480"]
+    assert sorted(p.name for p in (tmp_path / "checkpoint-120").iterdir()) == ["model.safetensors"]
+    assert len(list((tmp_path / "checkpoint-480").iterdir())) == 3  # the last one can still be resumed
+
+
+def _results(vanilla: dict[str, float], n: int = 100) -> dict:
+    tasks = {t: {"n": n, "vanilla": v, "circular": v / 2} for t, v in vanilla.items()}
+    trust = {"paired": {"n": 10, "circular": 30.0}, "false_abstention": 5.0, "tasks": {}}
+    view = {"settings": {"instruction": {"tasks": tasks}}, "trust": {"settings": {"instruction": trust}}}
+    return {"by_option_score": {"per_token": view}}
+
+
+def test_cells_and_the_side_of_chance():
+    report = script("ladder_report")
+    res = _results({"MVIT": 40.0, "MAIT": 10.0, "MVT": 25.0, "MAT": 45.0, "CLEAN": 80.0})
+    got = report.cells(res, "per_token")
+    assert got["MVIT"] == 20.0 and got["CLEAN"] == 40.0  # circular
+    assert got["modality"] == pytest.approx((20 + 5 + 12.5 + 22.5) / 4)
+    assert got["rest"] is None and got["paired trust"] == 30.0 and got["false abstention"] == 5.0
+    # 40 of 100 at chance 1/4: P(X >= 40) = 0.0007 (above); 10 of 100: below; 25 of 100: chance
+    sides = report.against_chance(res, "per_token", {"MVIT": 0.25, "MAIT": 0.25, "MVT": 0.25, "ICIT": 0.2})
+    assert {t: s["side"] for t, s in sides.items()} == {"MVIT": "above", "MAIT": "below", "MVT": "chance"}
+
+
+@pytest.mark.slow
+def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
+    """A --small quickstart, then every part of the ladder at tiny budgets: stage markers with wall times, the
+    report and plots; the checkpoint at step N is bit for bit the run trained to N steps."""
+    from cavpref.apps.quickstart import QuickstartConfig, run
+
+    run(QuickstartConfig(out=str(tmp_path / "qs"), small=True))
+    ladder = script("ladder")
+    args = ["--source", str(tmp_path / "qs"), "--out", str(tmp_path / "lad"), "--budgets", "2", "4"]
+    args += [
+        "--save_every",
+        "2",
+        "--epochs",
+        "0",
+        "--warmup_steps",
+        "1",
+        "--methods",
+        "dpo",
+        "cavpref_paper_anchor",
+    ]
+    args += [
+        "--parts",
+        "start",
+        "ceiling",
+        "curves",
+        "decisive",
+        "--decisive_steps",
+        "2",
+        "--decisive_seeds",
+        "0",
+        "1",
+    ]
+    args += ["--decisive_methods", "ceiling", "dpo", "--decisive_mixes", "clean"]
+    assert ladder.main(args) == 0
+    lad = tmp_path / "lad"
+    done = {str(p.parent.relative_to(lad)) for p in lad.glob("**/.done.json")}
+    assert {"start/eval", "ceiling/data", "ceiling/run", "ceiling/run/eval/00004", "curves/paper/dpo"} <= done
+    assert {
+        "curves/clean/cavpref_paper_anchor/eval/00002",
+        "decisive/1/ceiling",
+        "decisive/1/clean/dpo/eval/00002",
+    } <= done
+    assert all("seconds" in json.loads((lad / d / ".done.json").read_text()) for d in done)
+    text = (lad / "ladder.md").read_text()
+    assert "## Which option score moves" in text and "## Decisive table" in text
+    assert (lad / "plots" / "ladder_paired_trust.png").stat().st_size > 0
+    rec = json.loads((lad / "ceiling" / "data" / ".done.json").read_text())
+    assert rec["rows"] == rec["perturbed"] + rec["clean_twins"] and rec["clean_twins"] > 0
+    # seed 1's 2-step DPO run (its own run folder) vs seed 0's: a different run; seed 0's 2-step checkpoint
+    # equals a fresh 2-step run of the same recipe
+    recipe = lad / "recipes" / "curves__clean__dpo.yaml"
+    fresh = tmp_path / "fresh"
+    from cavpref.train import main as train_main
+
+    assert train_main([str(recipe), "--output_dir", str(fresh), "--max_steps", "2"]) == 0
+    a = (lad / "curves" / "clean" / "dpo" / "checkpoint-2" / "model.safetensors").read_bytes()
+    assert (fresh / "model.safetensors").read_bytes() == a
