@@ -242,10 +242,16 @@ def resolved_config(train_args, data_args, model_args) -> dict:
 
 
 def defining_keys() -> list[str]:
-    """Besides the loss / optimisation keys of ``resume_guard``: every data and model key defines the run."""
+    """Besides the loss / optimisation keys of ``resume_guard``: every data and model key defines the run, but
+    the caches that give the same numbers either way (``AVModelArguments.SAME_RESULTS``)."""
     from cavpref.models.config import AVModelArguments
 
-    return [f.name for t in (DataArguments, AVModelArguments) for f in dataclasses.fields(t)]
+    return [
+        f.name
+        for t in (DataArguments, AVModelArguments)
+        for f in dataclasses.fields(t)
+        if f.name not in AVModelArguments.SAME_RESULTS
+    ]
 
 
 def write_run_files(
