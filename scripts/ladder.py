@@ -47,16 +47,16 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+from cavpref.eval.option_score import OPTION_SCORES
 from datasets import DatasetDict, load_from_disk
 from tqdm.auto import tqdm
 
 from cavpref.apps.quickstart import QuickstartConfig, Stage, eval_stage, recipe, say, train_stage
 from cavpref.data import CLEAN_TASK, TASKS
-from cavpref.eval.option_score import OPTION_SCORES
 from cavpref.parsing import parse_args
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ladder_report import write_report  # noqa: E402
+from ladder_report import write_report
 
 # ladder method -> (cavpref train method, quickstart recipe overrides, label); β as the quickstart sets it
 METHODS = {
@@ -112,6 +112,13 @@ class LadderConfig:
         metadata={"help": "methods of the decisive table"},
     )
     decisive_mixes: list[str] = field(default_factory=lambda: list(MIXES), metadata={"help": "their mixes"})
+    precompute_ref: bool = field(
+        default=True,
+        metadata={
+            "help": "preference runs read the start's reference log-probs from one cache per mix, computed once "
+            "(stage ref/<mix>), instead of a reference forward at every step"
+        },
+    )
     worker: bool = field(default=False, metadata={"help": "a second process: takes stages, writes no report"})
     report_only: bool = field(default=False, metadata={"help": "write ladder.md / ladder.json / plots only"})
 
@@ -219,8 +226,45 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
     def evaluate(name: str, model: Path, label: str, ready=lambda: True) -> None:
         jobs.append(Job(name, lambda st: eval_stage(qcfg, st, model, data, world, label), ready, "eval"))
 
-    def train(name: str, method: str, train_dir: Path, tasks: list[str], rows: int, seed: int, steps=None):
+    ref_cache = root / "ref_cache"
+
+    def reference(mix: str, overrides: dict) -> str:
+        """Stage ``ref/<mix>[/<anchor>]``: the start's reference log-probs of every row of the mix, cached once
+        for every run on it (a 1-step DPO run computes them; its model is not kept)."""
+        anchor = overrides.get("anchor_response")
+        name = f"ref/{mix}" + (f"/{anchor}" if anchor else "")
+        if not any(j.name == name for j in jobs):
+            rec = recipe(
+                qcfg,
+                method="dpo",
+                model=start,
+                train=prefs,
+                world=world,
+                out=root / name / "run",
+                steps=1,
+                lr=qcfg.pref_learning_rate,
+                tasks=MIXES[mix],
+                precompute_ref_log_probs=True,
+                ref_cache_dir=str(ref_cache),
+                save_strategy="no",
+                **overrides,
+            )
+
+            def go(st: Stage) -> None:
+                train_stage(qcfg, st, rec)
+                shutil.rmtree(root / name / "run")
+
+            jobs.append(Job(name, go))
+        return name
+
+    def train(
+        name: str, method: str, train_dir: Path, tasks: list[str], rows: int, seed: int, steps=None, mix=None
+    ):
         kind, overrides, label = METHODS[method]
+        ref, needs = {}, "ceiling/data" if method == "ceiling" else None
+        if cfg.precompute_ref and kind != "sft":
+            ref = {"precompute_ref_log_probs": True, "ref_cache_dir": str(ref_cache)}
+            needs = reference(mix, overrides)
         last = steps or run_steps(cfg, rows, qcfg.batch_size)
         run = root / name
         rec = recipe(
@@ -238,6 +282,7 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
             warmup_steps=cfg.warmup_steps,
             save_steps=cfg.save_every,
             save_total_limit=None,
+            **ref,
             **overrides,
         )
         keep = [last] if steps else points(cfg, last)
@@ -246,7 +291,7 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
             train_stage(qcfg, st, rec)
             prune(run, keep)
 
-        ready = (lambda: Stage(root, "ceiling/data").done) if method == "ceiling" else (lambda: True)
+        ready = (lambda: Stage(root, needs).done) if needs else (lambda: True)
         jobs.append(Job(name, go, ready))
         for step in keep:
             evaluate(
@@ -265,7 +310,7 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
     if "curves" in cfg.parts:
         for mix in cfg.mixes:
             for method in cfg.methods:
-                train(f"curves/{mix}/{method}", method, prefs, MIXES[mix], n_rows[mix], qcfg.seed)
+                train(f"curves/{mix}/{method}", method, prefs, MIXES[mix], n_rows[mix], qcfg.seed, mix=mix)
     if "decisive" in cfg.parts and cfg.decisive_steps:
         for seed in cfg.decisive_seeds:
             if seed == qcfg.seed:
@@ -278,7 +323,7 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
                         (ceiling_dir, MIXES["clean"]) if method == "ceiling" else (prefs, MIXES[mix])
                     )
                     name = f"decisive/{seed}/{'ceiling' if method == 'ceiling' else f'{mix}/{method}'}"
-                    train(name, method, train_dir, tasks, 0, seed, steps=cfg.decisive_steps)
+                    train(name, method, train_dir, tasks, 0, seed, steps=cfg.decisive_steps, mix=mix)
     return jobs
 
 
@@ -286,7 +331,7 @@ def _claim(root: Path, name: str):
     """A non-blocking lock on stage ``name`` (released when the process dies), or None if another holds it."""
     path = root / ".locks" / f"{name.replace('/', '__')}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(path, "w")
+    fh = open(path, "w")  # noqa: SIM115 - the open file holds the lock while the stage runs
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return fh
