@@ -40,6 +40,7 @@ from __future__ import annotations
 import fcntl
 import json
 import math
+import resource
 import shutil
 import sys
 import time
@@ -80,7 +81,7 @@ class LadderConfig:
         metadata={"help": "start | ceiling | curves | decisive (any of them, run in this order)"},
     )
     budgets: list[int] = field(
-        default_factory=lambda: [120, 240, 480, 960, 1920],
+        default_factory=lambda: [120, 480, 960, 1920],
         metadata={"help": "optimizer steps at which every run is evaluated (multiples of save_every)"},
     )
     epochs: float = field(
@@ -327,6 +328,13 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
     return jobs
 
 
+def cpu_seconds() -> float:
+    """User + system CPU time of this process and its finished children (data-loader workers): the stage's
+    cost on a shared machine, where wall time mostly measures the load."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _claim(root: Path, name: str):
     """A non-blocking lock on stage ``name`` (released when the process dies), or None if another holds it."""
     path = root / ".locks" / f"{name.replace('/', '__')}.lock"
@@ -364,11 +372,15 @@ def run_jobs(jobs: list[Job], root: Path, poll_s: float = 60.0) -> None:
                     continue
                 stage.dir.mkdir(parents=True, exist_ok=True)
                 say(f"{job.name}: running ...")
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), cpu_seconds()
                 job.run(stage)
-                info = {**stage.info(), "seconds": round(time.perf_counter() - t0, 1)}
+                info = {
+                    **stage.info(),
+                    "seconds": round(time.perf_counter() - t0, 1),
+                    "cpu_seconds": round(cpu_seconds() - c0, 1),
+                }
                 stage.finish(**info)
-                say(f"{job.name}: finished in {info['seconds']:.0f} s")
+                say(f"{job.name}: finished in {info['seconds']:.0f} s ({info['cpu_seconds']:.0f} CPU s)")
             ran = True
             break
         if not ran and not held:  # nothing runs here or elsewhere, and what is left cannot start

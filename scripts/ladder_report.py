@@ -14,13 +14,13 @@ import json
 import statistics
 from pathlib import Path
 
+from cavpref.eval.option_score import OPTION_SCORES
+from cavpref.eval.tables import fmt, table
 from datasets import load_from_disk
 from scipy.stats import binomtest
 
 from cavpref.apps.quickstart import Stage
 from cavpref.data import CLEAN_TASK, TASKS
-from cavpref.eval.option_score import OPTION_SCORES
-from cavpref.eval.tables import fmt, table
 from cavpref.plotting import pyplot
 
 MODALITY = ("MVIT", "MAIT", "MVT", "MAT")
@@ -212,14 +212,16 @@ def decisive(root: Path, cfg, methods: dict, seed0: int) -> tuple[list[str], dic
 
 
 def wall_times(root: Path) -> tuple[list[str], dict]:
+    """Every stage's wall and CPU seconds (its ``.done.json``), and the sums."""
     times = {}
     for marker in sorted(root.glob("**/.done.json")):
         info = json.loads(marker.read_text())
         if "seconds" in info:
-            times[str(marker.parent.relative_to(root))] = info["seconds"]
-    rows = [[name, f"{s:.0f}"] for name, s in times.items()]
-    rows.append(["**all stages (one process's time each)**", f"{sum(times.values()):.0f}"])
-    return table(["stage", "wall s"], rows), times
+            times[str(marker.parent.relative_to(root))] = [info["seconds"], info.get("cpu_seconds")]
+    rows = [[name, f"{w:.0f}", fmt(c)] for name, (w, c) in times.items()]
+    cpu = sum(c or 0 for _, c in times.values())
+    rows.append(["**all stages**", f"{sum(w for w, _ in times.values()):.0f}", f"{cpu:.0f}"])
+    return table(["stage", "wall s", "CPU s"], rows), times
 
 
 def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
@@ -228,9 +230,11 @@ def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
     out = [
         "# Learnability ladder",
         "",
-        f"Source run `{cfg.source}`; every cell: test split, instruction setting, CircularEval, option likelihood "
-        f"read **{p}** (every protocol is recorded). Command: `python scripts/ladder.py --source {cfg.source} --out "
-        f"{cfg.out} --parts {' '.join(cfg.parts)}`.",
+        (
+            f"Source run `{cfg.source}`; every cell: test split, instruction setting, CircularEval, option "
+            f"likelihood read **{p}** (every protocol is recorded). Command: `python scripts/ladder.py --source "
+            f"{cfg.source} --out {cfg.out} --parts {' '.join(cfg.parts)}`."
+        ),
         "",
         "## Which option score moves",
         "",

@@ -4,7 +4,6 @@ results.json, with hand-computed numbers; the whole ladder on a ``--small`` quic
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from script_module import script
@@ -27,11 +26,11 @@ def test_ceiling_rows_pair_each_perturbed_row_with_its_clean_twin():
 def test_every_run_reaches_the_largest_budget_and_two_epochs():
     ladder = script("ladder")
     cfg = ladder.LadderConfig(source="s", out="o")
-    assert cfg.budgets == [120, 240, 480, 960, 1920]
+    assert cfg.budgets == [120, 480, 960, 1920]
     assert ladder.run_steps(cfg, 7742, 8) == 2040  # 2 epochs = 1935.5 steps -> the next multiple of 120
     assert ladder.run_steps(cfg, 9196, 8) == 2400  # 2299 -> 2400
     assert ladder.run_steps(cfg, 100, 8) == 1920  # a small set: the largest budget
-    assert ladder.points(cfg, 2040) == [120, 240, 480, 960, 1920, 2040]
+    assert ladder.points(cfg, 2040) == [120, 480, 960, 1920, 2040]
     with pytest.raises(ValueError, match="not multiples of --save_every"):
         ladder.LadderConfig(source="s", out="o", budgets=[100])
     with pytest.raises(ValueError, match="unknown"):
