@@ -48,13 +48,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+from cavpref.data_prep.build.rotation import rotate_preference
 from cavpref.eval.option_score import OPTION_SCORES
-from datasets import DatasetDict, load_from_disk
+from datasets import Dataset, DatasetDict, load_from_disk
 from tqdm.auto import tqdm
 
 from cavpref.apps.quickstart import QuickstartConfig, Stage, eval_stage, recipe, say, train_stage
-from cavpref.data import CLEAN_TASK, TASKS
+from cavpref.data import CLEAN_TASK, TASKS, BenchmarkItem, PreferenceExample
 from cavpref.parsing import parse_args
+from cavpref.prompts import n_passes, rotate_response, rotated_view, rotation_for
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ladder_report import write_report
@@ -62,13 +64,14 @@ from ladder_report import write_report
 # ladder method -> (cavpref train method, quickstart recipe overrides, label); β as the quickstart sets it
 METHODS = {
     "ceiling": ("sft", {}, "Ceiling (SFT, perturbed + clean twins)"),
+    "ceiling_rot": ("sft", {}, "Ceiling, every rotation"),
     "dpo": ("dpo", {}, "DPO"),
     "cavpref_norobust": ("cavpref_norobust", {}, "CAVPref w/o Robustness"),
     "cavpref": ("cavpref", {}, "CAVPref"),
     "cavpref_fixed_beta": ("cavpref_fixed_beta", {}, "CAVPref (fixed β)"),
     "cavpref_paper_anchor": ("cavpref", {"anchor_response": "chosen"}, "CAVPref (anchor = chosen)"),
 }
-CURVE_METHODS = tuple(m for m in METHODS if m != "ceiling")
+CURVE_METHODS = tuple(m for m in METHODS if not m.startswith("ceiling"))
 MIXES = {"paper": list(TASKS), "clean": [*TASKS, CLEAN_TASK]}
 
 
@@ -78,7 +81,10 @@ class LadderConfig:
     out: str = field(default="", metadata={"help": "the ladder's folder (every stage writes below it)"})
     parts: list[str] = field(
         default_factory=lambda: ["start", "ceiling"],
-        metadata={"help": "start | ceiling | curves | decisive (any of them, run in this order)"},
+        metadata={
+            "help": "start | ceiling | ceiling_rot (the ceiling's rows under every CircularEval rotation) | curves | "
+            "decisive (any of them, run in this order)"
+        },
     )
     budgets: list[int] = field(
         default_factory=lambda: [120, 480, 960, 1920],
@@ -127,7 +133,7 @@ class LadderConfig:
         if not self.source or not self.out:
             raise ValueError("--source (a finished quickstart run) and --out are required")
         for name, given, known in (
-            ("parts", self.parts, ("start", "ceiling", "curves", "decisive")),
+            ("parts", self.parts, ("start", "ceiling", "ceiling_rot", "curves", "decisive")),
             ("methods", self.methods, CURVE_METHODS),
             ("mixes", self.mixes, MIXES),
             ("decisive_methods", self.decisive_methods, METHODS),
@@ -183,6 +189,49 @@ def ceiling_data(qcfg, stage: Stage, prefs_dir: Path) -> None:
     order, twins = ceiling_order(prefs["id"], prefs["task"])
     DatasetDict({"train": prefs.select(order)}).save_to_disk(str(stage.dir))
     stage.finish(perturbed=len(order) - twins, clean_twins=twins, rows=len(order))
+
+
+def every_rotation(rows, items: dict, seed: int) -> list[dict]:
+    """Each preference row under every CircularEval rotation of its item (ids ``<id>:rot<k>``). Prep showed the
+    row under one rotation drawn from (seed, id); its responses are moved back to the item's own letters and
+    rotated again by prep's own ``rotate_preference`` — and rotating back to the drawn rotation must give the
+    row prep wrote (checked, so a wrong seed or item fails loudly)."""
+    out = []
+    for row in rows:
+        pref, item = PreferenceExample.from_row(row), items[row["id"]]
+        drawn = rotation_for(seed, pref.id, item.options)
+        back = {new: old for old, new in rotated_view(item, drawn)[1].items()}
+        anchors = {
+            name: None if pair is None else replace(pair, response=rotate_response(pair.response, back))
+            for name, pair in (("visual", pref.visual), ("audio", pref.audio))
+        }
+        orig = replace(
+            pref,
+            chosen=rotate_response(pref.chosen, back),
+            rejected=rotate_response(pref.rejected, back),
+            **anchors,
+        )
+        again = rotate_preference(orig, item, drawn)
+        if (again.prompt, again.chosen, again.rejected) != (pref.prompt, pref.chosen, pref.rejected):
+            raise ValueError(
+                f"preference row {pref.id!r}: not under rotation {drawn} of its item (seed {seed}?)"
+            )
+        for k in range(n_passes(item.options)):
+            out.append({**rotate_preference(orig, item, k).to_row(), "id": f"{pref.id}:rot{k}"})
+    return out
+
+
+def ceiling_rot_data(qcfg, stage: Stage, prefs_dir: Path, data: Path) -> None:
+    """``ceiling_rot/data``: the ceiling's rows (``ceiling_order``) under every rotation (``every_rotation``)."""
+    prefs = load_from_disk(str(prefs_dir))["train"]
+    order, _ = ceiling_order(prefs["id"], prefs["task"])
+    items = {}
+    for task in {*prefs["task"]}:
+        for row in load_from_disk(str(data / "benchmark" / task))["train"]:
+            items[row["id"]] = BenchmarkItem.from_row(row)
+    rows = every_rotation(prefs.select(order), items, qcfg.seed)
+    DatasetDict({"train": Dataset.from_list(rows)}).save_to_disk(str(stage.dir))
+    stage.finish(rows=len(rows), from_rows=len(order))
 
 
 def run_steps(cfg: LadderConfig, rows: int, batch: int) -> int:
@@ -262,7 +311,7 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
         name: str, method: str, train_dir: Path, tasks: list[str], rows: int, seed: int, steps=None, mix=None
     ):
         kind, overrides, label = METHODS[method]
-        ref, needs = {}, "ceiling/data" if method == "ceiling" else None
+        ref, needs = {}, f"{method}/data" if method.startswith("ceiling") else None
         if cfg.precompute_ref and kind != "sft":
             ref = {"precompute_ref_log_probs": True, "ref_cache_dir": str(ref_cache)}
             needs = reference(mix, overrides)
@@ -308,6 +357,10 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
     if "ceiling" in cfg.parts:
         jobs.append(Job("ceiling/data", lambda st: ceiling_data(qcfg, st, prefs)))
         train("ceiling/run", "ceiling", ceiling_dir, MIXES["clean"], n_rows["ceiling"], qcfg.seed)
+    if "ceiling_rot" in cfg.parts:  # the same optimizer steps as the ceiling, over its rows' every rotation
+        jobs.append(Job("ceiling_rot/data", lambda st: ceiling_rot_data(qcfg, st, prefs, data)))
+        rot_dir = root / "ceiling_rot" / "data"
+        train("ceiling_rot/run", "ceiling_rot", rot_dir, MIXES["clean"], n_rows["ceiling"], qcfg.seed)
     if "curves" in cfg.parts:
         for mix in cfg.mixes:
             for method in cfg.methods:

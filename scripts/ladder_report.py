@@ -14,7 +14,11 @@ import json
 import statistics
 from pathlib import Path
 
-from cavpref.eval.option_score import OPTION_SCORES
+from cavpref.eval.loader import load_items
+from cavpref.eval.option_score import OPTION_SCORES, option_values
+from cavpref.eval.runner import load_records
+from cavpref.eval.trust import record_key
+from cavpref.prompts import rotate
 from cavpref.eval.tables import fmt, table
 from datasets import load_from_disk
 from scipy.stats import binomtest
@@ -130,6 +134,69 @@ def stick_tables(root: Path, data: Path, models: dict[str, str]) -> tuple[list[s
         lines += table(["protocol", *odds], rows)
     lines += ["Chance (vanilla, %): " + ", ".join(f"{t} {100 * p:.1f}" for t, p in odds.items()), ""]
     return lines, stats
+
+
+def margins(run: Path, items: dict, protocol: str) -> dict[str, float]:
+    """item id -> the first pass's abstention margin under ``protocol``: the value of the "None of the above"
+    option minus the best other option's (> 0: the model abstains), read from the run's recorded scores."""
+    out = {}
+    for rec in load_records(run).values():
+        item = items.get(rec["item_id"])
+        if rec["status"] != "ok" or rec["pass"] != 0 or item is None or item.abstain_letter is None:
+            continue
+        values = option_values(rec["scores"], protocol)
+        letters = list(rotate(item.options, 0)[0])
+        k = letters.index(rotate(item.options, 0)[1][item.abstain_letter])
+        others = [v for j, v in enumerate(values[: len(letters)]) if j != k and v is not None]
+        if values[k] is not None and others:
+            out[item.id] = values[k] - max(others)
+    return out
+
+
+def separation(run: Path, items: dict, protocol: str) -> dict[str, dict]:
+    """Per perturbed task, how well the model tells an item from its own clean twin, whatever its bias: over
+    the (perturbed, clean twin) pairs, the share where the perturbed item's abstention margin is the larger
+    (ties count half) — 100 % always more inclined to abstain on the perturbed one, 50 % unable to tell them
+    apart — and each side's abstention rate (margin > 0)."""
+    m = margins(run, items, protocol)
+    twins = {
+        (i.setting, record_key(i)): i.id for i in items.values() if i.task == CLEAN_TASK and record_key(i)
+    }
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    for item in items.values():
+        twin = twins.get((item.setting, record_key(item)))
+        if item.task != CLEAN_TASK and twin in m and item.id in m:
+            pairs.setdefault(item.task, []).append((m[item.id], m[twin]))
+    pairs["all"] = [p for t in TASKS for p in pairs.get(t, [])]
+    return {
+        task: {
+            "pairs": len(ps),
+            "separation": 100 * statistics.fmean((a > b) + 0.5 * (a == b) for a, b in ps),
+            "abstain perturbed": 100 * statistics.fmean(a > 0 for a, _ in ps),
+            "abstain clean": 100 * statistics.fmean(b > 0 for _, b in ps),
+        }
+        for task, ps in pairs.items()
+        if ps
+    }
+
+
+def test_items(data: Path) -> dict:
+    """The instruction setting's AVTrustBench test items (with CLEAN), by id."""
+    items = load_items(str(data), split="test").items
+    return {i.id: i for i in items if i.setting == "instruction"}
+
+
+def separation_table(root: Path, runs: dict[str, str], items: dict, protocol: str) -> tuple[list[str], dict]:
+    stats = {
+        label: separation(root / name, items, protocol) for label, name in runs.items() if load(root, name)
+    }
+    tasks = [t for t in (*TASKS, "all") if any(t in s for s in stats.values())]
+    rows = [
+        [label, *(fmt(s[t]["separation"]) if t in s else "–" for t in tasks)]
+        + [f"{fmt(s['all']['abstain perturbed'])} / {fmt(s['all']['abstain clean'])}" if "all" in s else "–"]
+        for label, s in stats.items()
+    ]
+    return table(["model", *tasks, "abstains: perturbed / clean %"], rows), stats
 
 
 def curve(root: Path, run: str, protocol: str, batch: int) -> list[tuple[int, dict]]:

@@ -126,3 +126,32 @@ def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     assert train_main([str(recipe), "--output_dir", str(fresh), "--max_steps", "2"]) == 0
     a = (lad / "curves" / "clean" / "dpo" / "checkpoint-2" / "model.safetensors").read_bytes()
     assert (fresh / "model.safetensors").read_bytes() == a
+
+
+def test_every_rotation_moves_the_responses_with_their_options():
+    """A row prep showed under its drawn rotation comes back under every rotation, the chosen answer at the
+    letter its text moved to (pass k shows option k+1's text under A); a wrong seed is refused."""
+    from dataclasses import replace
+
+    from cavpref.data import BenchmarkItem, PreferenceExample
+    from cavpref.data_prep.build.rotation import rotate_preference
+    from cavpref.prompts import rotation_for
+
+    ladder = script("ladder")
+    options = {"A": "x", "B": "y", "C": "None of the above"}
+    item = BenchmarkItem("MVIT:i:r1", "MVIT", "avqa", "Count", "Q?", options, "C", "instruction", 0, "", "C")
+    orig = PreferenceExample("MVIT:i:r1", "MVIT", "avqa", "Count", "", "{}", "C. None of the above", "A. x")
+    shown = rotate_preference(
+        replace(orig, media='{"op":"source","path":"a.mp4"}'), item, rotation_for(0, item.id, options)
+    )
+    rows = ladder.every_rotation([shown.to_row()], {item.id: item}, seed=0)
+    assert [(r["id"], r["chosen"], r["rejected"]) for r in rows] == [
+        ("MVIT:i:r1:rot0", "C. None of the above", "A. x"),
+        ("MVIT:i:r1:rot1", "B. None of the above", "C. x"),
+        ("MVIT:i:r1:rot2", "A. None of the above", "B. x"),
+    ]
+    other = next(
+        s for s in range(1, 50) if rotation_for(s, item.id, options) != rotation_for(0, item.id, options)
+    )
+    with pytest.raises(ValueError, match="not under rotation"):
+        ladder.every_rotation([shown.to_row()], {item.id: item}, seed=other)
