@@ -17,15 +17,15 @@ from pathlib import Path
 from cavpref.eval.loader import load_items
 from cavpref.eval.option_score import OPTION_SCORES, option_values
 from cavpref.eval.runner import load_records
-from cavpref.eval.trust import record_key
-from cavpref.prompts import rotate
 from cavpref.eval.tables import fmt, table
+from cavpref.eval.trust import record_key
 from datasets import load_from_disk
 from scipy.stats import binomtest
 
 from cavpref.apps.quickstart import Stage
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.plotting import pyplot
+from cavpref.prompts import rotate
 
 MODALITY = ("MVIT", "MAIT", "MVT", "MAT")
 REST = tuple(t for t in TASKS if t not in MODALITY)
@@ -209,17 +209,19 @@ def curve(root: Path, run: str, protocol: str, batch: int) -> list[tuple[int, di
     return out
 
 
-def plot(curves: dict[str, list], ceiling: list, key: str, refs: dict[str, float], path: Path) -> Path:
+def plot(
+    curves: dict[str, list], ceilings: dict[str, list], key: str, refs: dict[str, float], path: Path
+) -> Path:
+    """``key`` against training rows seen: one line per run (dashed: with CLEAN's rows), the ceilings in black,
+    the reference levels as dotted lines."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     for label, pts in curves.items():
         if pts:
             style = "--" if "+CLEAN" in label else "-"
             ax.plot([x for x, _ in pts], [c[key] for _, c in pts], style, marker="o", ms=3, label=label)
-    if ceiling:
-        ax.plot(
-            [x for x, _ in ceiling], [c[key] for _, c in ceiling], "k-", lw=2.5, marker="s", label="ceiling"
-        )
+    for (label, pts), style in zip(ceilings.items(), ("-", "--")):
+        ax.plot([x for x, _ in pts], [c[key] for _, c in pts], "k" + style, lw=2.5, marker="s", label=label)
     for name, value in refs.items():
         ax.axhline(value, color="grey", lw=1, ls=":")
         ax.annotate(name, (ax.get_xlim()[0], value), fontsize=7, color="grey", va="bottom")
@@ -291,6 +293,9 @@ def wall_times(root: Path) -> tuple[list[str], dict]:
     return table(["stage", "wall s", "CPU s"], rows), times
 
 
+CEILINGS = {"ceiling": "ceiling/run", "ceiling_rot": "ceiling_rot/run"}
+
+
 def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
     p, batch = cfg.option_score, qcfg.batch_size
     data = Path(cfg.source) / "data"
@@ -310,36 +315,53 @@ def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
         root, data, {"start": "start/eval", "ceiling": _last_eval(root, "ceiling/run")}
     )
     out += stick
-    ceiling = curve(root, "ceiling/run", p, batch)
-    out += ["## Ceiling", ""]
-    out += table(["rows seen", *COLUMNS], [[str(x), *(fmt(c[k]) for k in COLUMNS)] for x, c in ceiling])
-    curves = {}
-    for mix in mixes:
-        for method, (_, _, label) in methods.items():
-            if method != "ceiling" and (root / f"curves/{mix}/{method}").is_dir():
-                curves[label + (" +CLEAN" if mix == "clean" else "")] = curve(
-                    root, f"curves/{mix}/{method}", p, batch
-                )
+    ceilings = {methods[m][2]: curve(root, run, p, batch) for m, run in CEILINGS.items()}
+    ceilings = {label: pts for label, pts in ceilings.items() if pts}
+    for label, pts in ceilings.items():
+        out += [f"## {label}", ""]
+        out += table(["rows seen", *COLUMNS], [[str(x), *(fmt(c[k]) for k in COLUMNS)] for x, c in pts])
+    runs = {
+        (mix, method): f"curves/{mix}/{method}"
+        for mix in mixes
+        for method in methods
+        if not method.startswith("ceiling") and (root / f"curves/{mix}/{method}").is_dir()
+    }
+    curves = {_label(methods, m, mix): curve(root, run, p, batch) for (mix, m), run in runs.items()}
     out += ["## Curves", ""]
     rows = [[label, str(x), *(fmt(c[k]) for k in COLUMNS)] for label, pts in curves.items() for x, c in pts]
     out += table(["run", "rows seen", *COLUMNS], rows)
+    out += _anchor(root, runs, methods, p, batch)
+    items = test_items(data)
+    evals = {"start": "start/eval"}
+    for label, run in [
+        *((methods[m][2], r) for m, r in CEILINGS.items()),
+        *((_label(methods, m, mix), r) for (mix, m), r in runs.items()),
+    ]:
+        for ev in sorted((root / run / "eval").glob("*")) if (root / run / "eval").is_dir() else []:
+            evals[f"{label} @{int(ev.name) * batch}"] = f"{run}/eval/{ev.name}"
+    sep_lines, sep_stats = separation_table(root, evals, items, p)
+    out += [
+        "## Paired separation",
+        "",
+        (
+            "Per perturbed task, the share of (perturbed item, its clean twin) pairs in which the model is more "
+            "inclined to abstain on the perturbed one (first pass, abstention margin; ties half): 100 % tells "
+            "every twin apart, 50 % none, whatever the model's bias. Last column: first-pass abstention on each "
+            "side."
+        ),
+        "",
+        *sep_lines,
+    ]
     start = load(root, "start/eval")
     refs_pt = {"always / never abstain: 0": 0.0}
     if start is not None:
         refs_pt["start"] = cells(start, p)["paired trust"]
+    refs_clean = {"always abstain: 0": 0.0, "never abstain: 100": 100.0}
+    if start is not None:
+        refs_clean["start"] = cells(start, p)[CLEAN_TASK]
     plots = [
-        plot(curves, ceiling, "paired trust", refs_pt, root / "plots" / "ladder_paired_trust.png"),
-        plot(
-            curves,
-            ceiling,
-            CLEAN_TASK,
-            {
-                "always abstain: 0": 0.0,
-                "never abstain: 100": 100.0,
-                **({"start": cells(start, p)[CLEAN_TASK]} if start else {}),
-            },
-            root / "plots" / "ladder_clean.png",
-        ),
+        plot(curves, ceilings, "paired trust", refs_pt, root / "plots" / "ladder_paired_trust.png"),
+        plot(curves, ceilings, CLEAN_TASK, refs_clean, root / "plots" / "ladder_clean.png"),
     ]
     out += [f"Plots: {', '.join(f'`{x.relative_to(root)}`' for x in plots)}", ""]
     dec_stats = {}
@@ -347,24 +369,48 @@ def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
         out += [f"## Decisive table ({cfg.decisive_steps} steps, seeds {cfg.decisive_seeds})", ""]
         lines, dec_stats = decisive(root, cfg, methods, qcfg.seed)
         out += lines
-    out += ["## Wall time per stage", ""]
+    out += ["## Wall and CPU time per stage", ""]
     lines, times = wall_times(root)
     out += lines
     (root / "ladder.md").write_text("\n".join(out) + "\n")
-    (root / "ladder.json").write_text(
-        json.dumps(
-            {
-                "option_score": p,
-                "stick": stick_stats,
-                "ceiling": ceiling,
-                "curves": curves,
-                "decisive": dec_stats,
-                "wall_s": times,
-            },
-            indent=1,
-        )
-    )
+    summary = {
+        "option_score": p,
+        "stick": stick_stats,
+        "ceilings": ceilings,
+        "curves": curves,
+        "separation": sep_stats,
+        "decisive": dec_stats,
+        "wall_cpu_s": times,
+    }
+    (root / "ladder.json").write_text(json.dumps(summary, indent=1))
     return root / "ladder.md"
+
+
+def _label(methods: dict, method: str, mix: str) -> str:
+    return methods[method][2] + (" +CLEAN" if mix == "clean" else "")
+
+
+def _anchor(root: Path, runs: dict, methods: dict, protocol: str, batch: int) -> list[str]:
+    """CAVPref with the original answer as anchor (the default) against the chosen response (the paper's
+    Eq. 2-3), same mix and budget."""
+    rows = []
+    for mix in ("paper", "clean"):
+        a, b = runs.get((mix, "cavpref")), runs.get((mix, "cavpref_paper_anchor"))
+        if not a or not b:
+            continue
+        ours, paper = dict(curve(root, a, protocol, batch)), dict(curve(root, b, protocol, batch))
+        for x in sorted(set(ours) & set(paper)):
+            rows.append(
+                [mix, str(x)]
+                + [
+                    f"{fmt(ours[x][k])} / {fmt(paper[x][k])}"
+                    for k in ("paired trust", CLEAN_TASK, "false abstention", "modality", "rest")
+                ]
+            )
+    if not rows:
+        return []
+    head = ["mix", "rows seen", "paired trust", CLEAN_TASK, "false abstention", "modality", "rest"]
+    return ["## Anchor: original answer / chosen response (CAVPref, calibrated β)", ""] + table(head, rows)
 
 
 def _last_eval(root: Path, run: str) -> str:
