@@ -112,6 +112,13 @@ class SQLiteCache:
     def put(self, namespace: str, key: str, value: Any) -> None:
         self.put_many(namespace, [(key, value)])
 
+    def count(self, namespace: str | None = None) -> int:
+        """How many values are stored (under ``namespace``, or in all)."""
+        t = self.table
+        where, args = (f" WHERE {t.namespace} = ?", [namespace]) if namespace is not None else ("", [])
+        with self._transaction() as db:
+            return int(db.execute(f"SELECT COUNT(*) FROM {t.name}{where}", args).fetchone()[0])
+
     def close(self) -> None:
         with self._lock:
             if self._db is not None and self._pid == os.getpid():

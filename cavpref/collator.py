@@ -123,6 +123,54 @@ def check_example(
     return sorted(set(problems), key=problems.index)
 
 
+def unusable_rows_message(
+    dataset_name: str, problems: list[tuple[str, str]], total: int, calibrated: Sequence[str], skipping: bool
+) -> str:
+    """The error for unusable rows (``problems``: (id, what) pairs, the first 10 shown) that names the fixes
+    that apply: score the data or fix β when a calibrated β lacks its score, else ``skip_bad_rows`` -- which is
+    no fix when it would leave no row to train on."""
+    shown = "\n  ".join(p for _, p in problems[:10])
+    more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+    unscored = [c for c in calibrated if any(f"field {SCORE_FIELDS[c]!r}" in p for _, p in problems)]
+    fixes = []
+    if unscored:
+        fixes.append(
+            f"score the data (prep with `score: true`, docs/scoring.md) or fix β for {', '.join(unscored)} "
+            f"({' '.join(f'--beta_{c} 0.1' for c in unscored)})"
+        )
+    if skipping:
+        head = (
+            f"skip_bad_rows left no usable row: all {total} rows of the {dataset_name} dataset are unusable"
+        )
+    else:
+        head = f"{len(problems)} unusable rows of {total} in the {dataset_name} dataset"
+        fixes.append("set skip_bad_rows to skip and count them" if len(problems) < total else "")
+    fixes = [f for f in fixes if f]
+    return f"{head}{' (' + '; or '.join(fixes) + ')' if fixes else ''}:\n  {shown}{more}"
+
+
+def check_dataset(dataset, collator: Any, name: str) -> tuple[list[int], list[tuple[str, str]]]:
+    """(rows to keep, (example id, problems) of the others) of a ``datasets.Dataset``, checked as ``collator`` (a
+    ``CAVPrefCollator``: its method and switch table say which fields each row needs) will use them. Cheap: the
+    check columns only, no decoding."""
+    collator = collator if isinstance(collator, CAVPrefCollator) else None
+    calibrated = collator.calibrated if collator is not None else ()
+    tasks = tuple(collator.switches) if collator is not None else None
+    fields = collator.fields if collator is not None else SLOT_FIELDS
+    columns = [c for c in dataset.column_names if c in _CHECK_COLUMNS]
+    table = dataset.select_columns(columns).to_dict()
+    keep, problems = [], []
+    for i in range(len(dataset)):
+        ex = {c: table[c][i] for c in columns}
+        slots = collator.slots_for(ex) if collator is not None else ("y_w", "y_l")
+        found = check_example(ex, slots, calibrated, where=f"{name} row {i}: ", tasks=tasks, fields=fields)
+        if found:
+            problems.append((str(ex.get("id", i)), "; ".join(found)))
+        else:
+            keep.append(i)
+    return keep, problems
+
+
 @dataclass
 class CAVPrefCollator:
     """Collate preference examples (HF dataset rows, ``PreferenceExample.to_row`` columns) for the model_io.
@@ -309,3 +357,9 @@ class CAVPrefCollator:
 
 def _float(value) -> float:
     return float("nan") if value is None else float(value)
+
+
+# Columns the field check reads (anything else in the dataset is passed through untouched).
+_CHECK_COLUMNS = {"id", "task", "prompt", *SCORE_FIELDS.values()} | {
+    c for fields in SLOT_FIELDS.values() for c in fields
+}

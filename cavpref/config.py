@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from trl import DPOConfig
 
@@ -19,6 +19,7 @@ from cavpref import task_registry
 from cavpref.collator import ANCHORS
 from cavpref.cpu import CPU_ISAS
 from cavpref.loss import BETA_DELTAS, PAPER_LAMBDAS, ROBUST_MODES, switches_for
+from cavpref.output_dir import OutputArguments
 
 # The four rows of the paper's Table 5.
 METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref")
@@ -27,26 +28,35 @@ SWITCH_VARIANTS = ("paper", "released")
 REFERENCES = ("auto", "model", "peft_disabled", "precomputed")
 ROBUST_NORMALIZERS = ("exact", "micro_batch")
 
-# DPOConfig options the CAVPref loss does not implement (it is sigmoid DPO per component): value when unused.
-# Accepting another value silently would train something other than what the config says.
-_IGNORED_DPO_OPTIONS = {
+# DPOConfig options and their unused value, with why a method cannot use them: accepting another value silently
+# would train something other than what the config says. ``method: dpo`` runs TRL's own loss code, so only the
+# options that need per-token log-probs (the model I/O returns per-row sums) are refused there.
+_PER_TOKEN = "needs per-token log-probs, and the model I/O returns each row's summed log-prob"
+_DPO_OPTIONS = {
     "loss_type": ["sigmoid"],
     "loss_weights": None,
     "label_smoothing": 0.0,
-    "ld_alpha": None,
     "f_divergence_type": "reverse_kl",
+    "ld_alpha": None,
     "use_weighting": False,
     "padding_free": False,
+}
+_NOT_FOR_DPO = {
+    "ld_alpha": f"LD-DPO's length weighting {_PER_TOKEN}",
+    "use_weighting": f"WPO's weights {_PER_TOKEN}",
+    "padding_free": "rows are packed by the model I/O itself (shared_prefix), not by TRL's collator",
 }
 
 
 @dataclass
-class CAVPrefConfig(DPOConfig):
+class CAVPrefConfig(DPOConfig, OutputArguments):
     r"""``DPOConfig`` plus the CAVPref loss, switch table, sampler and media policy.
 
     ``method`` picks the objective (all on the same data and collator, so the baselines are comparable):
-    ``sft`` (NLL of the chosen response under the presented media), ``dpo`` (stock sigmoid DPO with fixed
-    ``beta``), ``cavpref_norobust`` (Eq. 1-3 + 6, plain mean) and ``cavpref`` (with Eq. 5 aggregation).
+    ``sft`` (NLL of the chosen response under the presented media), ``dpo`` (TRL's DPO with fixed ``beta``, by
+    TRL's own loss code: sigmoid by default, or any of its ``loss_type`` variants, combined with ``loss_weights``,
+    with ``label_smoothing`` / ``f_divergence_type``), ``cavpref_norobust`` (Eq. 1-3 + 6, plain mean) and
+    ``cavpref`` (with Eq. 5 aggregation).
 
     β: ``beta_y`` / ``beta_v`` / ``beta_a`` left unset (``None``) means calibrated per sample,
     β = ``beta_scale`` · ΔS_norm + ``beta_offset`` over the global batch (paper: 0.9, 0.1), from the
@@ -54,19 +64,19 @@ class CAVPrefConfig(DPOConfig):
     """
 
     num_threads: int = field(
-        default=1,
+        default=0,
         metadata={
-            "help": "torch intra-op CPU threads, fixed so results do not depend on OMP_NUM_THREADS or the "
-            "CPUs available (different counts give different weights); 0 = torch's own choice. "
-            "See docs/training.md"
+            "help": "torch intra-op CPU threads, pinned at the start of the run; 0 = torch's own choice "
+            "(OMP_NUM_THREADS, else the CPUs available). Set 1 (with cpu_isa avx2) for bit-identical CPU runs: "
+            "the thread count changes the weights (the tiny and quickstart recipes do). See docs/reproducibility.md"
         },
     )
     cpu_isa: str = field(
-        default="avx2",
+        default="native",
         metadata={
-            "help": "CPU code of torch's kernels, oneDNN and MKL: avx2 caps all three at AVX2, so machines with "
-            "and without AVX-512 train the same bits; native lets each pick the CPU's best (x86-64 only). "
-            "See docs/training.md",
+            "help": "CPU code of torch's kernels, oneDNN and MKL: native lets each pick the CPU's best; avx2 caps "
+            "all three at AVX2, so machines with and without AVX-512 train the same bits (x86-64 only; the tiny "
+            "and quickstart recipes set it). See docs/reproducibility.md",
             "choices": list(CPU_ISAS),
         },
     )
@@ -185,7 +195,10 @@ class CAVPrefConfig(DPOConfig):
     )
     ref_cache_dir: str | None = field(
         default=None,
-        metadata={"help": "Where precomputed reference log-probs are cached (default: output_dir)"},
+        metadata={
+            "help": "Where precomputed reference log-probs are cached (default: output_dir/ref_logps); an entry is keyed "
+            "by the data, the reference weights, the collator's and the model I/O's settings"
+        },
     )
     # Where media live; which frames are decoded is the model's business (cavpref.models.config.AVModelArguments).
     media_root: str = field(default=".", metadata={"help": "Data root that MediaSpec paths are relative to"})
@@ -213,8 +226,9 @@ class CAVPrefConfig(DPOConfig):
     allow_recipe_change: bool = field(
         default=False,
         metadata={
-            "help": "Resume even if the loss / optimisation / data / model keys differ from the run's "
-            "run_config.yaml (the old config is kept as run_config.before_resume.N.yaml)"
+            "help": "Resume even if a key that defines the run (every key but how long, how often, where to log; "
+            "docs/training.md) differs from the run's run_config.yaml (the old config is kept as "
+            "run_config.before_resume.N.yaml)"
         },
     )
     skip_bad_rows: bool = field(
@@ -226,6 +240,15 @@ class CAVPrefConfig(DPOConfig):
     )
 
     _VALID_DICT_FIELDS = DPOConfig._VALID_DICT_FIELDS + ["switch_table"]
+    # Our keys that may change on resume (cavpref/resume_guard.py: every other key defines the run), with why.
+    MAY_CHANGE_ON_RESUME: ClassVar[dict[str, str]] = {
+        "allow_recipe_change": "the resume's own switch",
+        "min_component_samples": "only when a warning is shown",
+        "save_merged": "an extra output after training",
+        "ref_cache_dir": "where the cache lives (an entry's key holds everything its values depend on)",
+        "media_cache_size": "decoded clips kept in memory: the same values (tests/test_trainer.py)",
+        "overwrite_output_dir": "this invocation's permission to write into the folder (cavpref.output_dir)",
+    }
 
     def __post_init__(self):
         if self.remove_unused_columns:
@@ -246,12 +269,22 @@ class CAVPrefConfig(DPOConfig):
         _check_choice("missing_stream", self.missing_stream, ("allow", "error"))
         _check_choice("beta_delta", self.beta_delta, BETA_DELTAS)
         _check_choice("robust_normalizer", self.robust_normalizer, ROBUST_NORMALIZERS)
-        for name, unused in _IGNORED_DPO_OPTIONS.items():
-            if getattr(self, name) != unused:
-                raise ValueError(
-                    f"CAVPrefConfig.{name}={getattr(self, name)!r}: this DPOConfig option is not implemented by the "
-                    f"CAVPref loss (sigmoid DPO per component, see cavpref/loss.py); leave it at {unused!r}"
+        for name, unused in _DPO_OPTIONS.items():
+            if getattr(self, name) == unused:
+                continue
+            if name in _NOT_FOR_DPO:
+                why = _NOT_FOR_DPO[name]
+            elif self.method == "dpo":
+                continue  # TRL's loss code (cavpref/trainer/trl_dpo.py)
+            else:
+                why = (
+                    f"method {self.method} is sigmoid DPO per component (Eq. 1-3) with Eq. 5's aggregation, "
+                    "cavpref/loss.py; TRL's DPO variants are method: dpo"
                 )
+            raise ValueError(
+                f"CAVPrefConfig.{name}={getattr(self, name)!r}: this DPOConfig option is not implemented by the "
+                f"CAVPref loss: {why}; leave it at {unused!r}"
+            )
         for name in ("lambda_y", "lambda_v", "lambda_a"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"CAVPrefConfig.{name} must be > 0, got {getattr(self, name)}")
@@ -315,6 +348,7 @@ class CAVPrefConfig(DPOConfig):
             "switches": {t: list(s) for t, s in self.switches().items()},
             "sampler": self.sampler,
             "reference": self.reference,
+            **({"dpo": {name: getattr(self, name) for name in _DPO_OPTIONS}} if self.method == "dpo" else {}),
         }
 
 

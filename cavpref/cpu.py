@@ -1,5 +1,5 @@
 """The CPU numerics of a run — thread count and instruction set — fixed explicitly, so that the same recipe gives
-the same weights on any machine (docs/training.md, "Same command, same numbers").
+the same weights on any machine (docs/reproducibility.md).
 
 Threads. On one machine a run with 2 intra-op threads and one with 1 thread end with different weights (up to
 2e-8 after 10 steps of the quickstart's start SFT, 51 of 61 tensors; the CPU kernels' reductions are split by

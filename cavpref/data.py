@@ -33,6 +33,14 @@ NONE_OF_THE_ABOVE = "None of the above"
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+def check_limit(limit: int | None) -> int | None:
+    """The one meaning of an item ``limit`` (``cavpref eval --limit``, the quickstart's ``--eval_limit``): the
+    first N items of each task; 0 or None = all of them; negative is an error."""
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0 (0 = all items), got {limit}")
+    return limit or None
+
+
 def _spec_json(spec: MediaSpec | str | None) -> str | None:
     if spec is None or isinstance(spec, str):
         return spec

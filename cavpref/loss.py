@@ -159,6 +159,17 @@ class StepContext:
     bounds: Mapping[str, tuple[float, float] | None] = field(default_factory=dict)  # β's ΔS range
 
 
+def _margin_ell(pol_w, pol_l, ref_w, ref_l, beta, present) -> tuple[torch.Tensor, torch.Tensor]:
+    """(margin, ell = -log sigmoid(beta * margin)), (B,) fp32. Absent entries are selected away before any
+    arithmetic (they may hold NaN, and NaN * 0 would poison the gradient): margin 0 there, ell finite."""
+    zero = torch.zeros((), dtype=torch.float32, device=pol_w.device)
+    fill = lambda x: torch.where(present, x.to(torch.float32), zero)  # noqa: E731
+    margin = (fill(pol_w) - fill(ref_w)) - (fill(pol_l) - fill(ref_l))
+    beta_t = torch.as_tensor(beta, dtype=torch.float32, device=margin.device).expand_as(margin)
+    beta_t = torch.where(present, beta_t, torch.ones_like(beta_t))
+    return margin, -F.logsigmoid(beta_t * margin)
+
+
 def component_ell(
     pol_w: torch.Tensor,
     pol_l: torch.Tensor,
@@ -168,17 +179,19 @@ def component_ell(
     present: torch.Tensor,
 ) -> torch.Tensor:
     """ell = -log sigmoid(beta * margin), (B,), 0 where ``present`` is false (absent entries may hold NaN)."""
-    zero = torch.zeros((), dtype=torch.float32, device=pol_w.device)
-    fill = lambda x: torch.where(present, x.to(torch.float32), zero)  # noqa: E731
-    margin = (fill(pol_w) - fill(ref_w)) - (fill(pol_l) - fill(ref_l))
-    beta_t = torch.as_tensor(beta, dtype=torch.float32, device=margin.device).expand_as(margin)
-    beta_t = torch.where(present, beta_t, torch.ones_like(beta_t))
-    return torch.where(present, -F.logsigmoid(beta_t * margin), zero)
+    _, ell = _margin_ell(pol_w, pol_l, ref_w, ref_l, beta, present)
+    return torch.where(present, ell, torch.zeros((), dtype=torch.float32, device=ell.device))
 
 
 def robust_sign(robust: str) -> float:
     """paper: soft-min of ell (weights softmax(-ell / lambda)); worst_case: soft-max (softmax(+ell / lambda))."""
     return -1.0 if robust == "paper" else 1.0
+
+
+def robust_exponent(ell: torch.Tensor, lam: float, robust: str) -> torch.Tensor:
+    """Eq. 5's exponent ``sign · ℓ / λ`` in fp64 (the one place it is written): the robust aggregate is
+    ``sign · λ · (logsumexp(exponent) − log n)`` and each sample's weight is ``exp(exponent − logsumexp)``."""
+    return robust_sign(robust) * ell.double() / float(lam)
 
 
 @dataclass
@@ -229,13 +242,8 @@ def _component(
     step: ComponentStep | None = None,
     micro_batches: int = 1,
 ) -> ComponentOutput:
-    # Select before any arithmetic: absent samples may hold NaN, and NaN * 0 would poison the gradient.
     zero = torch.zeros((), dtype=torch.float32, device=pol_w.device)
-    fill = lambda x: torch.where(present, x.to(torch.float32), zero)  # noqa: E731
-    margin = (fill(pol_w) - fill(ref_w)) - (fill(pol_l) - fill(ref_l))
-    beta_t = torch.as_tensor(beta, dtype=torch.float32, device=margin.device).expand_as(margin)
-    beta_t = torch.where(present, beta_t, torch.ones_like(beta_t))
-    ell = -F.logsigmoid(beta_t * margin)  # (B,), finite everywhere
+    margin, ell = _margin_ell(pol_w, pol_l, ref_w, ref_l, beta, present)  # (B,), finite everywhere
 
     ell_d = ell.detach()
     ell_all = gather(ell_d) if gather is not None else ell_d
@@ -254,14 +262,19 @@ def _component(
         # The scalar reduction runs in fp64: lambda * (logsumexp - log n) cancels catastrophically in fp32
         # for large lambda (the lambda -> inf limit must recover the mean).
         sign = robust_sign(robust)
-        e_all, e = ell_all.double(), ell_d.double()
-        z = torch.where(present, sign * e / lam, torch.full_like(e, -math.inf))
+        z = torch.where(
+            present, robust_exponent(ell_d, lam, robust), torch.full_like(ell_d, -math.inf).double()
+        )
         if step is not None and step.lse is not None:  # exact: the optimizer batch's normaliser
-            lse = torch.tensor(float(step.lse), dtype=torch.float64, device=e.device)
+            lse = torch.tensor(float(step.lse), dtype=torch.float64, device=ell_d.device)
             value = (share * sign * lam * (lse - math.log(n))).float()
             weights = torch.exp(z - lse).float()
         else:  # this micro-batch's normaliser, weighted by its share of the step (exact for one micro-batch)
-            z_all = torch.where(present_all, sign * e_all / lam, torch.full_like(e_all, -math.inf))
+            z_all = torch.where(
+                present_all,
+                robust_exponent(ell_all, lam, robust),
+                torch.full_like(ell_all, -math.inf).double(),
+            )
             lse = torch.logsumexp(z_all, dim=0)
             value = (share * sign * lam * (lse - math.log(n_mb))).float()
             weights = (share * torch.exp(z - lse)).float()  # 0 for absent samples

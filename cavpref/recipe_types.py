@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import reprlib
 import types
 import typing
 from typing import Any
@@ -54,7 +55,7 @@ def _accepts(tp: Any, value: Any) -> tuple[bool, str]:
     return True, str(tp)
 
 
-def check_recipe_types(values: dict[str, Any], classes, where: str, prefix: str = "") -> None:
+def check_recipe_types(values: dict[str, Any], classes, where: str) -> None:
     """Raise ``TypeError`` naming ``where`` and the key for any value of ``values`` that does not fit the
     annotation of the field of that name in ``classes`` (keys no class has are left to the parser)."""
     hints: dict[str, Any] = {}
@@ -65,5 +66,13 @@ def check_recipe_types(values: dict[str, Any], classes, where: str, prefix: str 
             ok, words = _accepts(hints[key], value)
             if not ok:
                 raise TypeError(
-                    f"{where}: key '{prefix}{key}' must be {words}, got {value!r} ({type(value).__name__})"
+                    f"{where}: key '{key}' must be {words}, got {short_repr(value)} ({type(value).__name__})"
                 )
+
+
+def short_repr(value: Any) -> str:
+    """``repr`` cut to a few elements, levels and characters: an error message never expands a huge (or
+    alias-shared) value."""
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxtuple, r.maxdict, r.maxstring, r.maxother = 2, 4, 4, 4, 80, 80
+    return r.repr(value)

@@ -8,6 +8,7 @@ what they write through ``redact``; URLs that go into result files go through ``
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from typing import Any
@@ -16,15 +17,27 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 MASK = "[REDACTED]"
 _SECRETS: set[str] = set()
 _LOCK = threading.Lock()
-# query parameters whose value is a credential (matched case-insensitively, anywhere in the name)
-_SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth|sig|credential|session", re.I)
+# query parameters whose value is a credential (matched case-insensitively): these words anywhere in the name,
+# or the whole name for short ones (Azure Functions' `code`)
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth|sig|credential|session|^(code|pass|jwt)$", re.I)
+
+
+def secret_forms(value: str) -> set[str]:
+    """``value``, stripped of surrounding whitespace, and both as JSON and Python escape them: a key read with a
+    trailing carriage return reaches an error message or a JSON record escaped (backslash, r), which the plain
+    form does not match."""
+    forms = {value, value.strip()}
+    for v in list(forms):
+        forms |= {json.dumps(v)[1:-1], json.dumps(v, ensure_ascii=False)[1:-1], repr(v)[1:-1]}
+    return {f for f in forms if len(f) >= 4}  # a 1-3 character "secret" would mask ordinary text everywhere
 
 
 def add_secret(value: str | None) -> None:
-    """Remember ``value`` (an API key, a URL password) so that ``redact`` masks it from now on."""
-    if value and len(value) >= 4:  # a 1-3 character "secret" would mask ordinary text everywhere
+    """Remember ``value`` (an API key, a URL password) so that ``redact`` masks it from now on, in every
+    form it can be written in (``secret_forms``)."""
+    if value:
         with _LOCK:
-            _SECRETS.add(value)
+            _SECRETS.update(secret_forms(value))
 
 
 def url_secrets(url: str | None) -> list[str]:

@@ -1,4 +1,5 @@
-"""Turn opaque low-level failures into errors that say what happened and where."""
+"""Turn opaque low-level failures into errors that say what happened and where (output folders are
+``cavpref.output_dir``'s)."""
 
 from __future__ import annotations
 

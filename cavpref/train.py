@@ -7,15 +7,13 @@ of ``CAVPrefConfig`` (a ``DPOConfig``), the data keys of ``DataArguments`` and t
 
     cavpref train recipes/tiny/cavpref.yaml --lambda_a 0.5 --beta_y 0.2 --lora_r 8
     cavpref train --config recipes/tiny/cavpref.yaml --num_frames 2
-    cavpref train recipes/tiny/cavpref.yaml --help      # every key of the three sections
+    cavpref train recipes/tiny/cavpref.yaml --help      # cavpref's keys (--help_all: TRL's / transformers' too)
 
-Recipes written before the flat layout (a nested ``model:`` section, ``--model.key`` overrides, the model keys
-``max_length`` / ``adapter`` / ``trust_remote_code`` / ``gradient_checkpointing``) still run, with a
-``FutureWarning`` naming the flat keys (``model_max_length`` / ``model_io`` / TRL's ``trust_remote_code`` /
-``activation_checkpointing``).
+A nested ``model:`` section or a ``--model.key`` override is refused with a one-line error naming the flat key.
 
 The output folder gets ``run_config.yaml`` (the resolved config of all sections), ``versions.json``,
-``loss.json`` (the resolved loss / switch table), ``logs.jsonl`` and the HF checkpoints; a killed run
+``loss.json`` (the resolved loss / switch table), ``logs.jsonl``, the HF checkpoints and ``README.md`` (the model
+card, ``cavpref/cards.py``; TRL's ``push_to_hub`` keys upload it with the model); a killed run
 resumes from its last checkpoint with ``--resume_from_checkpoint last``.
 """
 
@@ -26,15 +24,14 @@ import json
 import os
 import platform
 import sys
-import tempfile
-import warnings
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import yaml
 from transformers.utils import logging
 
 from cavpref.manifest import prep_manifest, resolve_switch_table
-from cavpref.parsing import config_argv, parse_args
+from cavpref.parsing import config_argv, load_yaml, parse_args
 
 logger = logging.get_logger(__name__)
 
@@ -61,6 +58,11 @@ class DataArguments:
         metadata={"help": "train (and evaluate) only on rows of these tasks, e.g. CLEAN for the SFT start"},
     )
 
+    # keys that may change on resume (cavpref/resume_guard.py), with why
+    MAY_CHANGE_ON_RESUME: ClassVar[dict[str, str]] = dict.fromkeys(
+        ("eval_dataset", "eval_split"), "evaluation only: the trained weights do not depend on it"
+    )
+
     def __post_init__(self):
         from cavpref import task_registry
 
@@ -79,122 +81,64 @@ class DataArguments:
             )
 
 
-LEGACY_SECTION = "model"
+# The model keys of the nested ``model:`` section early recipes had, where their flat name differs (one-line errors).
+_NESTED_RENAMED = {
+    "max_length": "model_max_length",
+    "adapter": "model_io",
+    "gradient_checkpointing": "activation_checkpointing",
+}
 
 
-def _legacy_key(key: str) -> str:
-    """A key of the old nested ``model:`` section -> its flat name today."""
-    from cavpref.models.config import MOVED_TO_TRAINING, RENAMED_FIELDS
-
-    return RENAMED_FIELDS.get(key, MOVED_TO_TRAINING.get(key, key))
+def _nested_error(where: str, keys) -> ValueError:
+    flat = ", ".join(f"model.{k} -> {_NESTED_RENAMED.get(k, k)}" for k in keys)
+    return ValueError(f"{where}: no nested 'model:' keys; write them flat at the top level ({flat})")
 
 
-def _warn_legacy(where: str, keys: list[str]) -> None:
-    renamed = ", ".join(f"{k} -> {_legacy_key(k)}" for k in keys if _legacy_key(k) != k)
-    warnings.warn(
-        f"{where}: the nested 'model:' section / --model.key overrides are deprecated; write the keys flat "
-        f"at the top level of the recipe (--key value on the command line)"
-        + (f"; renamed: {renamed}" if renamed else ""),
-        FutureWarning,
-        stacklevel=3,
-    )
-
-
-def flatten_legacy(argv: list[str], tmp_dir: str) -> list[str]:
-    """Pre-pass for pre-0.2 recipes: a nested ``model:`` section is flattened (old names renamed) into a copy
-    of the recipe under ``tmp_dir``, and ``--model.key value`` becomes ``--key value``, each with a
-    ``FutureWarning`` naming the new keys. Anything else is returned unchanged for ``parse_args``."""
+def check_recipe(argv: list[str]) -> None:
+    """Before any dataclass is built (a config's own check, e.g. bf16 on CPU, would hide a typo): the recipe is a
+    YAML mapping of known flat keys, each value of its field's type, and no override uses the nested
+    ``--model.key`` form."""
     argv = config_argv(argv)
-    out, model_keys = [], []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--config" and i + 1 < len(argv):
-            out += ["--config", _flatten_recipe(argv[i + 1], tmp_dir)]
-            i += 2
-            continue
-        if arg.startswith(f"--{LEGACY_SECTION}."):
-            key, eq, value = arg[len(LEGACY_SECTION) + 3 :].partition("=")
-            model_keys.append(key)
-            out.append(f"--{_legacy_key(key)}" + (f"={value}" if eq else ""))
-        else:
-            out.append(arg)
-        i += 1
-    if model_keys:
-        _warn_legacy("command line", model_keys)
-    return out
+    nested = [a[len("--model.") :].partition("=")[0] for a in argv if a.startswith("--model.")]
+    if nested:
+        raise _nested_error("command line", nested)
+    if "--config" in argv and argv.index("--config") + 1 < len(argv):
+        path = argv[argv.index("--config") + 1]
+        config = load_yaml(path)  # aliases bounded (issue 40 #22)
+        if not isinstance(config, dict):
+            raise TypeError(f"{path}: a recipe must be a YAML mapping, got {type(config).__name__}")
+        if isinstance(config.get("model"), dict):
+            raise _nested_error(path, list(config["model"]))
+        unknown = sorted(set(config) - _recipe_keys() - {"env"})
+        if unknown:
+            raise ValueError(f"{path}: unknown recipe key(s) {unknown} (see cavpref train --help)")
+        from cavpref.recipe_types import check_recipe_types
+
+        check_recipe_types({k: v for k, v in config.items() if k != "env"}, recipe_classes(), path)
 
 
-def _flatten_recipe(path: str, tmp_dir: str) -> str:
-    with open(path) as f:
-        config = yaml.safe_load(f)
-    if not isinstance(config, dict):
-        raise TypeError(f"{path}: a recipe must be a YAML mapping, got {type(config).__name__}")
-    # Named before any dataclass is built (a config's own check, e.g. bf16 on CPU, would hide a typo).
-    unknown = sorted(set(config) - _recipe_keys() - {LEGACY_SECTION, "env"})
-    unknown += sorted(
-        f"{LEGACY_SECTION}.{k}"
-        for k in set(config.get(LEGACY_SECTION) or {})
-        if _legacy_key(k) not in _recipe_keys()
-    )
-    if unknown:
-        raise ValueError(f"{path}: unknown recipe key(s) {unknown} (see cavpref train --help)")
-    _check_types(config, path)
-    if LEGACY_SECTION not in config:
-        return path
-    section = config.pop(LEGACY_SECTION) or {}
-    if not isinstance(section, dict):
-        raise TypeError(f"{path}: the '{LEGACY_SECTION}:' section must be a mapping")
-    _warn_legacy(path, list(section))
-    for key, value in section.items():
-        new = _legacy_key(key)
-        if new in config and config[new] != value:
-            raise ValueError(f"{path}: '{LEGACY_SECTION}.{key}' and top-level '{new}' disagree; keep one")
-        config[new] = value
-    flat = os.path.join(tmp_dir, os.path.basename(path))
-    with open(flat, "w") as f:
-        yaml.safe_dump(config, f, sort_keys=False)
-    return flat
-
-
-def _check_types(config: dict, path: str) -> None:
-    """Values checked against their fields' annotations by key (issue 18 #16), legacy section included."""
+def recipe_classes() -> tuple[type, ...]:
+    """The configuration classes of a ``cavpref train`` recipe, one flat namespace (``CAVPrefConfig`` with TRL's and
+    HF's inherited fields, ``DataArguments``, ``AVModelArguments``): parsing, type checks, run identity."""
     from cavpref.config import CAVPrefConfig
     from cavpref.models.config import AVModelArguments
-    from cavpref.recipe_types import check_recipe_types
 
-    classes = [CAVPrefConfig, DataArguments, AVModelArguments]
-    check_recipe_types({k: v for k, v in config.items() if k not in (LEGACY_SECTION, "env")}, classes, path)
-    section = config.get(LEGACY_SECTION)
-    if isinstance(section, dict):
-        check_recipe_types(
-            {_legacy_key(k): v for k, v in section.items()}, classes, path, prefix=f"{LEGACY_SECTION}."
-        )
+    return (CAVPrefConfig, DataArguments, AVModelArguments)
 
 
 def _recipe_keys() -> set[str]:
-    from cavpref.config import CAVPrefConfig
-    from cavpref.models.config import AVModelArguments
-
-    return {
-        f.name
-        for t in (CAVPrefConfig, DataArguments, AVModelArguments)
-        for f in dataclasses.fields(t)
-        if f.init
-    }
+    return {f.name for t in recipe_classes() for f in dataclasses.fields(t) if f.init}
 
 
 def parse(argv: list[str]):
     """Recipe + overrides -> (CAVPrefConfig, DataArguments, AVModelArguments): one flat namespace, parsed by
     ``cavpref.parsing.parse_args`` (TRL's ``TrlParser``: ``--config``, overrides, ``env:``, unknown keys fail)."""
-    from cavpref.config import CAVPrefConfig
-    from cavpref.models.config import AVModelArguments
-
-    with tempfile.TemporaryDirectory(prefix="cavpref-recipe-") as tmp:
-        # DataArguments first: the dataset's manifest declares its tasks before the switch_table is checked
-        data_args, train_args, model_args = parse_args(
-            [DataArguments, CAVPrefConfig, AVModelArguments], flatten_legacy(argv, tmp), prog="cavpref train"
-        )
+    check_recipe(argv)
+    train_cls, data_cls, model_cls = recipe_classes()
+    # DataArguments first: the dataset's manifest declares its tasks before the switch_table is checked
+    data_args, train_args, model_args = parse_args(
+        [data_cls, train_cls, model_cls], argv, prog="cavpref train"
+    )
     # One field, one meaning: TRL's trust_remote_code also governs how the model I/O loads the model.
     model_args.trust_remote_code = train_args.trust_remote_code
     return train_args, data_args, model_args
@@ -241,24 +185,12 @@ def resolved_config(train_args, data_args, model_args) -> dict:
     return {**_plain(train_args), **_plain(data_args), **_plain(model_args)}
 
 
-def defining_keys() -> list[str]:
-    """Besides the loss / optimisation keys of ``resume_guard``: every data and model key defines the run, but
-    the caches that give the same numbers either way (``AVModelArguments.SAME_RESULTS``)."""
-    from cavpref.models.config import AVModelArguments
-
-    return [
-        f.name
-        for t in (DataArguments, AVModelArguments)
-        for f in dataclasses.fields(t)
-        if f.name not in AVModelArguments.SAME_RESULTS
-    ]
-
-
 def write_run_files(
-    output_dir: str, train_args, data_args, model_args, changed_on_resume=None, switch_source=None
+    output_dir: str, train_args, resolved: dict, changed_on_resume=None, switch_source=None
 ) -> None:
+    """``resolved``: the run's config as parsed (``resolved_config``), before the trainer is built (TRL adjusts a
+    few arguments in place while it sets up; the record is what the recipe asked for)."""
     os.makedirs(output_dir, exist_ok=True)
-    resolved = resolved_config(train_args, data_args, model_args)
     with open(os.path.join(output_dir, "run_config.yaml"), "w") as f:
         yaml.safe_dump(resolved, f, sort_keys=True)
     with open(os.path.join(output_dir, "versions.json"), "w") as f:
@@ -364,20 +296,63 @@ def last_complete_checkpoint(output_dir: str) -> str | None:
     return None
 
 
+def check_paths(train_args, data_args, model_args) -> None:
+    """Every path of the recipe, before the model loads (a missing one costs no model load or hub retry)."""
+    from cavpref.models.registry import check_model_path
+
+    if not data_args.train_dataset:
+        raise ValueError("no train_dataset: set it in the recipe or pass --train_dataset")
+    for key, path in (
+        ("train_dataset", data_args.train_dataset),
+        ("eval_dataset", data_args.eval_dataset),
+        ("media_root", train_args.media_root),
+    ):
+        if path and not os.path.isdir(path):
+            raise FileNotFoundError(f"{key} {path!r}: no such folder")
+    check_model_path(model_args.model_name_or_path)
+
+
+# What a recipe, its paths or its data get wrong: one line each (``--debug``: the traceback).
+USER_ERRORS = (ValueError, FileNotFoundError, KeyError)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``cavpref train``; an error in the recipe, a path or the data is one line on stderr and exit code 2
+    (``--debug`` anywhere on the command line: the traceback instead)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     if not argv:
         print(__doc__)
         return 0
+    try:
+        return run(argv)
+    except USER_ERRORS as err:
+        if debug:
+            raise
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"cavpref train: error: {message} (--debug: the traceback)", file=sys.stderr)
+        return 2
+
+
+def run(argv: list[str]) -> int:
+    """The run itself: parse, check the paths, train, save."""
     train_args, data_args, model_args = parse(argv)
-    if not data_args.train_dataset:
-        raise ValueError("no train_dataset: set it in the recipe or pass --train_dataset")
-    if not model_args.model_name_or_path:
-        raise ValueError(
-            f"{argv[0] if not argv[0].startswith('-') else 'command line'}: model_name_or_path "
-            "is required: add `model_name_or_path: <folder or hub id>` to the recipe, or pass "
-            "--model_name_or_path"
-        )
+    check_paths(train_args, data_args, model_args)
+    from cavpref.output_dir import claim_output_dir, release_output_dir
+
+    # never a user's folder, the model's or the data's own, or a source checkout; one run per folder (issue 40)
+    train_args.output_dir = claim_output_dir(
+        train_args.output_dir,
+        "train",
+        overwrite=train_args.overwrite_output_dir,
+        inputs={
+            "model_name_or_path": model_args.model_name_or_path,
+            "train_dataset": data_args.train_dataset,
+            "eval_dataset": data_args.eval_dataset,
+        },
+        markers=("run_config.yaml", "trainer_state.json"),
+    )
     switch_source = resolve_switch_table(train_args, data_args)
     logger.warning(f"switch table (eta, gamma per task): {switch_source}")
     resume = train_args.resume_from_checkpoint
@@ -386,30 +361,22 @@ def main(argv: list[str] | None = None) -> int:
     from cavpref.cpu import pin_cpu
 
     pin_cpu(train_args.num_threads, train_args.cpu_isa)
-    changed = None
-    if resume:  # the run folder must keep saying what the run was (issue 18 #9)
-        from cavpref.resume_guard import check_resume
+    from cavpref.resume_guard import check_resume
 
+    resolved, changed = resolved_config(train_args, data_args, model_args), None
+    if resume:  # the run folder must keep saying what the run was (issue 18 #9)
         changed = check_resume(
-            train_args.output_dir,
-            resolved_config(train_args, data_args, model_args),
-            defining_keys(),
-            train_args.allow_recipe_change,
-            write=False,
+            train_args.output_dir, resolved, recipe_classes(), train_args.allow_recipe_change, write=False
         )
     trainer = build_trainer(train_args, data_args, model_args)
     if trainer.accelerator.is_main_process:
         if changed:
-            check_resume(
-                train_args.output_dir,
-                resolved_config(train_args, data_args, model_args),
-                defining_keys(),
-                True,
-            )
-        write_run_files(train_args.output_dir, train_args, data_args, model_args, changed, switch_source)
+            check_resume(train_args.output_dir, resolved, recipe_classes(), True)
+        write_run_files(train_args.output_dir, train_args, resolved, changed, switch_source)
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(train_args.output_dir)
     trainer.save_state()  # trainer_state.json in the run folder: the whole log history (margins, β, ...)
+    trainer.create_model_card()  # README.md of the final model (cavpref/cards.py)
     if train_args.save_merged:
         save_merged(trainer, os.path.join(train_args.output_dir, "merged"))
     # Trackers closed and, under a launcher, the process group destroyed before the interpreter exits (a gloo
@@ -418,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     # was still writing the model shards was aborted the same way (seen once in the suite).
     trainer.accelerator.wait_for_everyone()
     trainer.accelerator.end_training()
+    release_output_dir(train_args.output_dir)
     return 0
 
 

@@ -22,13 +22,14 @@ from cavpref.data_prep.build import PrepConfig, PrepError, build_distributed, fo
 from cavpref.data_prep.readers.cli import main as read_main
 
 from cavpref.cpu import default_cpu_isa
+from cavpref.output_dir import OutputArguments, expand_path
 from cavpref.parsing import parse_args
 
 USAGE = __doc__
 
 
 @dataclass
-class MergeArgs:
+class MergeArgs(OutputArguments):
     """``cavpref prep merge``: the outputs of every shard build of one config -> one build."""
 
     output_dir: str = field(default="", metadata={"help": "folder the merged build is written to (required)"})
@@ -76,12 +77,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cavpref prep merge: error: {err}", file=sys.stderr)
             return 2
         try:
-            stats = merge(args.output_dir, args.shards)
-        except ValueError as err:  # shards that do not make one build
+            out = expand_path(args.output_dir)
+            stats = merge(out, args.shards, overwrite=args.overwrite_output_dir)
+        except ValueError as err:  # shards that do not make one build, an output folder it may not use
             print(f"cavpref prep merge: error: {err}", file=sys.stderr)
             return 1
-        print(f"merged {len(args.shards)} shards into {args.output_dir}")
-        print(format_stats(stats, _splits(args.output_dir)))
+        print(f"merged {len(args.shards)} shards into {out}")
+        print(format_stats(stats, _splits(out)))
         return 0
     try:
         config = parse_config(argv)
@@ -101,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
     print(format_stats(stats, config.resolved().splits()))
-    print(f"wrote {config.output_dir}")
+    print(f"wrote {expand_path(config.output_dir)}")
     return 0
 
 

@@ -10,13 +10,19 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-SOURCES = ("music_avqa", "avqa", "audioset")
+SOURCES = ("music_avqa", "avqa", "audioset", "custom", "custom_clips")
+# What a record of each source is to the generators: a question about a clip (the QA tasks), or a labelled clip
+# whose single sound event the compositional tasks (COT-Stitch, COT-Swap, CAT) put in order or bind.
+# ``custom`` / ``custom_clips`` are the question lines / the labelled-clip lines of the generic JSONL
+# (``data_prep/readers/custom.py``, docs/your_data.md).
+QA_SOURCES = ("avqa", "music_avqa", "custom")
+EVENT_SOURCES = ("audioset", "custom_clips")
 
 
 @dataclass
 class QARecord:
     source: str  # one of SOURCES
-    source_id: str  # video_id (MUSIC-AVQA) / video_name (AVQA) / YTID (AudioSet), exactly as released
+    source_id: str  # video_id (MUSIC-AVQA) / video_name (AVQA) / YTID (AudioSet) as released; custom: its id
     file: str  # the annotation file the record came from (for error messages and provenance)
     index: int  # position in that file (question_id is not unique in MUSIC-AVQA: never key on it)
     media: str  # canonical MediaSpec JSON of the clip, path relative to the data root

@@ -4,7 +4,8 @@
 - T1: class -> classes unrelated to it = members of T2 that share no group with it. The paper built T1 by
   hand; here "unrelated" means "under different top-level supercategories", which a user can refine with
   an override file.
-- T3: question category -> answer vocabulary (MUSIC-AVQA answers per category, plus AVQA options).
+- T3: question category -> answer vocabulary (MUSIC-AVQA answers per category, plus AVQA options; the generic
+  JSONL's options, or its answers when a question has none).
 
 Answer/option strings of the QA datasets join T1/T2 through the class they name, found by normalised name
 match (full name, then a comma-separated alias, then the longest word n-gram naming a class; unmatched
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cavpref.data_prep.readers.audioset import Ontology, read_ontology
-from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.records import QA_SOURCES, QARecord
 
 from cavpref.data import CATEGORIES
 
@@ -214,7 +215,7 @@ def build_tables(
         if r.source == "music_avqa" and r.category:
             per_cat[r.category].append(r.answer)
             instruments.update(normalise(v) for p, v in r.meta.get("slots", []) if p == "<Object>")
-        elif r.source == "avqa" and r.category:
+        elif r.source in ("avqa", "custom") and r.category:
             per_cat[r.category].extend(r.options or [r.answer])
     t3 = {c: sorted(_surface_forms(per_cat.get(c, [])).values(), key=str.casefold) for c in CATEGORIES}
 
@@ -239,8 +240,10 @@ def build_tables(
                 members[label] = by_name[label]
 
     full, alias = _name_index(ontology)
-    dataset_strings = [r.answer for r in records if r.source in ("music_avqa", "avqa")]
-    dataset_strings += [o for r in records if r.source == "avqa" for o in (r.options or [])]
+    dataset_strings = [r.answer for r in records if r.source in QA_SOURCES]
+    dataset_strings += [o for r in records if r.source in QA_SOURCES for o in (r.options or [])]
+    # the custom JSONL's labels may be any spelling of a class ("violin" for "Violin, fiddle"): mapped the same way
+    dataset_strings += [x for r in records if r.source in ("custom", "custom_clips") for x in r.labels]
     mapping: dict[str, dict[str, str]] = {}
     for text in sorted(_surface_forms(dataset_strings).values(), key=str.casefold):
         hit = match_class(text, full, alias)
@@ -269,6 +272,8 @@ def _read_json_object(path: str | Path) -> dict[str, Any]:
         data = json.loads(Path(path).read_text("utf-8"))
     except (OSError, json.JSONDecodeError) as err:
         raise TablesError(f"{path}: cannot read tables JSON: {err}") from err
+    except RecursionError:
+        raise TablesError(f"{path}: cannot read tables JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise TablesError(
             f"{path}: expected a JSON object with keys {TABLE_NAMES}, got {type(data).__name__}"

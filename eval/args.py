@@ -1,15 +1,28 @@
-"""Argument groups every ``cavpref eval`` command shares, declared once.
+"""``EvalArgs``: the one arguments class of every ``cavpref eval`` command, for every benchmark.
 
-``EvalModelArguments`` (what answers: a checkpoint or an OpenAI-compatible endpoint) and ``JudgeArguments`` (the
-LLM judge and its cache) are mixed into ``eval.pipeline.EvalArgs`` (AVTrustBench) and
-``eval.benchmarks.pipeline.BenchArgs`` (AURA / MMAR / TraceAV-Bench) next to
-``cavpref.media.args.MediaArguments``, so a key means the same thing in every command and config file.
-Fields stay flat (``args.judge_model``): the YAML keys and ``--flags`` are the field names.
+It is made of groups declared once — ``EvalModelArguments`` (what answers: a checkpoint or an
+OpenAI-compatible endpoint), ``JudgeArguments`` (the LLM judge and its cache),
+``cavpref.media.args.MediaArguments`` (frames) — and the run keys every benchmark shares (data, output,
+tasks, limit, answer mode, protocol, stream ablations). What only one benchmark has (AVTrustBench's
+setting and CircularEval, MMAR's raters, TraceAV-Bench's long-video sampling) is that benchmark's
+``Options`` dataclass, in its folder (``eval/benchmarks/<name>/``); the command line parses both into one
+flat set of keys (``cavpref eval <name> --help`` lists them). Fields stay flat (``args.judge_model``): the
+YAML keys and ``--flags`` are the field names.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from cavpref.eval.option_score import OPTION_SCORES, check_option_score
+
+from cavpref.media.args import MediaArguments
+from cavpref.output_dir import OutputArguments
+
+MODES = ("generate", "likelihood")
+PROTOCOLS = ("paper", "official")
+STREAMS = ("video", "audio")
 
 
 @dataclass
@@ -81,3 +94,106 @@ class JudgeArguments:
         default=None, metadata={"help": "SQLite cache (default: <output>/judge_cache.sqlite)"}
     )
     no_judge: bool = field(default=False, metadata={"help": "no judge, even if one is configured"})
+
+
+@dataclass
+class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments, OutputArguments):
+    """Every field is a ``--flag`` and a YAML key of ``cavpref eval <benchmark> | score | prompts``; the
+    benchmark's own keys come from its ``Options`` (``cavpref.eval.registry``)."""
+
+    benchmark: str = field(
+        default="avtrustbench",
+        metadata={"help": "a registered benchmark (`cavpref eval <name>` sets it; `eval score` reads it)"},
+    )
+    data: str = field(
+        default="",
+        metadata={"help": "the benchmark's data (released file or folder; AVTrustBench: prep output)"},
+    )
+    output: str = field(default="", metadata={"help": "run folder (records, results.json, report.md, plots)"})
+    media_root: str | None = field(
+        default=None, metadata={"help": "media folder (default: the benchmark's, e.g. --data's folder)"}
+    )
+    tasks: list[str] = field(
+        default_factory=list,
+        metadata={"help": "the benchmark's sub-tasks to run (default: its default set; see its docs)"},
+    )
+    limit: int | None = field(
+        default=None,
+        metadata={"help": "first N items (by id) of each task (AVTrustBench: and setting); 0 or unset = all"},
+    )
+    label: str | None = field(default=None, metadata={"help": "name of this run in reports and `compare`"})
+    mode: str = field(
+        default="generate",
+        metadata={"help": "generate (free-form answer, parsed) | likelihood (option scoring, where offered)"},
+    )
+    option_score: str = field(
+        default="sum",
+        metadata={
+            "help": "likelihood mode: how an option's log-likelihood is read for the headline — sum (summed over "
+            "its tokens) | per_token (that sum over its token count) | letter (the answer letter alone); all "
+            "three are recorded and reported (docs/evaluation.md)",
+            "choices": list(OPTION_SCORES),
+        },
+    )
+    protocol: str = field(
+        default="paper",
+        metadata={
+            "help": "paper: the papers' rules; official: the released scoring scripts' per-item decisions and "
+            "totals, where the benchmark has one (docs/reasoning_benchmarks.md)"
+        },
+    )
+    batch_size: int | None = field(
+        default=None, metadata={"help": "items per model batch (default: the benchmark's)"}
+    )
+    chunk_size: int | None = field(
+        default=None,
+        metadata={"help": "items decoded and scored per chunk, records flushed (default: the benchmark's)"},
+    )
+    max_new_tokens: int | None = field(
+        default=None, metadata={"help": "generation length (default: the benchmark's)"}
+    )
+    sample_rate: int = field(default=16000, metadata={"help": "audio sample rate fed to the model"})
+    missing_stream: str = field(
+        default="allow",
+        metadata={
+            "help": "a stream an item keeps but its file lacks (no audio track): allow (evaluate without it, "
+            "counted per task in results.json) | error"
+        },
+    )
+    drop_stream: str | None = field(
+        default=None,
+        metadata={"help": "ablation: remove the video or the audio from every item (video | audio)"},
+    )
+    text_only: bool = field(
+        default=False,
+        metadata={"help": "ablation ('blindfold'): no media at all, only the question and options"},
+    )
+
+    def __post_init__(self):
+        MediaArguments.__post_init__(self)
+        from cavpref.eval import registry
+
+        bench = registry.get(self.benchmark)
+        for key, value in bench.defaults.items():
+            if getattr(self, key) is None:
+                setattr(self, key, value)
+        if self.mode not in bench.modes:
+            raise ValueError(f"--mode: {self.benchmark} offers {list(bench.modes)}, got {self.mode!r}")
+        check_option_score(self.option_score)
+        if self.protocol not in bench.protocols:
+            raise ValueError(
+                f"--protocol: {self.benchmark} has {list(bench.protocols)} (of {list(PROTOCOLS)}), "
+                f"got {self.protocol!r}"
+            )
+        if self.drop_stream not in (None, *STREAMS):
+            raise ValueError(f"--drop_stream must be video or audio, got {self.drop_stream!r}")
+        if self.text_only and self.drop_stream:
+            raise ValueError("--text_only already drops both streams; leave --drop_stream unset")
+        if self.missing_stream not in ("allow", "error"):
+            raise ValueError(f"--missing_stream must be allow or error, got {self.missing_stream!r}")
+
+    def public(self) -> dict[str, Any]:
+        from cavpref.redact import public_config
+
+        # env-variable *names* only, never keys; URLs lose their user info and secret query parameters
+        return public_config(asdict(self))

@@ -4,29 +4,20 @@ Both take the runner's batch (prompts + decoded media) and return, per row, ``(t
 generation or ``(scores, error)`` for option log-likelihood. Each has a ``fingerprint`` that goes into
 every cache key, so a changed model (weights, config, template, serving URL) never reuses answers.
 
-What an endpoint receives (OpenAI chat format, one user message, no history):
-  - the video as ``{"type": "video_url", "video_url": {"url": "data:video/mp4;base64,..."}}`` — an H.264
-    mp4 (no audio track) of exactly the frames the local adapters see, at their sampling rate
-    (``media_format="mp4"``), or one ``image_url`` JPEG data URL per frame (``media_format="frames"``);
-  - the audio as ``{"type": "input_audio", "input_audio": {"data": <base64 WAV, 16-bit mono>, "format": "wav"}}``;
-  - a missing stream is simply not sent; then the prompt text.
+What an endpoint receives (OpenAI chat format, one user message, no history): the frames the local adapters
+see and the audio as content parts (``cavpref.media.chat_parts``: an mp4 or JPEG frames, a WAV; a missing
+stream is simply not sent), then the prompt text.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from cavpref.media.chat_parts import MEDIA_FORMATS, content_parts
 from cavpref.media.decode import DecodedMedia
 
 Output = tuple[Any, str | None]  # (text or scores, error)
@@ -101,12 +92,24 @@ class ModelIOBackend:
         return [Row(prompt=p, media=m, media_key=k, row_id=k or "") for p, m, k in zip(prompts, media, keys)]
 
     def generate(
-        self, prompts: Sequence[str], media: Sequence[DecodedMedia | None], keys: Sequence[str]
+        self,
+        prompts: Sequence[str],
+        media: Sequence[DecodedMedia | None],
+        keys: Sequence[str],
+        sampling: dict[str, Any] | None = None,
     ) -> list[Output]:
+        """Greedy answers, or sampled ones (``sampling``: ``do_sample``, ``temperature``, ``seed``). A sampled
+        batch seeds torch from the seed and the batch's prompts and media keys, so it is reproducible for
+        the same batch (HF ``generate`` draws one random stream per batch, not per row)."""
         import torch
 
+        generation = dict(self.generation)
+        if sampling is not None:
+            generation.update({k: v for k, v in sampling.items() if k != "seed"})
+            blob = json.dumps([sampling.get("seed"), list(prompts), [str(k) for k in keys]]).encode()
+            torch.manual_seed(int.from_bytes(hashlib.sha256(blob).digest()[:7], "big"))
         with torch.no_grad():
-            texts = self.model_io.generate(self.model, self._rows(prompts, media, keys), **self.generation)
+            texts = self.model_io.generate(self.model, self._rows(prompts, media, keys), **generation)
         return [(t, None) for t in texts]
 
     def option_logps(
@@ -142,8 +145,8 @@ class EndpointBackend:
     kind = "endpoint"
 
     def __init__(self, client: Any, *, media_format: str = "mp4", max_tokens: int = 64):
-        if media_format not in ("mp4", "frames"):
-            raise ValueError(f"media_format must be 'mp4' or 'frames', got {media_format!r}")
+        if media_format not in MEDIA_FORMATS:
+            raise ValueError(f"media_format must be one of {MEDIA_FORMATS}, got {media_format!r}")
         self.client, self.media_format, self.max_tokens = client, media_format, max_tokens
         desc = client.describe()
         self.fingerprint = hashlib.sha256(
@@ -160,24 +163,18 @@ class EndpointBackend:
         }
 
     def messages(self, prompt: str, media: DecodedMedia | None) -> list[dict]:
-        content: list[dict] = []
-        if media is not None and media.frames is not None:
-            if self.media_format == "mp4":
-                content.append({"type": "video_url", "video_url": {"url": mp4_data_url(media)}})
-            else:
-                content += [
-                    {"type": "image_url", "image_url": {"url": jpeg_data_url(f)}} for f in media.frames
-                ]
-        if media is not None and media.audio is not None:
-            content.append(
-                {"type": "input_audio", "input_audio": {"data": wav_base64(media), "format": "wav"}}
-            )
-        content.append({"type": "text", "text": prompt})
+        content = content_parts(media, self.media_format) + [{"type": "text", "text": prompt}]
         return [{"role": "user", "content": content}]
 
-    def generate(self, prompts, media, keys) -> list[Output]:
+    def generate(self, prompts, media, keys, sampling: dict[str, Any] | None = None) -> list[Output]:
+        """``sampling`` (``temperature``, ``seed``, ...) goes into the request body (the API's ``seed`` is
+        best effort on most servers); ``do_sample`` is implied by a temperature above 0."""
+        params = {k: v for k, v in (sampling or {}).items() if k != "do_sample"}
         results = self.client.chat_many(
-            [self.messages(p, m) for p, m in zip(prompts, media)], desc="endpoint", max_tokens=self.max_tokens
+            [self.messages(p, m) for p, m in zip(prompts, media)],
+            desc="endpoint",
+            max_tokens=self.max_tokens,
+            **params,
         )
         return [(r.text, None) if r.ok else (None, f"endpoint: {r.error}") for r in results]
 
@@ -186,44 +183,3 @@ class EndpointBackend:
             "likelihood mode needs a local model adapter: a chat endpoint does not score given "
             "responses; use --mode generate with an endpoint"
         )
-
-
-def _frame_rate(media: DecodedMedia) -> float:
-    t = media.frame_times
-    if t is not None and len(t) > 1 and float(t[-1] - t[0]) > 0:
-        return (len(t) - 1) / float(t[-1] - t[0])
-    return 1.0
-
-
-def mp4_data_url(media: DecodedMedia) -> str:
-    """The decoded frames as an H.264 mp4 (even size, cropped by at most one pixel), base64 data URL."""
-    from cavpref.media.write import write_mp4
-
-    frames = media.frames
-    h, w = frames.shape[1] - frames.shape[1] % 2, frames.shape[2] - frames.shape[2] % 2
-    fd, path = tempfile.mkstemp(suffix=".mp4")
-    os.close(fd)
-    try:
-        write_mp4(path, np.ascontiguousarray(frames[:, :h, :w]), _frame_rate(media))
-        data = Path(path).read_bytes()
-    finally:
-        os.unlink(path)
-    return "data:video/mp4;base64," + base64.b64encode(data).decode()
-
-
-def jpeg_data_url(frame: np.ndarray) -> str:
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray(frame).save(buf, format="JPEG", quality=90)
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
-
-
-def wav_base64(media: DecodedMedia) -> str:
-    import soundfile as sf
-
-    buf = io.BytesIO()
-    sf.write(
-        buf, np.asarray(media.audio, dtype=np.float32), media.sample_rate, format="WAV", subtype="PCM_16"
-    )
-    return base64.b64encode(buf.getvalue()).decode()

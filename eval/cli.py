@@ -1,22 +1,19 @@
 """`cavpref eval <command>`: a registered benchmark's name | score | prompts | compare | report.
 
-    cavpref eval avtrustbench --model CKPT_OR_URL --data BENCH --output RUN [--tasks …] [--setting base|instruction]
-                              [--circular | --vanilla] [--limit N] [--mode generate|likelihood]
-                              [--option_score sum|per_token|letter]
-    cavpref eval aura    --model CKPT_OR_URL --data aura.jsonl --output RUN [--judge_model M] [--protocol official]
-    cavpref eval mmar    --model CKPT_OR_URL --data MMAR-meta.jsonl --output RUN [--judge_model M] [--raters 5]
-    cavpref eval traceav --model CKPT_OR_URL --data data/ --media_root VIDEOS --output RUN [--long_num_frames 64]
-    cavpref eval score [--benchmark aura|mmar|traceav] --predictions preds.jsonl --data … [--output DIR]
+    cavpref eval <benchmark> --model CKPT_OR_URL --data DATA --output RUN [--tasks …] [--limit N]
+                             [--drop_stream video|audio | --text_only] [--protocol paper|official] [its own keys]
+        (`cavpref eval --help` lists the registered benchmarks, `cavpref eval <benchmark> --help` every key)
+    cavpref eval score [--benchmark NAME] --predictions preds.jsonl --data … [--output DIR]
                        (without --benchmark: AVTrustBench)
-    cavpref eval prompts --data BENCH --prompts_out prompts.jsonl [--circular] [...]
-    cavpref eval compare RUN_ZS RUN_SFT RUN_DPO … [--labels …] [--setting …] [--output table.md]
+    cavpref eval prompts [--benchmark NAME] --data DATA --prompts_out prompts.jsonl
+    cavpref eval compare RUN_A RUN_B … [--labels …] [--output table.md] [--plot leaderboard.png]
     cavpref eval report RUN        (re-render report.md and plots from RUN/results.json)
 
 Every command parses with ``cavpref.parsing.parse_args``: ``[CONFIG.yaml | --config CONFIG.yaml] [--key value …]``,
-the command line overriding the file, unknown keys an error, ``--help`` listing every key (a benchmark's
-arguments class — ``EvalArgs`` for AVTrustBench, ``BenchArgs`` for AURA / MMAR / TraceAV-Bench — plus
-``ScoreArgs`` / ``PromptsArgs``; ``CompareArgs``; ``ReportArgs``). Benchmarks are looked up by name in
-``cavpref.eval.registry``. Multi-GPU / multi-process: ``accelerate launch -m cavpref.apps.cli eval …``.
+the command line overriding the file, unknown keys an error, ``--help`` listing every key: ``EvalArgs``
+(every benchmark) plus the benchmark's ``Options`` (its own keys), plus ``ScoreArgs`` / ``PromptsArgs``;
+``CompareArgs``; ``ReportArgs``. Benchmarks are looked up by name in ``cavpref.eval.registry``.
+Multi-GPU / multi-process: ``accelerate launch -m cavpref.apps.cli eval …``.
 """
 
 from __future__ import annotations
@@ -27,8 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cavpref.eval import registry
+from cavpref.eval.args import EvalArgs
 
 from cavpref.cpu import default_cpu_isa
+from cavpref.output_dir import claim_output_dir
 
 USAGE = __doc__
 
@@ -52,16 +51,17 @@ class PromptsArgs:
 class CompareArgs:
     runs: list[str] = field(
         default_factory=list,
-        metadata={
-            "help": "run folders (or results.json files); the first is the zero-shot run (also positional)"
-        },
+        metadata={"help": "run folders (or results.json files) of one benchmark; the first is the reference"},
     )
     labels: list[str] = field(
         default_factory=list, metadata={"help": "one name per run (default: their labels)"}
     )
-    setting: str | None = field(default=None, metadata={"help": "base | instruction (default: both)"})
-    metric: str = field(default="headline", metadata={"help": "headline | circular | vanilla"})
+    setting: str | None = field(
+        default=None, metadata={"help": "AVTrustBench: base | instruction (default: both)"}
+    )
+    metric: str = field(default="headline", metadata={"help": "AVTrustBench: headline | circular | vanilla"})
     output: str | None = field(default=None, metadata={"help": "also write the table to this file"})
+    plot: str | None = field(default=None, metadata={"help": "write the leaderboard plot (PNG) here"})
 
     def __post_init__(self):
         if self.setting not in (None, "base", "instruction"):
@@ -87,8 +87,8 @@ def positional(argv: list[str], key: str) -> list[str]:
 
 
 def benchmark_in(argv: list[str]) -> str | None:
-    """The value of ``--benchmark`` (``eval score`` routes on it): the command line's, else the config file's
-    ``benchmark:`` key, else None. Read before parsing because it decides which dataclasses parse the rest."""
+    """The value of ``--benchmark`` (``eval score`` / ``prompts`` route on it): the command line's, else the
+    config file's ``benchmark:`` key, else None. Read before parsing: it decides which Options parse the rest."""
     from cavpref.parsing import config_argv
 
     argv = config_argv(argv)
@@ -98,17 +98,17 @@ def benchmark_in(argv: list[str]) -> str | None:
         if a.startswith("--benchmark="):
             return a.split("=", 1)[1]
     if "--config" in argv and argv.index("--config") + 1 < len(argv):
-        import yaml
+        from cavpref.parsing import load_yaml
 
-        with open(argv[argv.index("--config") + 1], encoding="utf-8") as f:
-            config = yaml.safe_load(f) or {}
+        config = load_yaml(argv[argv.index("--config") + 1]) or {}
         if isinstance(config, dict) and config.get("benchmark") is not None:
             return str(config["benchmark"])
     return None
 
 
 def parse(command: str, argv: list[str]) -> tuple:
-    """The config dataclasses of ``cavpref eval <command>`` (config file + overrides, ``cavpref.parsing``)."""
+    """The config dataclasses of ``cavpref eval <command>`` (config file + overrides, ``cavpref.parsing``):
+    ``(EvalArgs, Options[, ScoreArgs | PromptsArgs])`` for a benchmark, one dataclass for compare / report."""
     from cavpref.parsing import parse_args
 
     prog = f"cavpref eval {command}"
@@ -116,17 +116,16 @@ def parse(command: str, argv: list[str]) -> tuple:
         return parse_args([CompareArgs], positional(argv, "runs"), prog)
     if command == "report":
         return parse_args([ReportArgs], positional(argv, "run"), prog)
-    if command == "score":
-        spec = registry.get(benchmark_in(argv) or registry.DEFAULT_BENCHMARK)
-        return parse_args([spec.args_type(), ScoreArgs], argv, prog)
-    if command == "prompts":  # AVTrustBench's CircularEval prompts
-        return parse_args([registry.get(registry.DEFAULT_BENCHMARK).args_type(), PromptsArgs], argv, prog)
-    spec = registry.get(command)
-    return parse_args([spec.args_type()], spec.command_argv(argv), prog)
+    if command in ("score", "prompts"):
+        bench = registry.get(benchmark_in(argv) or registry.DEFAULT_BENCHMARK)
+        extra = ScoreArgs if command == "score" else PromptsArgs
+        return parse_args([EvalArgs, bench.Options, extra], argv, prog)
+    bench = registry.get(command)
+    return parse_args([EvalArgs, bench.Options], [*argv, "--benchmark", command], prog)
 
 
 def _compare(argv: list[str]) -> int:
-    from cavpref.eval.report import compare
+    from cavpref.eval.compare import compare, leaderboard
 
     (ns,) = parse("compare", argv)
     if not ns.runs:
@@ -141,30 +140,49 @@ def _compare(argv: list[str]) -> int:
     print(table)
     if ns.output:
         Path(ns.output).write_text(table + "\n")
+    if ns.plot:
+        print(f"wrote {leaderboard(runs, ns.labels or None, ns.plot)}")
     return 0
 
 
+def _claim(args) -> None:
+    """The run folder, claimed like every output folder (``cavpref.output_dir``): never a folder of the user's,
+    the model's or the data's own; one run at a time."""
+    if args.output:
+        args.output = claim_output_dir(
+            args.output,
+            "eval",
+            overwrite=args.overwrite_output_dir,
+            inputs={"model": args.model, "data": args.data},
+            markers=("results.json", "records.rank0.jsonl"),
+            key="output",
+        )
+
+
 def _run(command: str, rest: list[str]) -> int:
+    from cavpref.eval import pipeline
+
     if command in registry.names():
-        spec = registry.get(command)
-        (args,) = parse(command, rest)
-        if spec.evaluate(args) is not None:
+        args, options = parse(command, rest)
+        _claim(args)
+        if pipeline.evaluate(args, options) is not None:
             print(f"wrote {args.output}/results.json, report.md, plots/")
         return 0
     if command == "score":
-        spec = registry.get(benchmark_in(rest) or registry.DEFAULT_BENCHMARK)
-        args, sargs = parse(command, rest)
+        args, options, sargs = parse(command, rest)
         if not sargs.predictions or not args.data:
             raise ValueError("--predictions and --data are required")
-        print(json.dumps(spec.score_summary(spec.score_predictions(args, sargs.predictions))))
+        _claim(args)
+        results = pipeline.score_predictions(args, sargs.predictions, options)
+        print(json.dumps(registry.get(args.benchmark)().score_summary(results)))
         return 0
     if command == "prompts":
-        from cavpref.eval.pipeline import export_prompts
-
-        args, pargs = parse(command, rest)
+        args, options, pargs = parse(command, rest)
         if not pargs.prompts_out or not args.data:
             raise ValueError("--prompts_out and --data are required")
-        print(f"wrote {export_prompts(args, pargs.prompts_out)} prompts to {pargs.prompts_out}")
+        print(
+            f"wrote {pipeline.export_prompts(args, pargs.prompts_out, options)} prompts to {pargs.prompts_out}"
+        )
         return 0
     if command == "compare":
         return _compare(rest)
@@ -185,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     default_cpu_isa()  # the same log-likelihoods on CPUs with and without AVX-512 (cavpref/cpu.py)
     if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE)
+        print(f"{USAGE}\nbenchmarks: {', '.join(registry.names())}")
         return 0
     command, rest = argv[0], argv[1:]
     try:

@@ -22,10 +22,25 @@ from cavpref.data_prep.tasks import TASK_SPECS
 
 ABSTAIN = "ABSTAIN"
 
-# Regexes (case-insensitive, matched against the normalised response). "_common" applies to every task.
+# Regexes (case-insensitive, matched against the normalised response). "_common" applies to every task: the
+# paper's accepted answers for a question with no correct choice in the base setting (section 4.1: "'None of
+# the above', 'The choices are irrelevant', 'the video and question are mismatched' and their variants"),
+# and the generic "I cannot answer" family of B.2.
 ABSTENTIONS: dict[str, tuple[str, ...]] = {
     "_common": (
         r"none of the (?:above|options|choices|answers|given options|provided options)",
+        r"\b(?:choices|options|answers|answer choices)(?: given| provided| listed| offered)? "
+        r"(?:are|is|seem|seems|look|looks)(?: all| completely| entirely)? (?:irrelevant|unrelated|not relevant)",
+        r"\birrelevant (?:choices|options|answers|answer choices)\b",
+        r"\b(?:video|visuals?|audio|sound|clip|media)(?: and (?:the )?(?:audio|sound|video))? and (?:the )?"
+        r"questions? (?:are|is) (?:mismatched|unrelated|incompatible|inconsistent|not related)",
+        r"\bquestions? (?:is|are) (?:mismatched|unrelated|incompatible|inconsistent|not related) "
+        r"(?:with|to) (?:the )?(?:video|visuals?|audio|sound|clip|media)",
+        r"\b(?:video|visuals?|audio|sound|clip|media) (?:does not|doesn't|do not|don't) (?:match|fit|correspond to) "
+        r"(?:the )?questions?",
+        r"\bquestions? (?:does not|doesn't|do not|don't) (?:match|fit|correspond to) (?:the )?"
+        r"(?:video|visuals?|audio|sound|clip|media)",
+        r"\bmismatch(?:ed)? between (?:the )?(?:video|visuals?|audio|sound|clip|media) and (?:the )?questions?",
         r"\bi (?:cannot|can ?not|can't|am unable to|am not able to) (?:answer|determine|tell|say)",
         r"\bunable to (?:answer|determine)",
         r"\b(?:cannot|can't|can ?not) be (?:answered|determined)",

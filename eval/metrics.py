@@ -1,19 +1,16 @@
-"""Metrics: pure functions from per-item outcomes to the numbers of the paper's tables.
+"""What every benchmark's metrics start from: per-item outcomes, item counts, accuracy blocks.
 
-Top-1 accuracy in percent, per task, per category and per source dataset (Tables 2-4, 9-11), circular
-vs vanilla (Table 8), per setting (base / instruction), per dimension (the radar of Fig. 2), with the
-unparsed rate beside every accuracy. Only evaluated items enter an accuracy; skipped and incomplete items
-are counted separately so that items = evaluated + skipped + incomplete always holds.
+``ItemOutcome`` is one item after all its passes; ``counts`` reconciles items = evaluated + skipped +
+incomplete for every run (results.json ``counts``); ``accuracy_block`` is top-1 accuracy in percent with
+the unparsed and judged rates beside it. Only evaluated items enter an accuracy. The benchmarks' own
+tables are in their folders (``eval/benchmarks/<name>/``).
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-from cavpref import task_registry
-from cavpref.data import CATEGORIES
 
 
 @dataclass
@@ -35,7 +32,7 @@ class ItemOutcome:
     judged_passes: int = 0
     unparsed_reasons: Counter = field(default_factory=Counter)
     # the source record (clip + question) the item was built from: with the setting, the key that pairs a
-    # perturbed item with its CLEAN twin (cavpref.eval.trust); "" when unknown
+    # perturbed item with its CLEAN twin (benchmarks/avtrustbench/trust.py); "" when unknown
     record: str = ""
     abstained: bool | None = None  # whether the first pass (rotation 0) abstained; None when unknown
 
@@ -62,48 +59,6 @@ def primary(block: dict) -> float | None:
     return block["circular"] if block.get("circular") is not None else block.get("vanilla")
 
 
-def _ordered(keys: Iterable[str], order: Sequence[str]) -> list[str]:
-    keys = set(keys)
-    return [k for k in order if k in keys] + sorted(k for k in keys if k not in order)
-
-
-def _by(outcomes: Iterable[ItemOutcome], attr: str) -> dict[str, list[ItemOutcome]]:
-    groups: dict[str, list[ItemOutcome]] = defaultdict(list)
-    for o in outcomes:
-        groups[getattr(o, attr)].append(o)
-    return groups
-
-
-def _grouped(outcomes: Sequence[ItemOutcome], attr: str, order: Sequence[str], circular: bool) -> dict:
-    groups = _by(outcomes, attr)
-    return {k: accuracy_block(groups[k], circular) for k in _ordered(groups, order)}
-
-
-def task_block(outcomes: Sequence[ItemOutcome], circular: bool) -> dict:
-    """A task's accuracy, per category, and per source dataset (then per category inside it)."""
-    by_src = _by(outcomes, "source")
-    return {
-        **accuracy_block(outcomes, circular),
-        "categories": _grouped(outcomes, "category", CATEGORIES, circular),
-        "sources": {
-            s: {
-                **accuracy_block(by_src[s], circular),
-                "categories": _grouped(by_src[s], "category", CATEGORIES, circular),
-            }
-            for s in sorted(by_src)
-        },
-    }
-
-
-def dimension_means(tasks: dict[str, dict]) -> dict[str, float | None]:
-    """Macro mean of the headline accuracy of each dimension's tasks that were evaluated."""
-    out = {}
-    for dim, members in task_registry.dimensions().items():
-        vals = [primary(tasks[t]) for t in members if t in tasks and primary(tasks[t]) is not None]
-        out[dim] = round(sum(vals) / len(vals), 2) if vals else None
-    return out
-
-
 def counts(outcomes: Sequence[ItemOutcome]) -> dict:
     """How many items were evaluated, skipped (and why), left incomplete; passes run and saved."""
     status = Counter(o.status for o in outcomes)
@@ -122,23 +77,4 @@ def counts(outcomes: Sequence[ItemOutcome]) -> dict:
         "passes_run": sum(o.passes_run for o in done),
         "passes_full": sum(o.passes_total for o in done),
         "passes_saved": sum(o.passes_total - o.passes_run for o in done),
-    }
-
-
-def summarize(outcomes: Sequence[ItemOutcome], *, circular: bool) -> dict:
-    """Everything results.json reports, per setting then per task (the items' tasks, in declaration order)."""
-    settings = {}
-    for setting, group in sorted(_by(outcomes, "setting").items()):
-        by_task = _by(group, "task")
-        tasks = {t: task_block(by_task[t], circular) for t in task_registry.order(by_task)}
-        settings[setting] = {
-            "overall": accuracy_block(group, circular),
-            "dimensions": dimension_means(tasks),
-            "tasks": tasks,
-        }
-    return {
-        "circular": circular,
-        "counts": counts(outcomes),
-        "overall": accuracy_block(outcomes, circular),
-        "settings": settings,
     }

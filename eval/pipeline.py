@@ -1,8 +1,12 @@
-"""AVTrustBench end to end: arguments -> items -> runner -> results.json / report.md / plots.
+"""`cavpref eval <benchmark>` end to end, for every benchmark: data -> items -> runner -> results.json,
+report.md, plots.
 
-``EvalArgs`` is the one config of ``cavpref eval avtrustbench`` (every field is a ``--flag`` and a YAML
-key). ``evaluate`` is the Python entry (tests and notebooks pass a ready backend); ``score_predictions``
-scores answers produced by any external tool; ``export_prompts`` writes the exact prompts to answer.
+One pipeline and one arguments class (``eval.args.EvalArgs``) for all benchmarks; what differs is the
+benchmark's class (``eval.registry``) and its ``Options``. ``evaluate`` is the Python entry (tests and
+notebooks pass a ready backend or judge client); ``score_predictions`` scores answers produced by any
+other tool in the benchmark's predictions format; ``export_prompts`` writes the exact prompts to answer.
+The stream ablations (``--drop_stream``, ``--text_only``) are applied here to every benchmark's items
+(``eval.ablation``), before the runner sees them, so they enter the record keys like any other input.
 """
 
 from __future__ import annotations
@@ -11,176 +15,56 @@ import json
 import os
 import platform
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from cavpref.eval.args import JudgeArguments, EvalModelArguments
-from cavpref.eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
-from cavpref.eval.extract import ABSTAIN, Extraction, is_correct
-from cavpref.eval.loader import DataError, LoadResult, load_items
-from cavpref.eval.metrics import ItemOutcome, summarize
-from cavpref.eval.option_score import OPTION_SCORES, check_option_score
-from cavpref.eval.registry import write_reports
-from cavpref.eval.runner import Job, RunConfig, Runner
-from cavpref.eval.trust import references, trust_summary
 from transformers.utils import logging
 
-from cavpref import task_registry
-from cavpref.data import CLEAN_TASK, TASKS
-from cavpref.media.args import MediaArguments
-from cavpref.media.spec import drop_video, mute, to_json
+from cavpref.eval import registry
+from cavpref.eval.ablation import ablate
+from cavpref.eval.args import EvalArgs
+from cavpref.eval.common import BenchmarkInputError, DataError, read_records
+from cavpref.eval.metrics import ItemOutcome, counts
+from cavpref.eval.runner import Job, RunConfig, Runner
 
 logger = logging.get_logger(__name__)
 
 
-@dataclass
-class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments):
-    """Every field is a ``--flag`` and a YAML key of ``cavpref eval avtrustbench | score | prompts``."""
-
-    data: str = field(default="", metadata={"help": "prep output folder, datasets folder, or JSONL of items"})
-    output: str = field(default="", metadata={"help": "run folder (records, results.json, report.md, plots)"})
-    tasks: list[str] = field(
-        default_factory=lambda: list(TASKS),
-        metadata={
-            "help": "AVTrustBench task codes; add CLEAN for the paired trust score and the false-abstention rate"
-        },
-    )
-    setting: str | None = field(default=None, metadata={"help": "base | instruction (default: both)"})
-    split: str = field(default="test", metadata={"help": "split of a prep output folder"})
-    circular: bool = field(default=True, metadata={"help": "CircularEval (default); --vanilla for one pass"})
-    vanilla: bool = field(default=False, metadata={"help": "one pass per item (no CircularEval)"})
-    limit: int | None = field(
-        default=None, metadata={"help": "first N items (by id) of each task and setting"}
-    )
-    mode: str = field(default="generate", metadata={"help": "generate (free-form + extraction) | likelihood"})
-    option_score: str = field(
-        default="sum",
-        metadata={
-            "help": "likelihood mode: how an option's log-likelihood is read for the headline — sum (summed over "
-            "its tokens) | per_token (that sum over its token count) | letter (the answer letter alone); all "
-            "three are recorded and reported (docs/evaluation.md)",
-            "choices": list(OPTION_SCORES),
-        },
-    )
-    label: str | None = field(default=None, metadata={"help": "name of this run in reports and `compare`"})
-    batch_size: int = field(default=8, metadata={"help": "items per generation batch"})
-    chunk_size: int = field(
-        default=64, metadata={"help": "items decoded and scored per chunk (records flushed)"}
-    )
-    max_new_tokens: int = field(default=64, metadata={"help": "generation length"})
-    post_prompt: str = field(default="", metadata={"help": "text appended to every prompt"})
-    pin_abstain: bool = field(
-        default=False, metadata={"help": "keep 'None of the above' fixed while rotating"}
-    )
-    skip_invalid: bool = field(
-        default=False, metadata={"help": "skip (and count) bad rows instead of failing"}
-    )
-    media_root: str | None = field(default=None, metadata={"help": "default: the prep manifest's data_root"})
-    sample_rate: int = field(default=16000, metadata={"help": "audio sample rate fed to the model"})
-    missing_stream: str = field(
-        default="allow",
-        metadata={
-            "help": "a stream an item keeps but its file lacks (no audio track): allow (evaluate without it, counted "
-            "per task in results.json) | error"
-        },
-    )
-    drop_stream: str | None = field(
-        default=None,
-        metadata={
-            "help": "ablation: remove the video or the audio from every item (does the model use that stream?)"
-        },
-    )
-
-    def __post_init__(self):
-        MediaArguments.__post_init__(self)
-        if self.vanilla:
-            self.circular = False
-        unknown = sorted(set(self.tasks) - set(task_registry.task_names()))
-        if unknown:
-            raise ValueError(
-                f"--tasks: unknown task(s) {unknown}; choose from {list(task_registry.task_names())}"
-            )
-        if self.setting not in (None, "base", "instruction"):
-            raise ValueError(f"--setting must be base or instruction, got {self.setting!r}")
-        if self.mode not in ("generate", "likelihood"):
-            raise ValueError(f"--mode must be generate or likelihood, got {self.mode!r}")
-        check_option_score(self.option_score)
-        if self.drop_stream not in (None, "video", "audio"):
-            raise ValueError(f"--drop_stream must be video or audio, got {self.drop_stream!r}")
-
-    def public(self) -> dict[str, Any]:
-        from cavpref.redact import public_config
-
-        # env-variable *names* only, never keys; URLs lose their user info and secret query parameters
-        return public_config(asdict(self))
-
-
-def load(args: EvalArgs) -> LoadResult:
-    def keep(item):
-        return (
-            item.benchmark == AVTrustBench.name
-            and item.task in args.tasks
-            and args.setting in (None, item.setting)
-        )
-
-    loaded = load_items(
-        args.data,
-        split=args.split,
-        keep=keep,
-        limit=args.limit,
-        skip_invalid=args.skip_invalid,
-        media_root=args.media_root,
-    )
-    if not loaded.items:  # an empty run would write an empty report and exit 0
-        raise DataError(
-            f"{args.data}: no items selected (--tasks {' '.join(args.tasks)}, --setting "
-            f"{args.setting or 'base+instruction'}, --split {args.split}): {loaded.filtered} row(s) "
-            f"outside the selection, {sum(loaded.skipped.values())} invalid row(s) skipped"
-        )
-    if args.drop_stream:
-        strip = drop_video if args.drop_stream == "video" else mute
-        for item in loaded.items:
-            item.media = to_json(strip(item.spec))
+def load(args: EvalArgs, options=None, *, bench: registry.Benchmark | None = None) -> registry.Loaded:
+    """The run's items: the benchmark's reader (its ``--tasks`` / ``--limit`` selection), then the stream
+    ablations. No item selected is an error (an empty run would write an empty report and exit 0)."""
+    bench = bench if bench is not None else registry.create(args, options)
+    loaded = bench.read()
+    if not loaded.items:
+        why = f" (--tasks {' '.join(args.tasks)})" if args.tasks else " (the file holds none)"
+        raise DataError(f"{args.data}: no {bench.name} items selected{why}")
+    given = loaded.loading.get("input", {})  # a benchmark's own input changes (TraceAV's hop masking)
+    loaded.loading["input"] = {
+        **given,
+        **ablate(loaded.items, drop_stream=args.drop_stream, text_only=args.text_only),
+    }
     return loaded
 
 
-def metrics(outcomes: list[ItemOutcome], items, *, circular: bool) -> dict:
-    """results.json's ``metrics``: the accuracies, the paired trust score and abstention rates (``trust``),
-    and the computed "always abstain" / "never abstain" rows on the same evaluated items (``references``)."""
-    evaluated = {o.item_id for o in outcomes if o.status == "evaluated"}
-    if not any(o.task == CLEAN_TASK for o in outcomes):
-        logger.warning(
-            "no CLEAN items evaluated: the paired trust score needs each perturbed item's clean twin "
-            "(add CLEAN to --tasks)"
-        )
-    return {
-        **summarize(outcomes, circular=circular),
-        "trust": trust_summary(outcomes, circular=circular),
-        "references": references([i for i in items if i.id in evaluated], circular=circular),
-    }
-
-
-def build_judge(args: EvalArgs):
-    """The step-2 judge, or None when none is configured (or --no_judge)."""
-    from cavpref.eval.choice_judge import ChoiceJudge
+def build_judge_client(args: EvalArgs):
+    """The LLM judge's client, or None (no judge configured, ``--no_judge``, or a benchmark without one)."""
+    configured = args.judge_model or os.environ.get("CAVPREF_JUDGE_MODEL")
+    if not registry.get(args.benchmark).uses_judge or args.no_judge or not configured:
+        return None
     from cavpref.eval.judge import ChatClient, ChatConfig
 
-    if args.no_judge or not (args.judge_model or os.environ.get("CAVPREF_JUDGE_MODEL")):
-        return None
-    cache = args.judge_cache or str(Path(args.output) / "judge_cache.sqlite")
-    return ChoiceJudge(
-        ChatClient(
-            ChatConfig(
-                base_url=args.judge_base_url,
-                model=args.judge_model,
-                api_key_env=args.judge_api_key_env,
-                cache_path=cache,
-                max_concurrency=args.judge_concurrency,
-                max_retries=args.judge_max_retries,
-                timeout_s=args.judge_timeout_s,
-                max_reply_bytes=args.max_reply_bytes,
-            )
+    cache = args.judge_cache or (str(Path(args.output) / "judge_cache.sqlite") if args.output else None)
+    return ChatClient(
+        ChatConfig(
+            base_url=args.judge_base_url,
+            model=args.judge_model,
+            api_key_env=args.judge_api_key_env,
+            cache_path=cache,
+            max_concurrency=args.judge_concurrency,
+            max_retries=args.judge_max_retries,
+            timeout_s=args.judge_timeout_s,
+            max_reply_bytes=args.max_reply_bytes,
         )
     )
 
@@ -189,6 +73,8 @@ def build_backend(args: EvalArgs):
     """An endpoint backend for http(s) models, else the checkpoint's adapter on this process's device."""
     from cavpref.eval.backends import EndpointBackend, ModelIOBackend
 
+    if not args.model:
+        raise ValueError("--model is required")
     if args.model.startswith(("http://", "https://")):
         from cavpref.eval.judge import ChatClient, ChatConfig
 
@@ -234,48 +120,35 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _loading(loaded: LoadResult, args: EvalArgs) -> dict:
-    present = {item.task for item in loaded.items}
-    return {
-        "files": loaded.files,
-        "media_root": loaded.media_root,
-        "invalid": dict(loaded.skipped),
-        "filtered": loaded.filtered,
-        "rows_read": len(loaded.items) + loaded.filtered + sum(loaded.skipped.values()),
-        # a requested task the data has no items for (in this split / setting) is named, not silently absent
-        "tasks_without_items": [t for t in args.tasks if t not in present],
-    }
-
-
 def evaluate(
-    args: EvalArgs, *, backend=None, judge=None, rank: int | None = None, world: int | None = None
+    args: EvalArgs,
+    options=None,
+    *,
+    backend=None,
+    client=None,
+    nli=None,
+    rank: int | None = None,
+    world: int | None = None,
 ) -> dict | None:
-    """Run (or resume) an evaluation; returns the results dict on the main process, None elsewhere."""
-    if not args.output:
-        raise ValueError("--output is required")
-    loaded = load(args)
-    backend = backend if backend is not None else build_backend(args)
-    judge = judge if judge is not None else build_judge(args)
-    bench = AVTrustBench(
-        AVTrustBenchOptions(
-            circular=args.circular,
-            pin_abstain=args.pin_abstain,
-            post_prompt=args.post_prompt,
-            mode=args.mode,
-            option_score=args.option_score,
-        ),
-        judge,
-    )
+    """Run (or resume) ``args.benchmark``; the results dict on the main process, None elsewhere.
+    ``options``: the benchmark's ``Options`` (or a dict of its keys); ``client``: the judge's
+    ``ChatClient`` (default: from the judge keys)."""
+    if not (args.data and args.output):
+        raise ValueError("--data and --output are required")
+    client = client if client is not None else build_judge_client(args)
+    bench = registry.create(args, options, client=client, nli=nli)
+    loaded = load(args, bench=bench)
+    bench.backend = backend if backend is not None else build_backend(args)
     runner = Runner(
         bench,
-        backend,
+        bench.backend,
         RunConfig(
             args.output,
             loaded.media_root,
             args.mode,
             args.batch_size,
             args.chunk_size,
-            args.frame_policy(),
+            bench.frame_policy(),
             args.sample_rate,
             missing_stream=args.missing_stream,
         ),
@@ -283,52 +156,49 @@ def evaluate(
         world=world,
     )
     stats = runner.run(loaded.items)
-    log = {"rank": runner.rank, **stats, "judge_calls": judge.client.stats if judge else None}
+    log = {"rank": runner.rank, **stats, "judge_calls": None if client is None else client.stats}
     Path(args.output, f"run_log.rank{runner.rank}.json").write_text(json.dumps(log, indent=1) + "\n")
     if not runner.is_main:
         return None
     outcomes, used = runner.collect(loaded.items)
-    results = {
-        "benchmark": bench.name,
-        "label": args.label,
-        "mode": args.mode,
-        "config": args.public(),
-        "model": backend.describe(),
-        "judge": bench.describe()["judge"],
-        "evaluation": bench.describe(),
-        "versions": versions(),
-        "loading": _loading(loaded, args),
-        "metrics": metrics(outcomes, loaded.items, circular=args.circular),
-        "missing_streams": missing_stream_counts(loaded.items, used),
-    }
-    if args.mode == "likelihood":
-        results["by_option_score"] = by_option_score(bench, loaded.items, outcomes, used, args.circular)
-    write_reports(results, args.output)
+    results = assemble(args, bench, loaded, outcomes, used, bench.backend.describe())
+    results["missing_streams"] = missing_stream_counts(loaded.items, used)
+    registry.write_reports(results, args.output)
     return results
 
 
-def by_option_score(
-    bench: AVTrustBench, items, outcomes: list[ItemOutcome], used: list[dict], circular: bool
-):
-    """``{protocol: summarize(...) + {"trust": ...}}``: the same passes read under each option-scoring protocol
-    (``cavpref.eval.option_score``); skipped and incomplete items stay as they are."""
-    records: dict[str, list[dict]] = defaultdict(list)
-    for rec in sorted(used, key=lambda r: r["pass"]):
-        records[rec["item_id"]].append(rec)
-    by_id = {o.item_id: o for o in outcomes}
-    out = {}
-    for protocol in OPTION_SCORES:
-        outs = [
-            bench.outcome(item, records[item.id], protocol)
-            if by_id[item.id].status == "evaluated"
-            else by_id[item.id]
-            for item in sorted(items, key=lambda i: i.id)
-        ]
-        out[protocol] = {
-            **summarize(outs, circular=circular),
-            "trust": trust_summary(outs, circular=circular),
-        }
-    return out
+def assemble(
+    args: EvalArgs, bench, loaded: registry.Loaded, outcomes, records: list[dict], model: dict
+) -> dict[str, Any]:
+    """results.json (before the benchmark's ``metrics`` and the run's extras): the same keys for every
+    benchmark (docs/evaluation.md, "Run folder")."""
+    evaluated = {o.item_id for o in outcomes if o.status == "evaluated"}
+    by_item: dict[str, list[dict]] = defaultdict(list)
+    for rec in records:
+        by_item[rec["item_id"]].append(rec)
+    scored = [(i, by_item[i.id]) for i in loaded.items if i.id in evaluated]
+    described = {**bench.describe(), "input": loaded.loading["input"]}
+    return {
+        "benchmark": bench.name,
+        "protocol": args.protocol,
+        "label": args.label,
+        "mode": args.mode,
+        "config": {**args.public(), **_public(bench.opt)},
+        "model": model,
+        "evaluation": described,
+        "judge": described.get("judge"),
+        "versions": versions(),
+        "loading": loaded.loading,
+        "counts": counts(outcomes),
+        "metrics": bench.metrics(scored, outcomes),
+        **bench.extra_results(scored, outcomes),
+    }
+
+
+def _public(options) -> dict[str, Any]:
+    from cavpref.redact import public_config
+
+    return public_config(asdict(options)) if is_dataclass(options) else {}
 
 
 def missing_stream_counts(items, records: list[dict]) -> dict[str, dict[str, int]]:
@@ -338,167 +208,123 @@ def missing_stream_counts(items, records: list[dict]) -> dict[str, dict[str, int
     for rec in records:
         if rec.get("missing_streams"):
             seen[rec["item_id"]] = rec["missing_streams"]
-    counts: dict[str, Counter] = defaultdict(Counter)
+    found: dict[str, Counter] = defaultdict(Counter)
     for item_id, streams in seen.items():
         for stream in streams:
-            counts[task_of[item_id]][stream] += 1
-    if counts:
+            found[task_of[item_id]][stream] += 1
+    if found:
         logger.warning(
             "evaluated with a missing stream (the file lacks it): "
-            + ", ".join(f"{t}: {dict(c)}" for t, c in sorted(counts.items()))
+            + ", ".join(f"{t}: {dict(c)}" for t, c in sorted(found.items()))
             + " (--missing_stream error refuses)"
         )
-    return {t: dict(sorted(c.items())) for t, c in sorted(counts.items())}
+    return {t: dict(sorted(c.items())) for t, c in sorted(found.items())}
 
 
 # ------------------------------------------------------------------------------------------ external predictions
 
 
-def export_prompts(args: EvalArgs, path: str | Path) -> int:
-    """Write every pass a model must answer (all rotations when circular) as JSONL; returns the row count."""
-    loaded = load(args)
-    bench = AVTrustBench(
-        AVTrustBenchOptions(
-            circular=args.circular, pin_abstain=args.pin_abstain, post_prompt=args.post_prompt
-        )
-    )
+def export_prompts(args: EvalArgs, path: str | Path, options=None) -> int:
+    """Every pass a model must answer (AVTrustBench: all rotations when circular) as JSONL; the row count."""
+    bench = registry.create(args, options)
+    loaded = load(args, bench=bench)
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for item in loaded.items:
             for k in range(bench.n_passes(item)):
                 req = bench.request(item, k)
-                fh.write(
-                    json.dumps(
-                        {
-                            "id": item.id,
-                            "rotation": k,
-                            "task": item.task,
-                            "setting": item.setting,
-                            "prompt": req.prompt,
-                            "options": req.info["options"],
-                            "media": item.media,
-                            "media_root": loaded.media_root,
-                        },
-                        ensure_ascii=False,
-                    )
-                    + "\n"
-                )
+                row = {
+                    "id": item.id,
+                    "rotation": k,
+                    "task": item.task,
+                    "setting": item.setting,
+                    "prompt": req.prompt,
+                    "options": req.info.get("options", item.options),
+                    "media": item.media,
+                    "media_root": loaded.media_root,
+                }
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
                 n += 1
     return n
 
 
-def read_predictions(path: str | Path) -> dict[tuple[str, int], dict]:
-    """(id, rotation) -> prediction row; errors name the file, line and field."""
+def read_predictions(bench, path: str | Path) -> dict[tuple[str, int], dict]:
+    """(item id, pass) -> predictions row, read as the benchmark's format says; errors name the file, the
+    row and the problem."""
     preds: dict[tuple[str, int], dict] = {}
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}: line {n}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{where}: not JSON ({err.msg})") from err
-            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-                raise DataError(f"{where}: field 'id' (string) is required")
-            if ("response" in row) == ("choice" in row):
-                raise DataError(f"{where}: give exactly one of 'response' (free text) or 'choice' (a letter)")
-            rotation = row.get("rotation", 0)
-            if not isinstance(rotation, int) or rotation < 0:
-                raise DataError(f"{where}: field 'rotation' must be a non-negative integer, got {rotation!r}")
-            if (row["id"], rotation) in preds:
-                raise DataError(f"{where}: duplicate prediction for id {row['id']!r} rotation {rotation}")
-            preds[(row["id"], rotation)] = row
+    for where, row in read_records(path):
+        try:
+            key = bench.prediction_key(row)
+        except ValueError as err:
+            raise BenchmarkInputError(path, where, None, str(err)) from None
+        if key is None:
+            raise BenchmarkInputError(path, where, "id", "missing (no field identifies the item)")
+        if not bench.answered(row):
+            raise BenchmarkInputError(
+                path, where, None, f"no prediction field: expected {bench.prediction_format}"
+            )
+        if key in preds:
+            raise BenchmarkInputError(
+                path, where, "id", f"duplicate prediction for item {key[0]!r} pass {key[1]}"
+            )
+        preds[key] = row
     return preds
 
 
-def score_predictions(args: EvalArgs, predictions: str | Path, *, judge=None) -> dict:
-    """Score an external tool's answers with the same extraction, judge, CircularEval and reports."""
-    loaded = load(args)
-    preds = read_predictions(predictions)
-    judge = judge if judge is not None else build_judge(args)
-    bench = AVTrustBench(
-        AVTrustBenchOptions(
-            circular=args.circular, pin_abstain=args.pin_abstain, post_prompt=args.post_prompt
-        ),
-        judge,
-    )
+def score_predictions(
+    args: EvalArgs, predictions: str | Path, options=None, *, client=None, nli=None
+) -> dict:
+    """Score an external tool's answers with the benchmark's own scoring (extraction, judges, passes,
+    metrics, reports); with ``args.output``, the run folder's results.json / report.md / plots too."""
+    client = client if client is not None else build_judge_client(args)
+    bench = registry.create(args, options, client=client, nli=nli)
+    loaded = load(args, bench=bench)
+    preds = read_predictions(bench, predictions)
     history: dict[str, list[dict]] = defaultdict(list)
-    missing: dict[str, str] = {}
+    missing: set[str] = set()
     active = list(loaded.items)
     while active:
-        jobs, given = [], []
+        jobs, rows = [], []
         for item in active:
             k = bench.next_pass(item, history[item.id])
             if k is None:
                 continue
             row = preds.get((item.id, k))
             if row is None:
-                missing[item.id] = f"no prediction for rotation {k}"
+                missing.add(item.id)
                 continue
-            job = Job(item, k, bench.request(item, k), f"{item.id}/{k}", output=row.get("response"))
-            (given if "choice" in row else jobs).append((job, row))
-        for (job, _), rec in zip(jobs, bench.score([j for j, _ in jobs])):
-            history[job.item.id].append({"response": job.output, **rec})
-        for job, row in given:
-            history[job.item.id].append(_given_choice(job, row["choice"]))
-        active = [j.item for j, _ in jobs + given]
-    outcomes = []
-    for item in loaded.items:
-        if item.id in missing:
-            outcomes.append(
-                ItemOutcome(
-                    item.id,
-                    item.task,
-                    item.setting,
-                    item.source,
-                    item.category,
-                    status="skipped",
-                    reason="no prediction",
-                )
+            jobs.append(Job(item, k, bench.request(item, k), f"{item.id}/{k}", output=bench.prediction(row)))
+            rows.append(row)
+        for job, rec in zip(jobs, bench.score_predictions(jobs, rows) if jobs else []):
+            history[job.item.id].append(
+                {"item_id": job.item.id, "pass": job.k, "response": job.output, **rec}
             )
-        else:
-            outcomes.append(bench.outcome(item, history[item.id]))
+        active = [j.item for j in jobs]
+    outcomes = [
+        bench.outcome(item, history[item.id])
+        if item.id not in missing
+        else ItemOutcome(
+            item.id,
+            item.task,
+            item.setting,
+            item.source,
+            item.category,
+            status="skipped",
+            reason="no prediction",
+        )
+        for item in loaded.items
+    ]
     known = {(i.id, k) for i in loaded.items for k in range(bench.n_passes(i))}
-    used = {(i, k) for i, recs in history.items() for k in range(len(recs))}
+    used = {(i, r["pass"]) for i, recs in history.items() for r in recs}
     unused = Counter(
-        "not among the selected items" if (i, k) not in known else "not needed (decided earlier)"
-        for i, k in preds
-        if (i, k) not in used
+        "not among the selected items" if key not in known else "not needed (decided earlier)"
+        for key in preds
+        if key not in used
     )
-    results = {
-        "benchmark": bench.name,
-        "label": args.label,
-        "mode": "external predictions",
-        "config": args.public(),
-        "model": {"predictions": str(predictions)},
-        "judge": bench.describe()["judge"],
-        "evaluation": bench.describe(),
-        "versions": versions(),
-        "loading": _loading(loaded, args),
-        "predictions": {"rows": len(preds), "unused": dict(sorted(unused.items()))},
-        "metrics": metrics(outcomes, loaded.items, circular=args.circular),
-    }
+    records = [r for recs in history.values() for r in recs]
+    results = assemble(args, bench, loaded, outcomes, records, {"predictions": str(predictions)})
+    results["mode"] = "external predictions"
+    results["predictions"] = {"rows": len(preds), "unused": dict(sorted(unused.items()))}
     if args.output:
-        Path(args.output).mkdir(parents=True, exist_ok=True)
-        write_reports(results, args.output)
+        registry.write_reports(results, args.output)
     return results
-
-
-def _given_choice(job: Job, choice: Any) -> dict:
-    """A prediction that already names a letter (or "ABSTAIN") bypasses extraction."""
-    options = job.request.info["options"]
-    valid = isinstance(choice, str) and (choice in options or choice == ABSTAIN)
-    ext = (
-        Extraction(choice, "provided", "prediction letter")
-        if valid
-        else Extraction(None, "unparsed", f"prediction letter {choice!r} is not an option")
-    )
-    return {
-        "choice": ext.choice,
-        "method": ext.method,
-        "rule": ext.rule,
-        "rotation": job.k,
-        "answer": job.request.info["answer"],
-        "correct": is_correct(ext.choice, job.request.info["answer"]),
-    }

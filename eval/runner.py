@@ -1,13 +1,13 @@
 """The shared evaluation runner: items -> passes -> model answers -> scored records, resumable, sharded.
 
-A benchmark plugs in as four things (see ``Benchmark``): how many passes an item may need and which
-comes next (CircularEval's early stop lives there), the prompt of a pass, how a batch of answers is
-scored (extraction, judges), and the item outcome. The runner owns everything else, once for every
-benchmark:
+A benchmark (``cavpref.eval.registry.Benchmark``) plugs in as four things: how many passes an item may
+need and which comes next (CircularEval's early stop, MMAR's inference runs), the request of a pass
+(prompt, option candidates, sampling), how a batch of answers is scored (extraction, judges), and the item
+outcome. The runner owns everything else, once for every benchmark:
 
 - *Records, appended as produced.* One JSONL line per pass in ``records.rank<R>.jsonl``; a line's
   ``key`` is sha256 of (model fingerprint, answer mode, generation config, frame policy, prompt, media,
-  candidates). A rerun replays every pass whose key is on disk and computes only the rest, so a killed
+  candidates, the pass's sampling). A rerun replays every pass whose key is on disk and computes only the rest, so a killed
   run resumed with the same command ends with the same results, and a changed model or prompt never
   meets a stale answer. Per-item failures (bad media, an adapter refusing a row, an endpoint error)
   are recorded as ``skipped`` with the reason and retried on the next run; a pass whose judge failed is
@@ -27,7 +27,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from cavpref.eval.metrics import ItemOutcome
 
@@ -37,12 +37,15 @@ from cavpref.redact import redact
 
 @dataclass
 class PassRequest:
-    """What the model is asked in one pass; ``info`` travels to scoring (rotated options, answer, ...)."""
+    """What the model is asked in one pass; ``info`` travels to scoring (rotated options, answer, ...).
+    ``sampling`` overrides greedy decoding for this pass (``{"do_sample": True, "seed": 43,
+    "temperature": 1.0}``: one of MMAR's inference runs); it is part of the record key."""
 
     prompt: str
     candidates: list[str] | None = None
     info: dict[str, Any] = field(default_factory=dict)
     letters: list[str | None] | None = None  # likelihood mode: each candidate's answer letter (None: none)
+    sampling: dict[str, Any] | None = None
 
 
 @dataclass
@@ -57,16 +60,6 @@ class Job:
 
 #: what a likelihood pass stores under ``scores`` (``cavpref.eval.option_score``); part of every record key
 LIKELIHOOD_SCORES = "sum, tokens, letter"
-
-
-class Benchmark(Protocol):
-    name: str
-
-    def next_pass(self, item: Any, records: list[dict]) -> int | None: ...
-    def request(self, item: Any, k: int) -> PassRequest: ...
-    def score(self, jobs: list[Job]) -> list[dict]: ...
-    def needs_rescore(self, record: dict) -> bool: ...
-    def outcome(self, item: Any, records: list[dict]) -> ItemOutcome: ...
 
 
 @dataclass
@@ -123,7 +116,7 @@ def load_records(output_dir: str | Path) -> dict[str, dict]:
 class Runner:
     def __init__(
         self,
-        benchmark: Benchmark,
+        benchmark: Any,
         backend: Any,
         config: RunConfig,
         *,
@@ -171,6 +164,8 @@ class Runner:
         }
         if getattr(self.bench, "key_extra", None) is not None:  # e.g. TraceAV's long-video sampling policy
             blob["bench"] = self.bench.key_extra
+        if request.sampling is not None:  # keys of greedy passes stay as before
+            blob["sampling"] = request.sampling
         return hashlib.sha256(json.dumps(blob, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
     # ------------------------------------------------------------------------------------------------ run
@@ -216,10 +211,7 @@ class Runner:
             if rescore:
                 self._score_and_write(rescore, history, done, fh)
                 self.stats["passes_rescored"] += len(rescore)
-            for b in range(
-                0, len(ready), self.cfg.batch_size
-            ):  # written batch by batch: a kill loses one batch
-                batch = ready[b : b + self.cfg.batch_size]
+            for batch in self._batches(ready):  # written batch by batch: a kill loses one batch
                 self._infer(batch, media)
                 good = [j for j in batch if j.error is None]
                 self._score_and_write(good, history, done, fh)
@@ -240,6 +232,15 @@ class Runner:
                         done,
                     )
             fh.flush()
+
+    def _batches(self, jobs: list[Job]):
+        """Batches of ``batch_size`` jobs that share their sampling (one generate call each)."""
+        groups: dict[str, list[Job]] = {}
+        for job in jobs:
+            groups.setdefault(json.dumps(job.request.sampling, sort_keys=True), []).append(job)
+        for group in groups.values():
+            for b in range(0, len(group), self.cfg.batch_size):
+                yield group[b : b + self.cfg.batch_size]
 
     def _score_and_write(self, jobs: list[Job], history: dict, done: dict, fh) -> None:
         if not jobs:
@@ -340,7 +341,12 @@ class Runner:
         keys = [j.item.media or j.item.id for j in jobs]
         try:
             if self.cfg.mode == "generate":
-                outputs = self.backend.generate(prompts, decoded, keys)
+                sampling = jobs[0].request.sampling  # a batch shares it (``_batches``)
+                outputs = (
+                    self.backend.generate(prompts, decoded, keys)
+                    if sampling is None
+                    else self.backend.generate(prompts, decoded, keys, sampling=sampling)
+                )
             else:
                 outputs = self.backend.option_logps(
                     prompts,

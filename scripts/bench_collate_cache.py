@@ -3,7 +3,7 @@
 
     python scripts/bench_collate_cache.py [--out DIR] [--rows 256] [--batch 8] [--epochs 2] [--step]
 
-On the quickstart's own data (``cavpref quickstart --small`` is run into ``--out`` first, ~20 s, unless a
+On the quickstart's own data (``cavpref quickstart --preset small`` is run into ``--out`` first, ~20 s, unless a
 quickstart run is there; an existing one is used with its own frame settings): the starting-SFT rows are collated
 for the run's starting model, ``--epochs`` passes over ``--rows`` rows in batches of ``--batch``, with no cache,
 the decoded-media cache, and both caches (each large enough for every clip). The epochs after the first are what
@@ -29,7 +29,7 @@ class BenchArguments:
     out: str = field(
         default="runs/bench_collate_cache",
         metadata={
-            "help": "a quickstart run folder (reused when it finished before, else a --small one is run there)"
+            "help": "a quickstart run folder (reused when it finished before, else a --preset small one is run there)"
         },
     )
     rows: int = field(default=256, metadata={"help": "training rows collated per epoch"})
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     cfg = (
         QuickstartConfig(**json.loads(saved.read_text()))
         if saved.exists()
-        else QuickstartConfig(out=str(out), small=True)
+        else QuickstartConfig(out=str(out), preset="small")
     )
     if not (out / "start" / ".done.json").exists():
         run(cfg)

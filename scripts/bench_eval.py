@@ -102,7 +102,6 @@ def main(argv=None) -> None:
 
     torch.set_num_threads(ns.threads)
     from cavpref.eval.backends import ModelIOBackend
-    from cavpref.eval.choice_judge import ChoiceJudge
     from cavpref.eval.judge import ChatClient, ChatConfig
     from cavpref.eval.pipeline import EvalArgs, evaluate
 
@@ -116,18 +115,16 @@ def main(argv=None) -> None:
     server, calls = start_judge()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
 
-    def run(out, judge_cache=None, **kw):
-        judge = None
+    def run(out, judge_cache=None, vanilla=False, **kw):
+        client = None
         if judge_cache:
-            judge = ChoiceJudge(
-                ChatClient(ChatConfig(base_url=url, model="bench-judge", cache_path=str(judge_cache)))
-            )
+            client = ChatClient(ChatConfig(base_url=url, model="bench-judge", cache_path=str(judge_cache)))
         args = EvalArgs(
             data=str(data), output=str(tmp / out), batch_size=ns.batch_size, num_frames=4, no_judge=True, **kw
         )
         start = time.perf_counter()
-        res = evaluate(args, backend=backend, judge=judge, rank=0, world=1)
-        return res, time.perf_counter() - start, judge
+        res = evaluate(args, {"vanilla": vanilla}, backend=backend, client=client, rank=0, world=1)
+        return res, time.perf_counter() - start, client
 
     # warm-up (first-call overheads), not measured
     run("warm", vanilla=True, limit=1, mode="likelihood")
@@ -151,7 +148,7 @@ def main(argv=None) -> None:
         share = 100 * c["passes_saved"] / c["passes_full"]
         return f"{c['passes_run']} / {c['passes_full']} (saved {c['passes_saved']}, {share:.0f}%)"
 
-    j1s, j2s = j1.client.stats, j2.client.stats
+    j1s, j2s = j1.stats, j2.stats
     rows = [
         ("items", f"{n}"),
         ("generate (free-form, max 16 new tokens) items/s", f"{n / t_gen:.2f}"),

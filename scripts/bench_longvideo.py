@@ -15,7 +15,7 @@ import tracemalloc
 from dataclasses import dataclass, field
 
 import numpy as np
-from cavpref.eval.benchmarks.longvideo import LongVideoPolicy, decode_long
+from cavpref.eval.longvideo import LongVideoPolicy, decode_long
 
 from cavpref.media.decode import FramePolicy, decode
 from cavpref.media.spec import clip

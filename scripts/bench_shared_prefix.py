@@ -23,19 +23,17 @@ import statistics
 import sys
 import tempfile
 import time
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import torch
 
+from cavpref.bench.rows import RealisticMedia, benchmark_rows
+from cavpref.bench.steps import media_tokens, prepare, timed_step
 from cavpref.parsing import parse_args
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from bench_trainer import CLOCK  # the step timer, set from --clock
+CLOCK = [time.perf_counter]  # the step timer, set from --clock
 
 
 @dataclass
@@ -64,41 +62,12 @@ class BenchArguments:
     )
 
 
-class BigMedia:
-    """decode(spec) -> realistic-size synthetic media with the streams the spec presents (cached per spec)."""
-
-    def __init__(self, media_root: Path, args: BenchArguments):
-        self.root, self.args, self.cache = media_root, args, {}
-
-    def __call__(self, spec: str):
-        if spec not in self.cache:
-            from cavpref.media.decode import FramePolicy, decode
-            from cavpref.models.tiny import demo_media
-
-            small = decode(spec, str(self.root), frames=FramePolicy(num_frames=2), sample_rate=16000)
-            self.cache[spec] = demo_media(
-                zlib.crc32(spec.encode()) % 997,
-                video=small.has_video,
-                audio=small.has_audio,
-                num_frames=self.args.frames,
-                size=self.args.frame_size,
-                seconds=self.args.audio_seconds,
-            )
-        return self.cache[spec]
-
-
 def build(root: Path, args: BenchArguments):
-    import test_trainer_fixtures as F
     from datasets import Dataset
 
     from cavpref.models.tiny import build_tiny_qwen_omni
 
-    F.write_clips(root / "media")
-    examples = F.examples(max(1, args.batch))
-    for k, e in enumerate(
-        examples
-    ):  # distinct prompts: no two samples share a prefix (no sharing across samples)
-        e.prompt = f"{e.prompt} (question {k})"
+    examples = benchmark_rows(max(1, args.batch))
     build_tiny_qwen_omni(
         root / "model",
         hidden_size=args.hidden,
@@ -138,10 +107,7 @@ def make_case(name, method, tasks, shared, data, root, args, media, device):
         AVModelArguments(model_name_or_path=str(root / "model"), dtype="float32", shared_prefix=shared)
     )
     tr = CAVPrefTrainer(model_io.model, model_io, args=cfg, train_dataset=rows)
-    tr.data_collator.decode = media
-    tr.create_optimizer()
-    tr.current_gradient_accumulation_steps = 1
-    inputs = tr.data_collator(list(tr.train_dataset))
+    inputs = prepare(tr, tr.train_dataset, media)
     counts = token_counts(inputs["model_inputs"])
     return {
         "name": name,
@@ -158,30 +124,12 @@ def make_case(name, method, tasks, shared, data, root, args, media, device):
     }
 
 
-def media_tokens(model_io, batch) -> float:
-    ids = batch["input_ids"]
-    placeholder = (ids == model_io.video_token_id) | (ids == model_io.audio_token_id)
-    return float(placeholder.sum(-1).float().max())
-
-
 def step(case, device):
-    from bench_trainer import SavedActivations
-
-    tr = case["trainer"]
-    if device == "cuda":
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    t0 = CLOCK[0]()
-    with SavedActivations() as saved:
-        tr.training_step(tr.model, case["inputs"])
-    tr.optimizer.step()
-    tr.optimizer.zero_grad(set_to_none=True)
-    if device == "cuda":
-        torch.cuda.synchronize()
-    return CLOCK[0]() - t0, (torch.cuda.max_memory_allocated() if device == "cuda" else saved.bytes)
+    m = timed_step(case["trainer"], case["inputs"], device, CLOCK[0])
+    return m.seconds, (m.peak_bytes if device == "cuda" else m.saved_bytes)
 
 
-def bench_eval(root: Path, args: BenchArguments, media: BigMedia, data, device: str) -> None:
+def bench_eval(root: Path, args: BenchArguments, media: RealisticMedia, data, device: str) -> None:
     """``--mode likelihood``: every option of an item scored against the item's (prompt, media) prefix."""
     from cavpref.models import AVModelArguments, Row, load_model_io
 
@@ -233,7 +181,7 @@ def main(argv=None):
     CLOCK[0] = time.process_time if args.clock == "cpu" else time.perf_counter
     root = Path(tempfile.mkdtemp(prefix="bench_shared_prefix_"))
     data = build(root, args)
-    media = BigMedia(root / "media", args)
+    media = RealisticMedia(args.frames, args.frame_size, args.audio_seconds)
     specs = []
     for tasks, label in (("mix", "mix9"), (("MVIT",), "MVIT"), (("MCIT",), "MCIT")):
         for method in ("dpo", "cavpref"):
@@ -250,7 +198,7 @@ def main(argv=None):
     print(
         f"device={device} hidden={args.hidden} layers={args.layers} batch={args.batch} rounds={args.rounds} "
         f"frames={args.frames}x{args.frame_size}^2 audio={args.audio_seconds}s torch_threads={torch.get_num_threads()} clock={args.clock} "
-        f"media tokens per row (max)={max(c['media_tokens'] for c in cases):.0f}"
+        f"media tokens per row (max)={max(c['media_tokens'] for c in cases)}"
     )
     mem_label = "peak MB" if device == "cuda" else "saved MB"
     print(

@@ -32,7 +32,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cavpref.eval.loader import load_items
+from cavpref.eval.benchmarks.avtrustbench.reader import load_items
 
 from cavpref.apps.quickstart import QuickstartConfig, Stages, eval_stage, task_accuracy
 from cavpref.apps.quickstart.pipeline import stage_folders, start_stages, write_config
@@ -224,7 +224,7 @@ def row(cfg: QuickstartConfig, m: dict) -> str:
     c = {k: v["circular"] for k, v in m["clean"].items()}
     change = " | ".join(f"{c[s] - c['both']:+.1f}" if s in c else "–" for s in ("video", "audio"))
     groups = ("needs video", "needs video: avqa", "needs video: music_avqa", "audio suffices")
-    px = cfg.frame_size if cfg.width == cfg.frame_size else f"{cfg.frame_size}x{cfg.width}"
+    px = cfg.frame_size
     return (
         f"| {px} | {cfg.sft_steps} | {cfg.hidden_size} | {cfg.vision_hidden_size} | "
         + " | ".join(f"{v:.1f}" for v in caps)

@@ -1,7 +1,7 @@
 """Seconds per training step of a quickstart stage by CPU thread count, data-loader workers and CPU instruction set
 (the recipe's ``cpu_isa``), quiet and with competing processes.
 
-    cavpref quickstart --small --out runs/qs --methods sft          # any quickstart run: gives the recipe
+    cavpref quickstart --preset small --out runs/qs --methods sft          # any quickstart run: gives the recipe
     python scripts/bench_threads.py --recipe runs/qs/recipes/start.yaml --steps 10 --rounds 1
 
 Each cell is ``train_runtime / steps`` of one ``cavpref train`` subprocess (model loading excluded), the

@@ -14,7 +14,7 @@ Targets: CAVPref step time ≤ 1.1 × (rows it needs / rows DPO needs) × DPO's;
 throughput (samples / s).
 
 Exact Eq. 5 normaliser (issue 13), same data as ``cavpref  mix9``, each step planned as Trainer plans it
-(``cavpref.trainer.step.plan_step``: counts, β range and, when the step has several micro-batches, the no-grad
+(``CAVPrefTrainer.get_batch_samples`` → ``CAVPrefObjective.plan``: counts, β range and, when the step has several micro-batches, the no-grad
 policy pass; that pass's reference forward is reused by the backward): ``... exact`` as one micro-batch of 9 (no
 extra pass is needed, ideal 1.00 × the unplanned step) and ``... 3x3 exact`` vs ``... 3x3 micro_batch`` as three
 accumulated micro-batches of 3 (ideal: + the no-grad policy forward, timed alone in the same rounds). Target: exact
@@ -35,27 +35,22 @@ from typing import Literal
 
 import torch
 
+from cavpref.bench.rows import benchmark_rows, write_clips
+from cavpref.bench.steps import SavedActivations
 from cavpref.parsing import parse_args
 
 # The step timer: wall time (``time.perf_counter``) or this process's CPU time (``time.process_time``; with one
 # torch thread on a CPU shared with other jobs it counts the work, not the wait for a core). Set from ``--clock``.
 CLOCK = [time.perf_counter]
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
 
 def build_inputs(root: Path, hidden: int, per_task: int):
-    import test_trainer_fixtures as F
     from datasets import Dataset
 
     from cavpref.models.tiny import build_tiny_qwen_omni
 
-    F.write_clips(root / "media")
-    examples = F.examples(per_task)
-    for k, e in enumerate(
-        examples
-    ):  # distinct prompts: no two samples share a row (no dedupe between samples)
-        e.prompt = f"{e.prompt} (question {k})"
+    write_clips(root / "media")
+    examples = benchmark_rows(per_task)  # distinct prompts: no two samples share a row
     build_tiny_qwen_omni(
         root / "model",
         hidden_size=hidden,
@@ -112,28 +107,6 @@ class NaiveCollator:
         batch["num_rows"] = torch.tensor(len(rows))
         batch["skipped"] = []
         return batch
-
-
-class SavedActivations:
-    """Bytes of the tensors autograd keeps for backward during a forward: the activation memory of a step,
-    deterministic and device-independent (the CPU allocator has no peak counter; RSS hides reuse)."""
-
-    def __enter__(self):
-        self.bytes, self.seen = 0, set()
-
-        def pack(t):
-            key = (t.untyped_storage().data_ptr(), t.dtype)
-            if key not in self.seen:
-                self.seen.add(key)
-                self.bytes += t.untyped_storage().nbytes()
-            return t
-
-        self.ctx = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
-        self.ctx.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self.ctx.__exit__(*exc)
 
 
 def make_case(
@@ -211,12 +184,8 @@ def step(case, device):
         torch.cuda.reset_peak_memory_stats()
     micro = case["inputs"] if isinstance(case["inputs"], list) else [case["inputs"]]
     t0 = CLOCK[0]()
-    if case.get("exact") is not None:  # what Trainer's get_batch_samples does before the step's forwards
-        from cavpref.trainer.step import plan_step
-
-        micro = [dict(b) for b in micro]
-        ctx = plan_step(tr, micro)
-        micro = [{**b, "step": ctx} for b in micro]
+    if case.get("exact") is not None:  # Trainer draws (and our trainer plans) the step's micro-batches first
+        micro, _ = tr.get_batch_samples(iter([dict(b) for b in micro]), len(micro), tr.args.device)
     tr.current_gradient_accumulation_steps = len(micro)
     with SavedActivations() as saved:
         for inputs in micro:
@@ -231,21 +200,18 @@ def step(case, device):
 
 def nograd_forward(case) -> float:
     """Seconds of the exact pass's extra work alone: the no-grad policy forward over the step's micro-batches."""
-    from cavpref.trainer.step import policy_no_grad
+    from cavpref.trainer.checkpointing import checkpointing_paused
 
     tr = case["trainer"]
     t0 = CLOCK[0]()
     for b in case["inputs"] if isinstance(case["inputs"], list) else [case["inputs"]]:
-        with policy_no_grad(tr):
+        with torch.no_grad(), checkpointing_paused(tr.model):
             tr.model_io.logps(tr.model, b["model_inputs"])
     return CLOCK[0]() - t0
 
 
 def micro_batch_error(data, model_io, out, device, batch):
     """Relative gradient difference, micro_batch vs exact normaliser, on the mix split into 3 micro-batches."""
-    from cavpref.loss import StepContext
-    from cavpref.trainer.step import plan_step
-
     errors = {}
     for robust in ("paper", "worst_case"):
         grads = {}
@@ -273,13 +239,12 @@ def micro_batch_error(data, model_io, out, device, batch):
             ex = list(tr.train_dataset)
             k = max(1, len(ex) // 3)
             micro = [tr.data_collator(ex[i : i + k]) for i in range(0, len(ex), k)]
-            ctx = plan_step(tr, micro)
+            micro, _ = tr.get_batch_samples(iter(micro), len(micro), tr.args.device)
             tr.current_gradient_accumulation_steps = len(micro)
             tr.model.zero_grad(set_to_none=True)
             for mb in micro:
-                tr.training_step(tr.model, {**mb, "step": ctx})
+                tr.training_step(tr.model, mb)
             grads[mode] = torch.cat([p.grad.reshape(-1) for p in tr.model.parameters() if p.grad is not None])
-            assert isinstance(ctx, StepContext)
         errors[robust] = float((grads["micro_batch"] - grads["exact"]).norm() / grads["exact"].norm())
     return errors
 

@@ -14,11 +14,11 @@ import json
 import statistics
 from pathlib import Path
 
-from cavpref.eval.loader import load_items
+from cavpref.eval.benchmarks.avtrustbench.reader import load_items
 from cavpref.eval.option_score import OPTION_SCORES, option_values
 from cavpref.eval.runner import load_records
 from cavpref.eval.tables import fmt, table
-from cavpref.eval.trust import record_key
+from cavpref.eval.benchmarks.avtrustbench.trust import record_key
 from datasets import load_from_disk
 from scipy.stats import binomtest
 

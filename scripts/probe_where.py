@@ -77,8 +77,8 @@ def slot_similarity(io, cfg: QuickstartConfig) -> list[float]:
         for slot in range(len(SLOTS)):
             placed = [Placed(inst.color, inst.shape, slot, [])]
             frames = render("outdoor", placed, 1.0, 4.0, **world.look())
-            frames = resize_frames(frames, (cfg.frame_size, cfg.width))
-            pixels = cfg.frame_size * cfg.width
+            frames = resize_frames(frames, (cfg.frame_size, cfg.frame_size))
+            pixels = cfg.frame_size * cfg.frame_size
             enc = proc.video_processor(
                 videos=[frames],
                 size={"shortest_edge": pixels, "longest_edge": pixels},
@@ -109,7 +109,7 @@ def place_tokens(
     that guesses gives each slot word its share of the training captions (~1/3), whatever precedes it."""
     world, chosen = probe_clips(folders, which)
     chosen = chosen[:n]
-    policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.width))
+    policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.frame_size))
     tok, right, total, prob, shown = io.tokenizer, 0, 0, 0.0, []
     for c in chosen:
         prompt, truth = clip_captions(c, cfg.caption_places)[2]
@@ -149,7 +149,7 @@ def one_entity_places(io, cfg: QuickstartConfig, folders: dict) -> dict[str, dic
     / the swapped preposition). Captions worded ``--caption_places label`` ("Violin: middle") have no
     preposition: ``p_in`` and ``slot_swapped`` are None."""
     world, test_clips = probe_clips(folders, "test")
-    policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.width))
+    policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.frame_size))
     tok = io.tokenizer
     word = {w: tok.encode(" " + w, add_special_tokens=False)[0] for w in ("in", "on", *SLOTS)}
     swap = {word["in"]: word["on"], word["on"]: word["in"]}
@@ -205,7 +205,7 @@ def main(argv=None) -> int:
         dtype="float32",
         num_frames=cfg.num_frames,
         frame_height=cfg.frame_size,
-        frame_width=cfg.width,
+        frame_width=cfg.frame_size,
         audio_max_seconds=cfg.audio_seconds,
     )
     sims = slot_similarity(io, cfg)

@@ -2,7 +2,7 @@
 
     python scripts/quickstart_science.py --out runs/quickstart [--seeds 0 1 2] [--grid 0.5 1 2] [quickstart keys]
     python scripts/quickstart_science.py --config science.yaml [--key value ...]   (the same keys in a YAML file)
-    python scripts/quickstart_science.py --config recipes/quickstart/perceiving.yaml --out runs/sci256   (README)
+    python scripts/quickstart_science.py --preset perceiving --out runs/sci256   (docs/results.md)
 
 1. runs (or reuses) ``cavpref quickstart`` in ``--out`` with the given flags;
 2. seeds: every quickstart method (SFT, DPO, CAVPref w/o Robustness, CAVPref, CAVPref with a fixed β) again
@@ -372,14 +372,14 @@ def caption_answers(
         dtype="float32",
         num_frames=cfg.num_frames,
         frame_height=cfg.frame_size,
-        frame_width=cfg.width,
+        frame_width=cfg.frame_size,
         audio_max_seconds=cfg.audio_seconds,
     )
-    policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.width))
+    policy = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.frame_size))
     records, (without, _, asked) = [], WITHOUT[drop]
     for c in chosen:
         media = decode(to_json(without(clip(c["file"]))), str(world), frames=policy)
-        caps = clip_captions(c, cfg.caption_places, cfg.caption_see, cfg.caption_hear)[asked]
+        caps = clip_captions(c, cfg.caption_places, cfg.caption_see)[asked]
         out = model_io.generate(
             model_io.model, [Row(p, "", media, c["file"], c["file"]) for p, _ in caps], max_new_tokens=24
         )
@@ -471,7 +471,8 @@ def sweep(cfg, stage: Stages, qs: dict, grid: list[float]) -> tuple[dict, Path]:
 
 @dataclass
 class ScienceArguments:
-    """The science script's own keys; every ``QuickstartConfig`` key is accepted too (``--help`` lists both)."""
+    """The science script's own keys; every ``QuickstartConfig`` key is accepted too (``--help`` lists both,
+    ``--help_all`` every key)."""
 
     seeds: list[int] = field(
         default_factory=lambda: [0, 1, 2],
@@ -496,6 +497,13 @@ class ScienceArguments:
             "what it finished and writes the report)"
         },
     )
+
+
+# --help_all's section of the skip flags (cavpref.parsing.format_help); set after the class, not as a ClassVar
+# annotation, which dataclasses cannot resolve when multiprocessing re-runs this script as __mp_main__.
+ScienceArguments.help_groups = dict.fromkeys(
+    ("no_ablation", "no_sweep", "no_clean_mix"), "blocks left out (all run by default)"
+)
 
 
 def parse(argv=None) -> tuple[ScienceArguments, QuickstartConfig]:

@@ -17,9 +17,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cavpref.bench.rows import examples, write_clips
 from cavpref.parsing import parse_args
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 @dataclass
@@ -33,15 +32,15 @@ class InputsArguments:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import test_trainer_fixtures as F
+    from datasets import Dataset
 
     from cavpref.models.real_config import build_qwen_omni_processor
 
     (args,) = parse_args([InputsArguments], sys.argv[1:] if argv is None else argv, prog="real_media_inputs")
     out = Path(args.out)
-    F.write_clips(out / "media", args.height, args.width, args.seconds)
+    write_clips(out / "media", args.height, args.width, args.seconds)
     if not (out / "prefs" / "dataset_info.json").exists():
-        F.dataset(1).save_to_disk(str(out / "prefs"))
+        Dataset.from_list([e.to_row() for e in examples(1)]).save_to_disk(str(out / "prefs"))
     build_qwen_omni_processor(out / "processor")
     print(
         f"media {out / 'media'} ({args.height}x{args.width}, {args.seconds:g} s), prefs {out / 'prefs'}, "

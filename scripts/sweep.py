@@ -67,7 +67,9 @@ class SweepArguments:
         },
     )
     eval_split: str = field(default="test", metadata={"help": "split of --eval_data"})
-    eval_limit: int | None = field(default=None, metadata={"help": "items per task and setting"})
+    eval_limit: int | None = field(
+        default=None, metadata={"help": "first N items of each task and setting; 0 or unset = all"}
+    )
     eval_mode: Literal["generate", "likelihood"] = field(
         default="likelihood", metadata={"help": "answer mode"}
     )
@@ -147,16 +149,14 @@ def evaluate_run(args, run_dir: Path, task: str | None) -> dict | None:
             model=str(run_dir),
             data=args.eval_data,
             output=str(out),
-            split=args.eval_split,
             tasks=[task] if task else list(TASKS),
             limit=args.eval_limit,
             mode=args.eval_mode,
-            setting=args.eval_setting,
             media_root=args.eval_media_root,
             label=run_dir.name,
             no_judge=True,
         )
-        results = evaluate(eargs)
+        results = evaluate(eargs, {"split": args.eval_split, "setting": args.eval_setting})
     acc = {}
     for setting in results["metrics"]["settings"].values():
         for t, block in setting["tasks"].items():

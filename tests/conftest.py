@@ -19,3 +19,17 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def small_world(tmp_path_factory):
+    """A small synthetic world (6 clips per source, 64 x 64, 1 s) shared by the prep tests; copy it before
+    changing anything in it."""
+    from cavpref.data_prep.synthetic.config import WorldConfig
+    from cavpref.data_prep.synthetic.world import generate_world
+
+    out = tmp_path_factory.mktemp("small_world") / "w"
+    generate_world(
+        WorldConfig(out=str(out), seed=3, num_clips=6, workers=1, width=64, height=64, fps=4, duration=1.0)
+    )
+    return out

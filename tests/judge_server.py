@@ -8,9 +8,11 @@ test go through their whole transport path (headers, retries, timeouts), nothing
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 
 def completion(text):
@@ -66,3 +68,18 @@ class LoopbackServer:
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def publish(server: LoopbackServer, url_file: str) -> None:
+    """Write ``server``'s base URL to ``url_file`` (atomically: a waiting shell never reads half of it), then
+    serve until killed: the stand-in for a served model in the docs' examples (docs/index.md, "Examples that
+    run"), so the client's whole HTTP path runs and only the model is fixed."""
+    tmp = Path(f"{url_file}.tmp")
+    tmp.write_text(server.url)
+    tmp.replace(url_file)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":  # python tests/judge_server.py URL_FILE [REPLY]: every request answered REPLY
+    reply = sys.argv[2] if len(sys.argv) > 2 else "A"
+    publish(LoopbackServer(lambda body, n: (200, {}, completion(reply), 0)), sys.argv[1])

@@ -15,7 +15,11 @@ from cavpref.parsing import parse_args
 ROOT = Path(__file__).resolve().parents[1]
 # Keys each command's --help must list (commands whose parsers other work owns: exit 0 and some output).
 KEYS = {
-    "quickstart": [f"--{f.name}" for f in dataclasses.fields(QuickstartConfig)],
+    "quickstart": [
+        f"--{f.name}"
+        for f in dataclasses.fields(QuickstartConfig)
+        if f.name not in QuickstartConfig.help_groups
+    ],
     "world": ["--out", "--seed", "--num_clips"],
 }
 
@@ -53,11 +57,11 @@ def test_every_command_help_exits_0_and_lists_its_keys(command, capsys):
 
 def test_quickstart_reads_a_config_file_and_the_command_line_overrides_it(tmp_path):
     path = tmp_path / "qs.yaml"
-    path.write_text("small: true\nseed: 3\nmethods: [dpo, cavpref]\nsft_steps: 9\n")
+    path.write_text("preset: small\nseed: 3\nmethods: [dpo, cavpref]\nsft_steps: 9\n")
     (cfg,) = parse_args([QuickstartConfig], ["--config", str(path), "--seed", "4"], prog="cavpref quickstart")
-    assert (cfg.small, cfg.seed, cfg.methods, cfg.sft_steps) == (True, 4, ["dpo", "cavpref"], 9)
-    assert cfg.pref_steps == 3  # unset keys still take the --small default
-    path.write_text("small: true\nsft_stpes: 9\n")
+    assert (cfg.preset, cfg.seed, cfg.methods, cfg.sft_steps) == ("small", 4, ["dpo", "cavpref"], 9)
+    assert cfg.pref_steps == 3  # unset keys still take the small preset's value
+    path.write_text("preset: small\nsft_stpes: 9\n")
     with pytest.raises(ValueError, match="sft_stpes"):
         parse_args([QuickstartConfig], ["--config", str(path)])
     with pytest.raises(ValueError, match="sft_stpes"):  # on the command line too
@@ -79,7 +83,12 @@ def test_every_script_parses_with_the_one_convention_and_lists_its_keys(name, ca
     out = capsys.readouterr().out
     own = [t for t in vars(module).values() if dataclasses.is_dataclass(t) and t.__module__ == name]
     assert own, f"scripts/{name}.py declares no argument dataclass"
-    missing = [f"--{f.name}" for t in own for f in dataclasses.fields(t) if f"--{f.name}" not in out]
+    missing = [
+        f"--{f.name}"
+        for t in own
+        for f in dataclasses.fields(t)
+        if f"--{f.name}" not in out and f.name not in getattr(t, "help_groups", {})  # those: --help_all
+    ]
     assert not missing, missing
 
 
@@ -96,3 +105,30 @@ def test_sweep_reads_a_config_file_and_passes_what_follows_dashes_to_train(tmp_p
         sweep.parse(["--recipe", "r.yaml", "--out", "o"])
     with pytest.raises(ValueError, match="max_steps"):  # an unknown key is an error, not a pass-through
         sweep.parse(["--recipe", "r.yaml", "--out", "o", "--lambda_a", "1", "--max_steps", "5"])
+
+
+def test_quickstart_help_shows_the_user_keys_and_help_all_every_key(capsys):
+    """`cavpref quickstart --help` fits in a person's head (at most 12 keys); --help_all lists the rest by group,
+    each preset-controlled key with its value in every preset."""
+    code, brief = help_of(["quickstart", "--help"], capsys)
+    shown = [f.name for f in dataclasses.fields(QuickstartConfig) if f"--{f.name} " in brief]
+    assert code == 0 and 0 < len(shown) <= 12 and "--help_all" in brief, shown
+    assert "--hidden_size" not in brief and "--caption_see" not in brief
+    code, full = help_of(["quickstart", "--help_all"], capsys)
+    assert code == 0 and all(f"--{f.name} " in full for f in dataclasses.fields(QuickstartConfig))
+    for group in set(QuickstartConfig.help_groups.values()):
+        assert f"\n{group}:\n" in full
+    assert "preset: default 128 / perceiving 256 / small 32" in full  # --hidden_size's values
+
+
+def test_train_help_shows_cavpref_keys_and_help_all_the_trainer_keys(capsys):
+    code, brief = help_of(["train", "--help"], capsys)
+    assert code == 0 and "--lambda_a " in brief and "--train_dataset " in brief
+    assert "--adam_beta1 " not in brief and "inherited from transformers" in brief  # named, not listed
+    code, full = help_of(["train", "--help_all"], capsys)
+    assert (
+        code == 0
+        and "--adam_beta1 " in full
+        and "\ninherited from transformers (TrainingArguments):\n" in full
+    )
+    assert len(brief.splitlines()) < len(full.splitlines()) / 2

@@ -52,3 +52,27 @@ def test_drop_stream_removes_that_stream_only(tmp_path, stream):
 def test_drop_stream_rejects_unknown():
     with pytest.raises(ValueError, match="drop_stream"):
         EvalArgs(model="m", data="d", output="o", drop_stream="text")
+
+
+@pytest.mark.parametrize("kw", [{"drop_stream": "video"}, {"drop_stream": "audio"}, {"text_only": True}])
+def test_every_benchmark_gets_the_same_ablations(tmp_path, kw):
+    """The ablations are the pipeline's, not AVTrustBench's: an AURA run loads its clips without the
+    dropped stream, or without media (text only), and results.json says which input it had."""
+    row = {
+        "question": "Who plays?",
+        "options": {"A": "x", "B": "y"},
+        "correct_answer_key": "A",
+        "gold_reasoning": "g",
+        "video_id": "v1",
+        "category": "causal_reasoning",
+    }
+    (tmp_path / "aura.jsonl").write_text(json.dumps(row) + "\n")
+    loaded = load(EvalArgs(benchmark="aura", data=str(tmp_path / "aura.jsonl"), output="o", **kw))
+    (item,) = loaded.items
+    if kw.get("text_only"):
+        assert item.media is None and loaded.loading["input"]["streams"] == "text only (no video, no audio)"
+    else:
+        dropped = kw["drop_stream"]
+        assert has_video(item.spec) == (dropped != "video") and has_audio(item.spec) == (dropped != "audio")
+    with pytest.raises(ValueError, match="text_only already drops"):
+        EvalArgs(benchmark="aura", data="d", drop_stream="video", text_only=True)

@@ -6,11 +6,11 @@ import json
 import numpy as np
 import pytest
 import torch
-from cavpref.eval.benchmarks import aura
-from cavpref.eval.benchmarks.aura_judge import AuraJudges, is_scored, parse_fcs, parse_sanitized, score
-from cavpref.eval.benchmarks.common import BenchmarkInputError, split_response
+from cavpref.eval.benchmarks.aura import data as aura
+from cavpref.eval.benchmarks.aura.judge import AuraJudges, is_scored, parse_fcs, parse_sanitized, score
+from cavpref.eval.common import BenchmarkInputError, split_response
 from cavpref.eval.judge import ChatClient, ChatConfig
-from cavpref.eval.nli import NLIConfig, NLIScorer, entailment_index
+from cavpref.eval.benchmarks.aura.nli import NLIConfig, NLIScorer, entailment_index
 from judge_server import LoopbackServer, completion
 
 from cavpref.data import BenchmarkItem

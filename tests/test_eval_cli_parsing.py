@@ -11,7 +11,7 @@ def test_avtrustbench_yaml_plus_overrides(tmp_path):
     cfg = tmp_path / "e.yaml"
     cfg.write_text("model: ckpt\ndata: bench\noutput: run\nlimit: 10\nnum_frames: 4\njudge_model: jm\n")
     for argv in ([str(cfg), "--limit", "3"], ["--config", str(cfg), "--limit", "3"]):
-        (args,) = parse("avtrustbench", argv)
+        args, _ = parse("avtrustbench", argv)
         assert (args.model, args.data, args.output, args.limit, args.num_frames) == (
             "ckpt",
             "bench",
@@ -69,8 +69,8 @@ def test_benchmark_help_lists_shared_groups(capsys):
 def test_benchmark_yaml_plus_overrides(tmp_path):
     cfg = tmp_path / "m.yaml"
     cfg.write_text("model: m\ndata: d\noutput: o\nprotocol: official\nraters: 3\n")
-    (args,) = parse("mmar", [str(cfg), "--raters", "5"])
-    assert (args.protocol, args.raters, args.max_new_tokens) == ("official", 5, 1024)
+    args, options = parse("mmar", [str(cfg), "--raters", "5"])
+    assert (args.protocol, options.raters, args.max_new_tokens) == ("official", 5, 1024)
 
 
 def test_compare_positional_and_flags(tmp_path):

@@ -2,6 +2,7 @@
 
 import pytest
 from cavpref.eval.circular import circular_outcome, n_passes, next_pass, rotate
+from cavpref.data_prep.tasks import TASK_SPECS
 from cavpref.eval.extract import ABSTAIN, ABSTENTIONS, is_correct, match_choice
 
 YN = {"A": "Yes", "B": "No"}
@@ -135,3 +136,71 @@ def test_early_stopping_and_outcomes():
     assert circular_outcome([False], 5).passes_saved == 4
     with pytest.raises(ValueError, match="undecided"):
         circular_outcome([True], 4)
+
+
+# ---------------------------------------------------------------------------------------------- the paper's abstentions
+
+# Section 4.1: "For QA pairs with no correct choice standard accepted answers are 'None of the above', 'The
+# choices are irrelevant', 'the video and question are mismatched' and their variants (in the base setting)".
+PAPER_ABSTENTIONS = (
+    "None of the above.",
+    "None of the options.",
+    "The choices are irrelevant.",
+    "The options are irrelevant to the question.",
+    "These answer choices seem unrelated.",
+    "Irrelevant choices.",
+    "The video and question are mismatched.",
+    "The video and the question are mismatched.",
+    "The audio and the question are unrelated.",
+    "The question is mismatched with the video.",
+    "The video does not match the question.",
+    "There is a mismatch between the video and the question.",
+)
+# B.2's task-specific options (the judge's extra options), each accepted on its own task
+TASK_ABSTENTIONS = {
+    "MCIT": ("The provided options are incorrect.", "I cannot answer."),
+    "ICIT": ("No option is correct.", "Irrelevant options."),
+    "MVIT": ("The visual is incompatible with the question.",),
+    "MAIT": ("The audio is incompatible with the question.",),
+    "COT-Swap": ("The visual and audio are incompatible.",),
+    "MAT": ("The audio is missing.",),
+    "MVT": ("The video is missing.",),
+}
+ABSTAINING = tuple(t for t, spec in sorted(TASK_SPECS.items()) if spec.abstains)
+BASE = {k: v for k, v in FOUR.items() if k != "E"}  # the base setting: no "None of the above" option
+
+
+def test_the_abstaining_tasks_are_those_the_paper_lists():
+    assert set(ABSTAINING) == set(TASK_ABSTENTIONS)
+
+
+@pytest.mark.parametrize("task", ABSTAINING)
+@pytest.mark.parametrize("phrase", PAPER_ABSTENTIONS)
+def test_every_paper_abstention_is_right_on_every_abstaining_task(task, phrase):
+    """Base setting: no correct option, no "None of the above" option; every listed phrase is an abstention
+    and so right, on every task whose answer is to abstain (MCIT used to score "The choices are
+    irrelevant." wrong without a judge)."""
+    ext = match_choice(phrase, BASE, task=task, abstain_letter=None)
+    assert (ext.choice, ext.method) == (ABSTAIN, "heuristic"), ext
+    assert is_correct(ext.choice, None)
+
+
+@pytest.mark.parametrize("task, phrase", [(t, p) for t, ps in TASK_ABSTENTIONS.items() for p in ps])
+def test_each_task_accepts_its_own_b2_abstentions(task, phrase):
+    ext = match_choice(phrase, BASE, task=task, abstain_letter=None)
+    assert ext.choice == ABSTAIN and is_correct(ext.choice, None), ext
+    # in the instruction setting the same words choose the item's "None of the above" letter
+    assert match_choice(phrase, FOUR, task=task, abstain_letter="E").choice == "E"
+
+
+@pytest.mark.parametrize("phrase", PAPER_ABSTENTIONS)
+def test_an_abstention_on_an_answerable_question_is_wrong(phrase):
+    ext = match_choice(phrase, BASE, task="CLEAN", abstain_letter=None)
+    assert ext.choice == ABSTAIN and not is_correct(ext.choice, "B")
+
+
+@pytest.mark.parametrize(
+    "text", ["The video and audio are in sync.", "The question asks about the violin.", "A match is lit."]
+)
+def test_plain_answers_are_not_abstentions(text):
+    assert match_choice(text, BASE, task="MCIT", abstain_letter=None).choice != ABSTAIN

@@ -5,10 +5,16 @@ import json
 import re
 
 import pytest
-from cavpref.eval.benchmarks import mmar
-from cavpref.eval.benchmarks.common import BenchmarkInputError, trim_min_max
-from cavpref.eval.benchmarks.mmar import MMARRecord, is_correct, parse_rubric_reply, string_match, summary
-from cavpref.eval.benchmarks.mmar_judge import MMARJudge, ratings_of, score
+from cavpref.eval.benchmarks.mmar import data as mmar
+from cavpref.eval.common import BenchmarkInputError, trim_min_max
+from cavpref.eval.benchmarks.mmar.data import (
+    MMARRecord,
+    is_correct,
+    parse_rubric_reply,
+    string_match,
+    summary,
+)
+from cavpref.eval.benchmarks.mmar.judge import MMARJudge, ratings_of, score
 from cavpref.eval.judge import ChatClient, ChatConfig
 from judge_server import LoopbackServer, completion
 
@@ -380,3 +386,151 @@ def test_cli_audio_only_run_and_released_predictions(tmp_path, capsys):
         == 2
     )
     assert "no mmar items selected (the file holds none)" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- what a rater is (issue 45)
+
+
+def _twenty_items(tmp_path):
+    rows = [
+        {**RECORDS[0], "id": f"r{i}", "question": f"Where might music {i} come from?", "rubric": rubric()}
+        for i in range(20)
+    ]
+    path = tmp_path / "MMAR-meta.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return mmar.read(path)
+
+
+@pytest.mark.parametrize("protocol", ["official", "paper"])
+def test_a_rater_is_one_independent_request_every_run(tmp_path, protocol):
+    """Under --protocol official the five raters send identical requests (seed 42). Each is its own call with
+    its own cache entry, so the judge receives exactly K requests per rated item on every fresh run, whatever
+    the thread timing (it used to receive 5, 4, 3 or 2: a rater starting after an identical reply was cached
+    got that reply), and none on a rerun."""
+    items = _twenty_items(tmp_path)
+
+    def reply(body, n):  # a slow judge, so the five identical requests overlap in flight
+        return 200, {}, completion(json.dumps([{"score": 1}] * 5)), 0.02
+
+    server = LoopbackServer(reply)
+    answers, reasonings = ["Open Grassland"] * 20, ["Throat singing carries."] * 20
+    counts = []
+    try:
+        for run in range(3):  # three fresh runs, each with its own cache
+            before = len(server.requests)
+            cfg = ChatConfig(base_url=server.url, model="j", cache_path=str(tmp_path / f"c{run}.sqlite"))
+            with ChatClient(cfg) as client:
+                recs = score(items, answers, reasonings, MMARJudge(client, protocol=protocol))
+            counts.append(len(server.requests) - before)
+            assert all(ratings_of(r) == (1.0,) * 5 for r in recs)
+        with ChatClient(cfg) as client:  # a rerun on the last cache: every rating from the cache
+            before = len(server.requests)
+            again = score(items, answers, reasonings, MMARJudge(client, protocol=protocol))
+            assert len(server.requests) == before and client.stats["cache_hits"] == 100
+    finally:
+        server.close()
+    assert counts == [100, 100, 100]  # 20 rated items x 5 raters, every time
+    assert [r["ratings"] for r in again] == [r["ratings"] for r in recs]
+    seeds = {r["body"]["seed"] for r in server.requests}
+    assert seeds == ({42} if protocol == "official" else {42, 43, 44, 45, 46})
+
+
+def test_identical_requests_in_flight_share_one_call(tmp_path):
+    """Without a tag, identical requests sent at once (two items with the same prompt) are one call: the
+    later ones wait for it, so the count does not depend on which finished first."""
+    server = LoopbackServer(lambda body, n: (200, {}, completion("ok"), 0.05))
+    try:
+        with ChatClient(
+            ChatConfig(base_url=server.url, model="j", cache_path=str(tmp_path / "c.sqlite"))
+        ) as c:
+            got = c.chat_many([[{"role": "user", "content": "same"}]] * 8)
+            assert len(server.requests) == 1 and [r.text for r in got] == ["ok"] * 8
+            tagged = [c.chat([{"role": "user", "content": "same"}], cache_tag=f"rater {k}") for k in range(3)]
+            assert len(server.requests) == 4 and all(r.ok for r in tagged)
+    finally:
+        server.close()
+
+
+# ----------------------------------------------------------------------------- five inference runs (issue 45)
+
+
+def test_inference_runs_metric_by_hand():
+    """Three items, five runs. Run j: which items are right and their r values; Avg / Rubrics / CRS per run,
+    then the mean of the middle three of each."""
+    right = [[1, 1, 0], [1, 0, 0], [1, 1, 1], [0, 0, 0], [1, 1, 0]]  # run x item
+    r = [[0.8, 0.6, 0.0], [0.4, 0.0, 0.0], [1.0, 0.8, 0.6], [0.0, 0.0, 0.0], [0.6, 0.6, 0.0]]
+    per_item = [
+        [
+            MMARRecord(f"i{i}", bool(right[j][i]), (r[j][i],) * 3 if right[j][i] else (), "music")
+            for j in range(5)
+        ]
+        for i in range(3)
+    ]
+    got = mmar.inference_runs(per_item)
+    # Avg per run: 66.7, 33.3, 100, 0, 66.7 -> middle three 33.3, 66.7, 66.7 -> 55.56
+    assert got["Avg"] == pytest.approx((100 / 3 + 200 / 3 + 200 / 3) / 3)
+    # Rubrics per run: 1.4/3, 0.4/3, 2.4/3, 0, 1.2/3 -> middle three 0.4/3, 1.2/3, 1.4/3 -> 100 * 1.0 / 3
+    assert got["Rubrics"] == pytest.approx(100 * (0.4 + 1.2 + 1.4) / 9)
+    # CRS per run: 0.7, 0.4, 0.8, 0 (no correct answer), 0.6 -> middle three 0.4, 0.6, 0.7
+    assert got["CRS"] == pytest.approx(100 * (0.4 + 0.6 + 0.7) / 3)
+    assert got["runs"] == 5 and [x["n_correct"] for x in got["per_run"]] == [2, 1, 3, 0, 2]
+
+
+def test_five_inference_runs_sample_resume_and_name_their_protocol(tmp_path):
+    """`--runs 5`: the served model is asked five times per item with seeds run_seed + k (sampling), every
+    run's record is kept, a rerun reuses all of them, and the report says which protocol produced the
+    numbers."""
+    import numpy as np
+    import soundfile as sf
+
+    from cavpref.apps.cli import main as cavpref_main
+
+    root = tmp_path / "MMAR"
+    (root / "audio").mkdir(parents=True)
+    for r in RECORDS[:2]:
+        sf.write(root / "audio" / f"{r['id']}.wav", np.zeros(8000, np.float32), 16000)
+    (root / "MMAR-meta.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS[:2]))
+    right = {"Where might": "Open Grassland", "Does the man": "Too little"}
+
+    def reply(body, n):
+        if body["model"] == "omni":
+            text = next(p["text"] for p in body["messages"][0]["content"] if p["type"] == "text")
+            q = next(k for k in right if text.startswith(k))
+            assert body["temperature"] == 0.7
+            wrong = (body["seed"] - 10) % 5 < (2 if q == "Where might" else 4)  # q1 right in 3 runs, q2 in 1
+            return 200, {}, completion(f"Reasoning: r\nAnswer: {'Dense Forest' if wrong else right[q]}"), 0
+        return 200, {}, completion(json.dumps([{"score": int(i < 4)} for i in range(5)])), 0
+
+    server = LoopbackServer(reply)
+    run = tmp_path / "run"
+    argv = [
+        "eval", "mmar", "--model", server.url, "--endpoint_model", "omni", "--data", str(root / "MMAR-meta.jsonl"),
+        "--output", str(run), "--judge_model", "j", "--judge_base_url", server.url, "--runs", "5",
+        "--run_seed", "10", "--run_temperature", "0.7",
+    ]  # fmt: skip
+    try:
+        assert cavpref_main(argv) == 0
+        model_calls = [r for r in server.requests if r["body"]["model"] == "omni"]
+        assert sorted(r["body"]["seed"] for r in model_calls) == [10, 10, 11, 11, 12, 12, 13, 13, 14, 14]
+        assert cavpref_main(argv) == 0  # resumed: nothing asked again
+        assert len([r for r in server.requests if r["body"]["model"] == "omni"]) == 10
+    finally:
+        server.close()
+    results = json.loads((run / "results.json").read_text())
+    block = results["metrics"]["inference_runs"]["overall"]
+    # runs 0-4: q1 right in runs 2, 3, 4; q2 right in run 4 -> Avg per run 0, 0, 50, 50, 100 -> middle 33.3
+    assert [x["Avg"] for x in block["per_run"]] == [0.0, 0.0, 50.0, 50.0, 100.0]
+    assert block["Avg"] == pytest.approx(100 / 3)
+    assert block["CRS"] == pytest.approx(80.0 * 2 / 3)  # run CRS 0, 0, 80, 80, 80 -> middle three
+    assert results["evaluation"]["inference_runs"] == {
+        "runs": 5,
+        "seeds": [10, 11, 12, 13, 14],
+        "temperature": 0.7,
+    }
+    records = [json.loads(x) for x in (run / "records.rank0.jsonl").read_text().splitlines()]
+    assert sorted((r["item_id"], r["run"]) for r in records) == [
+        (i, k) for i in ("q1", "q2") for k in range(5)
+    ]
+    report = (run / "report.md").read_text()
+    assert "R inference runs, mean of the middle three — the model answered R times" in report
+    assert "sampling seeds [10, 11, 12, 13, 14]" in report

@@ -129,6 +129,11 @@ def args_for(bench, out, judge_url=None, **kw):
     return EvalArgs(data=str(bench / "items.jsonl"), output=str(out), num_frames=2, **extra, **kw)
 
 
+def vanilla(**kw):
+    """AVTrustBench's own key (its Options), next to the shared EvalArgs."""
+    return {"vanilla": True, **kw}
+
+
 class Dying:
     """The real backend, interrupted (like Ctrl-C) on its ``after``-th generate call."""
 
@@ -271,10 +276,10 @@ def test_fingerprint_and_keys_follow_the_weights(backend, bench, tmp_path):
 def test_changed_generation_config_or_prompt_is_never_served_stale_answers(backend, bench, tmp_path):
     """The record key holds the model fingerprint, the generation config and the prompt: the same run folder
     with any of them changed recomputes every pass; unchanged, it recomputes none."""
-    kw = {"vanilla": True, "tasks": ["CAT", "MVT"]}
 
-    def run(backend_, **extra):
-        evaluate(args_for(bench, tmp_path, **kw, **extra), backend=backend_, rank=0, world=1)
+    def run(backend_, **options):
+        args = args_for(bench, tmp_path, tasks=["CAT", "MVT"])
+        evaluate(args, vanilla(**options), backend=backend_, rank=0, world=1)
         log = json.loads((tmp_path / "run_log.rank0.json").read_text())
         return log["passes_reused"], log["passes_computed"]
 
@@ -312,7 +317,8 @@ def test_endpoint_model_receives_the_decoded_media(bench, tmp_path):
             ChatConfig(base_url=server.url, model="served-omni", max_retries=0, env_prefix="X")
         )
         res = evaluate(
-            args_for(bench, tmp_path, vanilla=True, tasks=["MCIT", "MAT", "MVT", "CAT"]),
+            args_for(bench, tmp_path, tasks=["MCIT", "MAT", "MVT", "CAT"]),
+            vanilla(),
             backend=EndpointBackend(client),
             rank=0,
             world=1,
@@ -339,16 +345,15 @@ def test_endpoint_model_receives_the_decoded_media(bench, tmp_path):
 def test_judge_outage_is_recorded_then_rejudged_without_regenerating(backend, bench, judge_url, tmp_path):
     down = LoopbackServer(lambda body, n: (503, {}, {"error": "down"}, 0))
     try:
-        args = args_for(
-            bench, tmp_path, down.url, vanilla=True, tasks=["MCIT", "MAT", "MVT"], judge_max_retries=0
-        )
-        first = evaluate(args, backend=backend, rank=0, world=1)
+        args = args_for(bench, tmp_path, down.url, tasks=["MCIT", "MAT", "MVT"], judge_max_retries=0)
+        first = evaluate(args, vanilla(), backend=backend, rank=0, world=1)
     finally:
         down.close()
     errors = first["metrics"]["counts"]["unparsed_reasons"].get("judge error", 0)
     assert errors >= 1  # the tiny model's free text names none of the nonsense options
     again = evaluate(
-        args_for(bench, tmp_path, judge_url, vanilla=True, tasks=["MCIT", "MAT", "MVT"]),
+        args_for(bench, tmp_path, judge_url, tasks=["MCIT", "MAT", "MVT"]),
+        vanilla(),
         backend=backend,
         rank=0,
         world=1,
@@ -370,3 +375,21 @@ def test_local_model_takes_the_training_audio_length(tmp_path):
     default = build_backend(EvalArgs(model=path, data="x", output=str(tmp_path / "o")))
     short = build_backend(EvalArgs(model=path, data="x", output=str(tmp_path / "o"), audio_max_seconds=4.0))
     assert default.model_io.audio_samples == 30 * 16000 and short.model_io.audio_samples == 4 * 16000
+
+
+def test_sampled_passes_are_seeded_and_reproducible(backend):
+    """MMAR's inference runs sample: the same seed and batch give the same answers, another seed other
+    answers, and greedy decoding is untouched."""
+    prompts, media, keys = ["Say something.", "Say more."], [None, None], ["k1", "k2"]
+    greedy = backend.generate(prompts, media, keys)
+    assert backend.generate(prompts, media, keys) == greedy
+
+    def sampled(seed):
+        return backend.generate(
+            prompts, media, keys, sampling={"do_sample": True, "temperature": 1.5, "seed": seed}
+        )
+
+    first = sampled(1)
+    assert sampled(1) == first
+    assert any(sampled(s) != first for s in (2, 3, 4))
+    assert backend.generate(prompts, media, keys) == greedy

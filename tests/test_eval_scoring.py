@@ -4,11 +4,12 @@ import json
 
 import pytest
 from cavpref.eval.cli import main as eval_main
-from cavpref.eval.loader import DataError, load_items
-from cavpref.eval.metrics import ItemOutcome, accuracy_block, dimension_means, summarize
+from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
+from cavpref.eval.benchmarks.avtrustbench.metrics import dimension_means, summarize
+from cavpref.eval.metrics import ItemOutcome, accuracy_block
 from cavpref.eval.pipeline import EvalArgs, score_predictions
 from cavpref.eval.registry import write_reports
-from cavpref.eval.report import compare
+from cavpref.eval.compare import compare
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, mute, to_json
@@ -136,7 +137,7 @@ def test_vanilla_and_missing_predictions_reconcile(tmp_path, bench):
     c = res["metrics"]["counts"]
     assert (c["items"], c["evaluated"], c["skipped"], c["incomplete"]) == (4, 3, 1, 0)
     assert c["skip_reasons"] == {"no prediction": 1}
-    van = score_predictions(EvalArgs(data=str(bench), vanilla=True), preds)["metrics"]
+    van = score_predictions(EvalArgs(data=str(bench)), preds, {"vanilla": True})["metrics"]
     assert (
         van["overall"]["circular"] is None
         and van["overall"]["vanilla"] == 50.0
@@ -148,10 +149,14 @@ def test_choice_predictions_and_their_validation(tmp_path, bench):
     rows = [
         {"id": it.id, "rotation": 0, "choice": "ABSTAIN" if it.answer is None else it.answer} for it in ITEMS
     ]
-    res = score_predictions(EvalArgs(data=str(bench), vanilla=True), write_jsonl(tmp_path / "p.jsonl", rows))
+    res = score_predictions(
+        EvalArgs(data=str(bench)), write_jsonl(tmp_path / "p.jsonl", rows), {"vanilla": True}
+    )
     assert res["metrics"]["overall"]["vanilla"] == 100.0
     rows[0]["choice"] = "Q"
-    res = score_predictions(EvalArgs(data=str(bench), vanilla=True), write_jsonl(tmp_path / "p.jsonl", rows))
+    res = score_predictions(
+        EvalArgs(data=str(bench)), write_jsonl(tmp_path / "p.jsonl", rows), {"vanilla": True}
+    )
     assert res["metrics"]["overall"]["vanilla"] == 75.0 and res["metrics"]["overall"]["unparsed_rate"] == 25.0
     write_jsonl(tmp_path / "bad.jsonl", [{"id": "i1", "response": "A", "choice": "A"}])
     with pytest.raises(DataError, match=r"bad\.jsonl: line 1: give exactly one of"):
@@ -175,12 +180,11 @@ def test_judge_handles_what_heuristics_cannot(tmp_path, bench):
         ]
         args = EvalArgs(
             data=str(bench),
-            vanilla=True,
             judge_model="jm",
             judge_base_url=server.url,
             judge_cache=str(tmp_path / "c.sqlite"),
         )
-        res = score_predictions(args, write_jsonl(tmp_path / "p.jsonl", rows))
+        res = score_predictions(args, write_jsonl(tmp_path / "p.jsonl", rows), {"vanilla": True})
     finally:
         server.close()
     m = res["metrics"]
@@ -262,7 +266,7 @@ def test_report_plots_and_compare(tmp_path, bench):
     assert table.splitlines()[0] == "| Method | MCIT | CAT |"
     assert "ZS: external predictions / circular; CAVPref: external predictions / circular" in table
     assert "Warning" not in table
-    vanilla = score_predictions(EvalArgs(data=str(bench), label="V", vanilla=True), tmp_path / "a.jsonl")
+    vanilla = score_predictions(EvalArgs(data=str(bench), label="V"), tmp_path / "a.jsonl", {"vanilla": True})
     assert "mix protocols" in compare([zs, vanilla]) and "mix protocols" not in compare(
         [zs, vanilla], metric="vanilla"
     )

@@ -6,8 +6,8 @@ from cavpref.eval.cli import main as eval_main
 from cavpref.eval.metrics import ItemOutcome
 from cavpref.eval.pipeline import EvalArgs, score_predictions
 from cavpref.eval.registry import get, write_reports
-from cavpref.eval.report import compare
-from cavpref.eval.trust import reference_outcomes, references, trust_summary
+from cavpref.eval.compare import compare
+from cavpref.eval.benchmarks.avtrustbench.trust import reference_outcomes, references, trust_summary
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, to_json
@@ -153,7 +153,9 @@ def test_scored_run_compare_and_report_carry_trust_and_reference_rows(tmp_path):
         path = tmp_path / f"{name}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in _predictions(choose)))
         res = score_predictions(
-            EvalArgs(data=str(data), label=name, setting="instruction", tasks=["MVIT", "CAT", "CLEAN"]), path
+            EvalArgs(data=str(data), label=name, tasks=["MVIT", "CAT", "CLEAN"]),
+            path,
+            {"setting": "instruction"},
         )
         write_reports(res, tmp_path / name)
         return res
@@ -170,7 +172,7 @@ def test_scored_run_compare_and_report_carry_trust_and_reference_rows(tmp_path):
     assert bad["metrics"]["trust"]["settings"]["instruction"]["paired"]["circular"] == 0.0
     assert good["metrics"]["trust"]["settings"]["instruction"]["paired"]["circular"] == 100.0
     assert bad["metrics"]["trust"]["settings"]["instruction"]["false_abstention"] == 100.0
-    assert get("avtrustbench").headline(good)["trust"]["instruction"] == {
+    assert get("avtrustbench")().headline(good)["trust"]["instruction"] == {
         "paired": 100.0,
         "paired_n": 3,
         "false_abstention": 0.0,

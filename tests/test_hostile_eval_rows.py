@@ -4,7 +4,7 @@ named in words, never silently truncated nor a raw KeyError."""
 import json
 
 import pytest
-from cavpref.eval.loader import DataError, load_items
+from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
 
 from cavpref.data import BenchmarkItem
 

@@ -51,7 +51,8 @@ def test_an_over_long_question_is_skipped_with_its_item_named_before_the_model(t
 
     adapter.generate_ids = spy
     res = evaluate(
-        EvalArgs(data=str(data), output=str(tmp_path / "run"), vanilla=True, no_judge=True),
+        EvalArgs(data=str(data), output=str(tmp_path / "run"), no_judge=True),
+        {"vanilla": True},
         backend=ModelIOBackend(adapter, generation={"max_new_tokens": 2}),
         rank=0,
         world=1,

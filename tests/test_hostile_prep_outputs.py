@@ -10,9 +10,7 @@ import shutil
 import pytest
 from cavpref.data_prep.build import PrepConfig, build, merge
 from cavpref.data_prep.build import pipeline as build_module
-from cavpref.data_prep.synthetic.config import WorldConfig
-from cavpref.data_prep.synthetic.world import generate_world
-from cavpref.eval.loader import DataError, load_items
+from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
 
 merge_module = importlib.import_module(
     "cavpref.data_prep.build.merge"
@@ -22,12 +20,8 @@ TASKS = ["CLEAN", "MCIT", "MAT"]
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    out = tmp_path_factory.mktemp("world") / "w"
-    generate_world(
-        WorldConfig(out=str(out), seed=3, num_clips=6, workers=1, width=64, height=64, fps=4, duration=1.0)
-    )
-    return out
+def world(small_world):  # tests/conftest.py
+    return small_world
 
 
 def cfg(world, out, **kw):

@@ -67,13 +67,12 @@ def test_a_key_echoed_by_endpoint_and_judge_is_redacted_everywhere(tmp_path, mon
         args = EvalArgs(
             data=str(_items(tmp_path)),
             output=str(tmp_path / "run"),
-            vanilla=True,
             judge_model="j",
             judge_base_url=judge.url,
             judge_max_retries=0,
         )
         with caplog.at_level(logging.DEBUG):
-            res = evaluate(args, backend=EndpointBackend(client), rank=0, world=1)
+            res = evaluate(args, {"vanilla": True}, backend=EndpointBackend(client), rank=0, world=1)
     finally:
         endpoint.close()
         judge.close()
@@ -96,14 +95,13 @@ def test_credentials_in_model_and_judge_urls_never_reach_results_json(tmp_path, 
         args = EvalArgs(
             data=str(_items(tmp_path)),
             output=str(tmp_path / "run"),
-            vanilla=True,
             model=model_url,
             endpoint_model="served",
             judge_model="j",
             judge_base_url=judge_url,
             judge_max_retries=0,
         )
-        res = evaluate(args, rank=0, world=1)
+        res = evaluate(args, {"vanilla": True}, rank=0, world=1)
     finally:
         endpoint.close()
         judge.close()
@@ -111,3 +109,76 @@ def test_credentials_in_model_and_judge_urls_never_reach_results_json(tmp_path, 
     for secret in ("sk-url-password-77", "sk-query-key-88", "sk-judge-token-99", "alice"):
         assert secret not in text, secret
     assert res["config"]["model"] == f"http://{host}?region=eu"  # non-secret parameters are kept
+
+
+def test_a_key_read_with_a_trailing_carriage_return_is_sent_stripped_and_never_written(tmp_path, monkeypatch):
+    """Issue 40 #19: a key with a trailing `\\r` (a Windows-edited .env) failed as an illegal header whose error
+    message carried the key escaped (`…\\\\r`), past the redaction, into records.rank0.jsonl."""
+    key = "sk-carriage-return-key-5678"
+    monkeypatch.setenv("CAVPREF_ENDPOINT_API_KEY", key + "\r")
+
+    def reply(body, n):  # echoes what it received, as some servers do in a 401
+        return 401, {}, {"error": f"invalid key {endpoint.requests[-1]['headers'].get('Authorization')!r}"}, 0
+
+    endpoint = LoopbackServer(reply)
+    try:
+        args = EvalArgs(
+            data=str(_items(tmp_path)),
+            output=str(tmp_path / "run"),
+            vanilla=True,
+            model=endpoint.url,
+            endpoint_model="served",
+            endpoint_max_retries=0,
+            no_judge=True,
+        )
+        evaluate(args, rank=0, world=1)
+    finally:
+        endpoint.close()
+    assert endpoint.requests and endpoint.requests[0]["headers"]["Authorization"] == f"Bearer {key}"
+    written = _everything_written(tmp_path / "run")
+    assert "invalid key" in written and key not in written and key[:12] not in written
+
+
+def test_credential_query_parameters_and_url_user_info_stay_out_of_files_and_off_the_header(
+    tmp_path, monkeypatch
+):
+    """Issue 40 #20 and #21: Azure Functions' `?code=` key reached results.json; `user:password@` in the URL
+    replaced the configured Bearer key (the server received Basic auth); a base URL with `?api-version=…`
+    got `/chat/completions` appended after its query."""
+    key = "sk-configured-bearer-key-2468"
+    monkeypatch.setenv("CAVPREF_ENDPOINT_API_KEY", key)
+    endpoint = LoopbackServer(lambda body, n: (200, {}, completion("A"), 0))
+    host = endpoint.url.split("//")[1]
+    url = f"http://bob:url-password-1357@{host}?api-version=2024-06-01&code=az-function-key-9753"
+    try:
+        args = EvalArgs(
+            data=str(_items(tmp_path)),
+            output=str(tmp_path / "run"),
+            vanilla=True,
+            model=url,
+            endpoint_model="served",
+            no_judge=True,
+        )
+        res = evaluate(args, rank=0, world=1)
+    finally:
+        endpoint.close()
+    sent = endpoint.requests[0]
+    assert sent["headers"]["Authorization"] == f"Bearer {key}"  # the configured key, not Basic bob:…
+    assert sent["path"] == "/v1/chat/completions?api-version=2024-06-01&code=az-function-key-9753"
+    written = _everything_written(tmp_path / "run") + json.dumps(res)
+    for secret in ("az-function-key-9753", "url-password-1357", "bob", key):
+        assert secret not in written, secret
+    assert res["config"]["model"] == f"http://{host}?api-version=2024-06-01"
+
+
+def test_url_user_info_is_basic_auth_only_when_no_key_is_configured(monkeypatch):
+    monkeypatch.delenv("CAVPREF_JUDGE_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server = LoopbackServer(lambda body, n: (200, {}, completion("A"), 0))
+    host = server.url.split("//")[1]
+    try:
+        with ChatClient(ChatConfig(base_url=f"http://carol:pw-5555@{host}", model="j")) as client:
+            assert client.chat([{"role": "user", "content": "hi"}]).ok
+    finally:
+        server.close()
+    assert server.requests[0]["headers"]["Authorization"] == "Basic Y2Fyb2w6cHctNTU1NQ=="  # carol:pw-5555

@@ -100,18 +100,20 @@ def test_eval_counts_items_evaluated_with_a_missing_stream_or_refuses_them(media
     )
     args = dict(
         data=str(data),
-        vanilla=True,
         no_judge=True,
         num_frames=2,
         media_root=str(media),
         tasks=["CLEAN", "MCIT", "MAT"],
     )
-    res = evaluate(EvalArgs(output=str(tmp_path / "run"), **args), backend=backend, rank=0, world=1)
+    res = evaluate(
+        EvalArgs(output=str(tmp_path / "run"), **args), {"vanilla": True}, backend=backend, rank=0, world=1
+    )
     assert res["missing_streams"] == {"CLEAN": {"audio": 1}, "MCIT": {"audio": 1}}
     assert (tmp_path / "run" / "results.json").read_text().count("missing_streams") >= 1
     with pytest.raises(MediaError, match=r"c1.*no audio stream in a\.mp4"):
         evaluate(
             EvalArgs(output=str(tmp_path / "strict"), missing_stream="error", **args),
+            {"vanilla": True},
             backend=backend,
             rank=0,
             world=1,
@@ -147,7 +149,10 @@ def test_training_counts_rows_trained_with_a_missing_stream_or_refuses_them(fx, 
         "save_merged": False,
         "logging_steps": 1,
         "skip_bad_rows": True,  # the swapped-audio rows of a.mp4 cannot decode at all: skipped, counted
-        "model": {"model_name_or_path": str(fx["model"]), "dtype": "float32", "lora_r": 0, "num_frames": 2},
+        "model_name_or_path": str(fx["model"]),
+        "dtype": "float32",
+        "lora_r": 0,
+        "num_frames": 2,
     }
     rec = tmp_path / "r.yaml"
     rec.write_text(yaml.safe_dump(cfg))
@@ -163,4 +168,4 @@ def test_training_counts_rows_trained_with_a_missing_stream_or_refuses_them(fx, 
     cfg["skip_bad_rows"] = False
     rec.write_text(yaml.safe_dump(cfg))
     with pytest.raises(BadRowError):
-        main([str(rec), "--output_dir", str(tmp_path / "strict2"), "--missing_stream", "error"])
+        main([str(rec), "--output_dir", str(tmp_path / "strict2"), "--missing_stream", "error", "--debug"])

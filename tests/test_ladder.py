@@ -75,7 +75,7 @@ def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     report and plots; the checkpoint at step N is bit for bit the run trained to N steps."""
     from cavpref.apps.quickstart import QuickstartConfig, run
 
-    run(QuickstartConfig(out=str(tmp_path / "qs"), small=True))
+    run(QuickstartConfig(out=str(tmp_path / "qs"), preset="small"))
     ladder = script("ladder")
     args = ["--source", str(tmp_path / "qs"), "--out", str(tmp_path / "lad"), "--budgets", "2", "4"]
     args += [
@@ -115,6 +115,10 @@ def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     text = (lad / "ladder.md").read_text()
     assert "## Which option score moves" in text and "## Decisive table" in text
     assert (lad / "plots" / "ladder_paired_trust.png").stat().st_size > 0
+    # every preference run read the reference log-probs its mix's ref stage cached (the reference-cache key,
+    # derived from the collator and the model I/O's settings, is the same): no run added an entry of its own
+    refs = list(lad.glob("ref/**/.done.json"))
+    assert len(refs) == 4 and len(list((lad / "ref_cache").iterdir())) == len(refs)
     rec = json.loads((lad / "ceiling" / "data" / ".done.json").read_text())
     assert rec["rows"] == rec["perturbed"] + rec["clean_twins"] and rec["clean_twins"] > 0
     # seed 1's 2-step DPO run (its own run folder) vs seed 0's: a different run; seed 0's 2-step checkpoint

@@ -5,7 +5,8 @@ protocol has decided, per-protocol outcomes."""
 from __future__ import annotations
 
 import pytest
-from cavpref.eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
+from cavpref.eval.args import EvalArgs
+from cavpref.eval.benchmarks.avtrustbench import AVTrustBench
 from cavpref.eval.option_score import OPTION_SCORES, best_option, option_values
 from cavpref.eval.runner import Job
 
@@ -29,7 +30,7 @@ def test_letterless_candidate_ties_and_errors():
     with pytest.raises(ValueError, match="option_score must be one of"):
         option_values(SCORES, "mean")
     with pytest.raises(ValueError, match="--option_score must be one of"):
-        AVTrustBenchOptions(mode="likelihood", option_score="mean")
+        EvalArgs(mode="likelihood", option_score="mean")
 
 
 def _item():
@@ -55,7 +56,7 @@ def _pass(bench, item, k, winners):
 
 
 def test_circular_runs_until_every_protocol_decided_and_reads_each():
-    bench = AVTrustBench(AVTrustBenchOptions(mode="likelihood", option_score="letter"))
+    bench = AVTrustBench(EvalArgs(mode="likelihood", option_score="letter"))
     item = _item()
     assert bench.request(item, 0).letters == ["A", "B", "C"]
     # winners per pass (sum, per_token, letter): sum wrong at pass 0; per token right on all three passes;
@@ -81,11 +82,11 @@ def test_circular_runs_until_every_protocol_decided_and_reads_each():
     assert (headline.vanilla, headline.circular) == (True, False)  # the configured protocol: letter
     # a record written under another headline protocol is re-read from its scores, never re-run
     assert bench.needs_rescore(recs[0]) is False
-    assert AVTrustBench(AVTrustBenchOptions(mode="likelihood")).needs_rescore(recs[0]) is True
+    assert AVTrustBench(EvalArgs(mode="likelihood")).needs_rescore(recs[0]) is True
 
 
 def test_circular_stops_when_every_protocol_failed():
-    bench = AVTrustBench(AVTrustBenchOptions(mode="likelihood"))
+    bench = AVTrustBench(EvalArgs(mode="likelihood"))
     item = _item()
     recs = [_pass(bench, item, 0, ("x", "x", "x"))]
     assert bench.next_pass(item, recs) == 1

@@ -8,7 +8,8 @@ import pytest
 from cavpref.data_prep.build import PrepConfig, build
 from cavpref.data_prep.build.rotation import circular_sft_rows
 from cavpref.data_prep.tasks.schema import load_outputs
-from cavpref.eval.avtrustbench import AVTrustBench, AVTrustBenchOptions
+from cavpref.eval.args import EvalArgs
+from cavpref.eval.benchmarks.avtrustbench import AVTrustBench
 
 from cavpref.data import CLEAN_TASK, TASKS, BenchmarkItem
 from cavpref.prompts import render_prompt, rotate_response, rotated_view, rotation_for
@@ -95,7 +96,7 @@ def test_training_prompt_equals_the_evaluation_pass_byte_for_byte(builds):
     render the same bytes; the unrotated row equals pass 0."""
     (_, drawn), (items, rotated) = builds
     by_id = {it.id: it for s in items.values() for it in s}
-    bench = AVTrustBench(AVTrustBenchOptions(mode="likelihood"))
+    bench = AVTrustBench(EvalArgs(mode="likelihood"))
     checked = 0
     for row in (p for s in rotated.values() for p in s):
         item = by_id[row.id]

@@ -13,9 +13,9 @@ def test_background_ramp_gives_the_entity_token_its_slot(tmp_path):
     probe = script("probe_where")
     path = build_tiny_qwen_omni(tmp_path / "tiny", frame_pixels=84 * 84, vision_hidden_size=64)
     io = load_model_io(str(path), dtype="float32", num_frames=4, frame_height=84, frame_width=84)
-    flat = probe.slot_similarity(io, QuickstartConfig(small=True, frame_size=84, num_frames=4))
+    flat = probe.slot_similarity(io, QuickstartConfig(preset="small", frame_size=84, num_frames=4))
     lit = probe.slot_similarity(
-        io, QuickstartConfig(small=True, frame_size=84, num_frames=4, background_ramp=40)
+        io, QuickstartConfig(preset="small", frame_size=84, num_frames=4, background_ramp=40)
     )
     assert len(flat) == len(lit) == 3
     assert min(flat) > 0.99, flat

@@ -52,7 +52,7 @@ def test_recipes_calibrate_beta_for_cavpref_only_and_keep_a_fixed_beta_row(tmp_p
             tasks=["MCIT"],
         )
 
-    on = QuickstartConfig(small=True)  # calibrate_beta is the default
+    on = QuickstartConfig(preset="small")  # calibrate_beta is the default
     assert on.calibrate_beta
     for method in ("cavpref", "cavpref_norobust"):
         assert not {"beta_y", "beta_v", "beta_a"} & set(make(on, method)), method  # unset = calibrated
@@ -60,5 +60,27 @@ def test_recipes_calibrate_beta_for_cavpref_only_and_keep_a_fixed_beta_row(tmp_p
     assert fixed["method"] == "cavpref" and fixed["beta_y"] == fixed["beta_v"] == fixed["beta_a"] == 0.1
     assert make(on, "dpo")["beta"] == 0.1 and make(on, "dpo")["method"] == "dpo"
     assert make(on, "sft")["audio_max_seconds"] == 4.0  # the world's clip length, not the 30-s default
-    off = QuickstartConfig(small=True, calibrate_beta=False)
+    off = QuickstartConfig(preset="small", calibrate_beta=False)
     assert make(off, "cavpref")["beta_v"] == 0.1
+
+
+def test_each_stage_says_which_of_how_many_it_is(tmp_path, capsys):
+    """First-contact point h: with the run's plan, every progress line says "stage k of N" and the time so
+    far; the run's plan lists every stage ``run`` goes through (a stage outside it would show no count)."""
+    from cavpref.apps.quickstart import QuickstartConfig
+    from cavpref.apps.quickstart.pipeline import stage_plan
+
+    def finish(cfg, stage):
+        stage.dir.mkdir(parents=True, exist_ok=True)
+        stage.finish()
+
+    stages = Stages(None, tmp_path, ["a", "b", "c"])
+    stages("b", finish)
+    stages("b", finish)
+    out = capsys.readouterr().out
+    assert "[quickstart] stage 2 of 3 (0:00 so far): b: running ..." in out
+    assert "stage 2 of 3 (0:00 so far): b: done before, reused" in out
+    plan = stage_plan(QuickstartConfig(preset="small", methods=["dpo"], calibrate_beta=False))
+    assert (
+        plan[:2] == ["world", "data"] and plan[-3:] == ["dpo", "eval/start", "eval/dpo"] and len(plan) == 11
+    )

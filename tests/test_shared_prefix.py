@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from cavpref.bench.agreement import gradient_relative
 from cavpref.collator import CAVPrefCollator
 from cavpref.data import ALL_TASKS
 from cavpref.loss import DEFAULT_SWITCHES
@@ -153,14 +154,10 @@ def assert_exact(io, batch):
 
 
 def assert_grads_close(g, want):
-    """Each gradient tensor within RTOL of its own largest entry. Tensors whose exact gradient is zero (attention
-    key biases: softmax ignores a constant shift) hold only rounding noise, so the scale has a floor of 1% of
-    the model's largest gradient entry."""
-    assert g.keys() == want.keys() and g
-    floor = 1e-2 * max(float(v.abs().max()) for v in want.values())
-    for name in g:
-        scale = max(float(want[name].abs().max()), floor)
-        assert float((g[name] - want[name]).abs().max()) <= RTOL * scale, name
+    """Each gradient tensor within RTOL of its own largest entry (floor: 1% of the model's largest entry;
+    ``cavpref.bench.agreement.gradient_relative`` says why)."""
+    worst, name = gradient_relative(g, want)
+    assert worst <= RTOL, (name, worst)
 
 
 @pytest.mark.parametrize("config", CONFIGS)

@@ -177,6 +177,26 @@ def test_train_learns_the_task_from_the_manifest_and_its_switches_reach_the_loss
     assert not any(k.startswith(("v/", "task/SAT/v_")) for k in metrics)
 
 
+def test_the_run_and_the_prep_build_write_their_cards(prepped, trained):
+    """Issue 41: the run's model card says what was trained on what (base, method, λ / β / robust, switches, the
+    data fingerprint, metrics, recipe); the prep folder's dataset card lists the tasks with their switches."""
+    from huggingface_hub import DatasetCard, ModelCard
+
+    card = ModelCard.load(trained["run"] / "README.md")
+    assert card.data.library_name == "transformers" and {"cavpref", "avtrustbench"} <= set(card.data.tags)
+    assert card.data.base_model is None  # a local folder is no hub id (the text names it)
+    text = card.text
+    assert f"fine-tune of `{prepped['model']}`" in text
+    assert json.loads((prepped["out"] / "manifest.json").read_text())["fingerprint"] in text
+    for row in ("| method | cavpref |", "| robust aggregation (Eq. 5) | paper |", "| λ (y, v, a) | 1.0, 1.0, 0.8 |",
+                "| β (y, v, a) | 0.1, 0.1, 0.1 |", "SAT (0, 1)", f"| loss | {logged(trained['run'])['loss']} |"):  # fmt: skip
+        assert row in text, row
+    assert "```yaml" in text and "train_tasks:\n- SAT" in text  # the resolved recipe
+    data_card = DatasetCard.load(prepped["out"] / "README.md")
+    assert "| SAT | Modality-specific dependency | (0, 1) | (0, 1) |" in data_card.text
+    assert getattr(data_card.data, "configs", None) is None  # arrow only: no files for the hub's loader
+
+
 def test_a_recipe_switch_table_wins_over_the_manifest(prepped, tmp_path, caplog):
     from cavpref.train import main
 
@@ -198,13 +218,13 @@ def test_evaluation_reads_the_tenth_task_from_the_items(prepped, trained, tmp_pa
             data=str(prepped["out"]),
             output=str(tmp_path / "eval"),
             tasks=["SAT", "MAT"],
-            split="train",
             limit=1,
             mode="likelihood",
             media_root=str(prepped["world"]),
             no_judge=True,
             label="tiny",
-        )
+        ),
+        {"split": "train"},
     )
     for setting, block in results["metrics"]["settings"].items():
         assert list(block["tasks"]) == ["MAT", "SAT"], setting  # declaration order: built-ins first

@@ -73,7 +73,7 @@ def test_a_skipped_step_does_not_step_the_optimizer_nor_the_schedule_nor_log_a_l
     two = trainer(fx, model_io, data, tmp_path / "two", model=model, max_steps=2, **kw)
     two.add_callback(PoisonStep(flag, 1))
     two.train()
-    assert two._log_counts["skipped_steps"] == 1
+    assert two.counts["skipped_steps"] == 1
     # AdamW's momentum would move the weights on the skipped step's zero gradient: it must not step at all
     w1 = dict(one.model.named_parameters())
     assert max(float((w1[k] - v).detach().abs().max()) for k, v in two.model.named_parameters()) == 0.0
@@ -127,7 +127,7 @@ def test_beta_delta_signed_and_abs_by_hand(fx, model_io, prefs, tmp_path):
     }
     for mode, want in (("signed", signed), ("abs", absolute)):
         tr = trainer(fx, model_io, prefs.select(range(2)), tmp_path / mode, beta_delta=mode)
-        assert tr._betas(inputs, "cpu")["y"].tolist() == pytest.approx(want.tolist(), abs=1e-6)
+        assert tr.objective.betas(inputs, "cpu")["y"].tolist() == pytest.approx(want.tolist(), abs=1e-6)
 
 
 def test_degenerate_components_warn_once_and_are_counted(fx, model_io, prefs, tmp_path, caplog):

@@ -21,7 +21,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cavpref.data_prep.cli:main",
         "read source datasets and build AVTrustBench items + preference data",
     ),
+    "build": (
+        "cavpref.data_prep.builders.cli:main",
+        "build AURA- / TraceAV-Bench-style benchmarks from your own videos; audit agreement",
+    ),
+    "data": (
+        "cavpref.data_prep.formats.cli:main",
+        "import / export LLaMA-Factory, ms-swift and TRL files (SFT and preference rows)",
+    ),
     "train": ("cavpref.train:main", "train with a recipe (SFT / DPO / CAVPref)"),
+    "export": (
+        "cavpref.models.export:main",
+        "a trained thinker (or LoRA adapter) as a full Qwen2.5-Omni checkpoint (talker and token2wav included)",
+    ),
     "check": (
         "cavpref.apps.check:main",
         "dry run before renting GPUs: parameters, tokens per row, memory per GPU vs --gpu_memory_gb",

@@ -16,7 +16,7 @@ import numpy as np
 from cavpref.media.backends import read_audio, read_frames, resolve_backend
 from cavpref.media.probe import probe
 from cavpref.media.spec import MediaError, MediaSpec, from_json, resolve_path
-from cavpref.media.timeline import build_plan, frame_times, locate
+from cavpref.media.timeline import build_plan, covering, frame_times
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def decode(
     video = times = None
     if frames is not None and plan.video is not None:
         times = frame_times(plan.duration, frames.num_frames, frames.fps, frames.max_frames)
-        video = _decode_video(plan.video, times, frames.size, backend)
+        video = _decode_video(plan.video, times, frames.size or plan.size, backend)
     audio = None if plan.audio is None else _decode_audio(plan.audio, plan.duration, sample_rate)
     return DecodedMedia(
         frames=video,
@@ -93,24 +93,45 @@ def _lookup(root):
     return lookup
 
 
+# Decode budget: pixels of one source frame (8K UHD). A 4.5 MB file of 12000 x 12000 frames would need 432 MB
+# of RGB per frame (GBs for a clip) before any resize; it is refused, naming the file and its frame size.
+MAX_FRAME_PIXELS = 7680 * 4320
+
+
+def _check_budget(pieces) -> None:
+    for piece in pieces:
+        w, h = piece.info.width or 0, piece.info.height or 0
+        if w * h > MAX_FRAME_PIXELS:
+            mb = os.path.getsize(piece.file) / 1e6
+            raise MediaError(
+                f"{piece.file} ({mb:.1f} MB): video frames of {w}x{h} = {w * h / 1e6:.1f} M pixels exceed the "
+                f"decode budget of {MAX_FRAME_PIXELS / 1e6:.1f} M pixels per frame "
+                f"(cavpref.media.decode.MAX_FRAME_PIXELS, 8K UHD); downscale the video first"
+            )
+
+
 def _decode_video(pieces, times, size, backend) -> np.ndarray:
-    if size is None:  # the first video part's size; other files are resized to it, gaps are black
-        first = pieces[0].info
-        size = (first.height, first.width)
-    if len(size) != 2 or min(size) < 1:
+    """``size``: the plan's natural size unless the policy sets one (the first video part's size, other
+    files resized to it; a Stack's bands side by side); gaps are black."""
+    _check_budget(pieces)  # before any frame is decoded or any buffer allocated
+    if size is None or len(size) != 2 or min(size) < 1:
         raise MediaError(f"FramePolicy.size must be (height, width) with positive ints, got {size!r}")
     h, w = int(size[0]), int(size[1])
     out = np.zeros((len(times), h, w, 3), dtype=np.uint8)
-    groups: dict = {}
+    groups: dict = {}  # (file, region) -> frames to read there: one pass with seeks per file and band
     for k, t in enumerate(times):
-        found = locate(pieces, float(t))
-        if found is not None:
-            piece, local = found
-            g = groups.setdefault(piece.file, (piece.info, [], []))
+        for piece, local in covering(pieces, float(t)):
+            if piece.blank:  # a Mask span shows black
+                continue
+            g = groups.setdefault((piece.file, piece.region), (piece.info, [], []))
             g[1].append(k)
             g[2].append(local)
-    for file, (info, idx, local) in groups.items():
-        out[idx] = resize_frames(read_frames(file, info, np.asarray(local), backend), (h, w))
+    for (file, region), (info, idx, local) in groups.items():
+        y0, y1 = round(region[0] * h), round((region[0] + region[2]) * h)
+        x0, x1 = round(region[1] * w), round((region[1] + region[3]) * w)
+        if y1 > y0 and x1 > x0:
+            frames = read_frames(file, info, np.asarray(local), backend)
+            out[idx, y0:y1, x0:x1] = resize_frames(frames, (y1 - y0, x1 - x0))
     return out
 
 
@@ -120,7 +141,7 @@ def _decode_audio(pieces, duration: float, sample_rate: int) -> np.ndarray:
     for p in pieces:
         n0 = int(round(p.at * sample_rate))
         n = min(int(round(p.length * sample_rate)), total - n0)
-        if n > 0:
+        if n > 0 and not p.blank:  # a Mask span stays silent
             out[n0 : n0 + n] += np.float32(p.gain) * read_audio(p.file, p.info, p.src_start, n, sample_rate)
     return out
 

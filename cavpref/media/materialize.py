@@ -28,8 +28,9 @@ def materialize(
     backend: str = "auto",
 ) -> Path:
     """Decode every frame of ``spec`` at ``fps`` (None: the first video part's frame rate) and write
-    ``out_path``. ``size=(height, width)``; None keeps the first video part's size, rounded down to
-    even numbers (yuv420p needs them). A stream the spec lacks is left out of the file."""
+    ``out_path``. ``size=(height, width)``; None keeps the spec's own frame size (``timeline.natural_size``:
+    the first video part's, a split screen's bands side by side), rounded down to even numbers (yuv420p
+    needs them). A stream the spec lacks is left out of the file."""
     if isinstance(spec, str):
         spec = from_json(spec)
 
@@ -43,7 +44,7 @@ def materialize(
         first = plan.video[0].info
         fps = float(fps or first.fps or 25.0)
         if size is None:
-            size = (first.height - first.height % 2, first.width - first.width % 2)
+            size = (plan.size[0] - plan.size[0] % 2, plan.size[1] - plan.size[1] % 2)
         if min(size) < 2 or size[0] % 2 or size[1] % 2:
             raise MediaError(f"{out_path}: materialize needs an even size of at least 2x2, got {size}")
         policy = FramePolicy(num_frames=None, fps=fps, max_frames=int(plan.duration * fps) + 2, size=size)

@@ -85,6 +85,11 @@ def _probe(path: str, mtime_ns: int, size: int) -> MediaInfo:
             duration = max(ends)
         else:
             raise MediaError(f"{path}: cannot determine the duration (no container or stream duration)")
+        # The header's duration is a claim: a 4-s clip whose header says 10 h would be sampled over 10 h (every
+        # frame the last one) and get a 2.3 GB audio buffer. The streams' last packets say where it really ends.
+        measured = _packets_end(container, [s for s in (vs, aus) if s is not None], duration, origin)
+        if measured is not None and duration > measured + max(1.0, 0.01 * measured):
+            duration = measured
         fps = None
         if vs is not None and vs.average_rate:
             fps = float(vs.average_rate)
@@ -102,3 +107,23 @@ def _probe(path: str, mtime_ns: int, size: int) -> MediaInfo:
             audio_rate=aus.codec_context.sample_rate if aus is not None else None,
             audio_channels=aus.codec_context.layout.nb_channels if aus is not None else None,
         )
+
+
+def _packets_end(container, streams, claimed: float, origin: float) -> float | None:
+    """Seconds (from ``origin``) at which the last packet of ``streams`` ends: read (demuxed, not decoded) from
+    the keyframe before the ``claimed`` end, or from the start when that finds nothing; None if unreadable."""
+    import av
+
+    for target in (claimed, 0.0):
+        end = None
+        try:
+            container.seek(max(0, int((target + origin) * 1e6)), backward=True, any_frame=False)
+            for packet in container.demux(*streams):
+                if packet.pts is not None and packet.time_base is not None:
+                    t = float((packet.pts + (packet.duration or 0)) * packet.time_base) - origin
+                    end = t if end is None else max(end, t)
+        except av.error.FFmpegError:
+            continue
+        if end is not None:
+            return end
+    return None

@@ -10,6 +10,11 @@ Nodes
 ``Concat(parts)``                  parts one after the other in time.
 ``Overlay(parts, gains, video)``   audio of the parts mixed with gains; video taken from ``parts[video]``
                                    (``video=None``: no video).
+``Mask(part, spans, video, audio)`` ``part`` with black frames (``video``) and / or silence (``audio``) over
+                                   ``spans`` of its own timeline: the stream stays present, its content
+                                   there is blank (evaluation ablations: TraceAV-Bench's evidence-hop masking).
+``Stack(parts, axis, gains)``      split screen: the parts' frames side by side in one frame (``axis``
+                                   "vertical": top to bottom), their audio mixed with gains.
 
 Every task is expressible (see ``tests/test_media_spec.py``)::
 
@@ -17,6 +22,9 @@ Every task is expressible (see ``tests/test_media_spec.py``)::
     MVT        A.drop_video()                      MAT       A.mute()
     COT-Stitch Concat([A, B])                      COT-Swap  Concat([Combine(A, B), Combine(B, A)])
     CAT        Concat([...]) or Overlay([...])
+
+and so are the AURA builder's media (``cavpref.data_prep.builders.aura``): trims are Sources with ranges,
+an audio shift is ``shift_audio(Source)``, a split screen ``Stack([A, B])``, novice / expert ``Concat``.
 
 Paths are relative to a data root chosen at decode time; ``resolve_path`` refuses anything that would
 escape it (absolute paths, ``..``), because specs travel in shared datasets.
@@ -87,8 +95,70 @@ class Overlay:
             raise MediaError(f"Overlay video index {self.video} out of range for {len(self.parts)} parts")
 
 
-MediaSpec = Union[Source, Combine, Concat, Overlay]
-_NODES = {"source": Source, "combine": Combine, "concat": Concat, "overlay": Overlay}
+@dataclass(frozen=True)
+class Mask:
+    """``part`` blanked over ``spans`` ((start, end) seconds on ``part``'s timeline): black frames where
+    ``video``, silence where ``audio``. Unlike ``mute`` / ``drop_video`` the stream is not removed — the
+    model still receives frames and samples, only their content over the spans is gone, so a question's
+    evidence can be taken out without changing what the input looks like elsewhere. Spans are sorted and
+    overlapping ones merged, so equal masks give equal JSON (record keys)."""
+
+    part: "MediaSpec"
+    spans: tuple[tuple[float, float], ...] = ()
+    video: bool = True
+    audio: bool = True
+
+    def __post_init__(self):
+        if not (self.video or self.audio):
+            raise MediaError("Mask blanks neither stream (video=False, audio=False)")
+        merged: list[list[float]] = []
+        for span in sorted((float(a), float(b)) for a, b in self.spans):
+            a, b = span
+            if a < 0 or b <= a:
+                raise MediaError(f"Mask span [{a}, {b}] must have 0 <= start < end")
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        if not merged:
+            raise MediaError("Mask needs at least one span")
+        object.__setattr__(self, "spans", tuple((a, b) for a, b in merged))
+
+
+STACK_AXES = ("vertical", "horizontal")
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Split screen: every part's frames in its own band of one frame (``axis="vertical"``: top to bottom, as
+    AURA's implicit-distraction videos; "horizontal": left to right), bands sized by the parts' frame sizes;
+    the parts' audio mixed with ``gains``; duration = the longest part's."""
+
+    parts: tuple["MediaSpec", ...] = field(default_factory=tuple)
+    axis: str = "vertical"
+    gains: tuple[float, ...] | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "parts", tuple(self.parts))
+        if len(self.parts) < 2:
+            raise MediaError(f"Stack needs at least two parts, got {len(self.parts)}")
+        if self.axis not in STACK_AXES:
+            raise MediaError(f"Stack axis must be one of {STACK_AXES}, got {self.axis!r}")
+        gains = tuple(float(g) for g in self.gains) if self.gains is not None else (1.0,) * len(self.parts)
+        if len(gains) != len(self.parts):
+            raise MediaError(f"Stack has {len(self.parts)} parts but {len(gains)} gains")
+        object.__setattr__(self, "gains", gains)
+
+
+MediaSpec = Union[Source, Combine, Concat, Overlay, Mask, Stack]
+_NODES = {
+    "source": Source,
+    "combine": Combine,
+    "concat": Concat,
+    "overlay": Overlay,
+    "mask": Mask,
+    "stack": Stack,
+}
 
 
 def _check_relative(path: str) -> None:
@@ -100,8 +170,11 @@ def _check_relative(path: str) -> None:
 def resolve_path(root: str | os.PathLike, path: str) -> Path:
     """Resolve ``path`` under ``root``; refuse paths that escape it (also through symlinks)."""
     _check_relative(path)
-    root = Path(root).resolve()
-    full = (root / path).resolve()
+    try:
+        root = Path(root).resolve()
+        full = (root / path).resolve()
+    except (RuntimeError, OSError) as err:  # a symlink loop: RuntimeError before Python 3.13, OSError after
+        raise MediaError(f"{path!r} under {root}: cannot be resolved ({err})") from None
     if root != full and root not in full.parents:
         raise MediaError(f"{path!r} resolves to {full}, outside the data root {root}")
     return full
@@ -127,6 +200,11 @@ def drop_video(spec: MediaSpec) -> Combine:
     return Combine(video=None, audio=spec)
 
 
+def mask(spec: MediaSpec, spans: Any, *, video: bool = True, audio: bool = True) -> Mask:
+    """``spec`` with black frames / silence over ``spans`` ((start, end) seconds on its timeline)."""
+    return Mask(spec, tuple(tuple(s) for s in spans), video, audio)
+
+
 def concat(*parts: MediaSpec) -> Concat:
     return Concat(tuple(parts))
 
@@ -135,15 +213,33 @@ def overlay(*parts: MediaSpec, gains: tuple[float, ...] | None = None, video: in
     return Overlay(tuple(parts), gains, video)
 
 
+def stack(*parts: MediaSpec, axis: str = "vertical", gains: tuple[float, ...] | None = None) -> Stack:
+    """Split screen of ``parts`` (top to bottom by default), their audio mixed with ``gains``."""
+    return Stack(tuple(parts), axis, gains)
+
+
+def shift_audio(src: Source, seconds: float) -> Combine:
+    """The video of ``src`` with its own sound track taken ``seconds`` later (> 0: every sound comes
+    ``seconds`` early; < 0: late), the length kept: a desynchronised clip with nothing re-encoded. The
+    shifted range must lie inside the file (checked when the spec is planned)."""
+    if src.end is None:
+        raise MediaError(f"{src.path}: shift_audio needs a Source with an explicit end")
+    if src.start + seconds < 0:
+        raise MediaError(f"{src.path}: audio shifted by {seconds} s would start before the file")
+    return Combine(video=src, audio=Source(src.path, src.start + seconds, src.end + seconds))
+
+
 # ----------------------------------------------------------------------------- structure queries
 
 
 def has_video(spec: MediaSpec) -> bool:
     if isinstance(spec, Source):
         return True
+    if isinstance(spec, Mask):
+        return has_video(spec.part)
     if isinstance(spec, Combine):
         return spec.video is not None and has_video(spec.video)
-    if isinstance(spec, Concat):
+    if isinstance(spec, (Concat, Stack)):
         return any(has_video(p) for p in spec.parts)
     return spec.video is not None and has_video(spec.parts[spec.video])
 
@@ -151,6 +247,8 @@ def has_video(spec: MediaSpec) -> bool:
 def has_audio(spec: MediaSpec) -> bool:
     if isinstance(spec, Source):
         return True
+    if isinstance(spec, Mask):
+        return has_audio(spec.part)
     if isinstance(spec, Combine):
         return spec.audio is not None and has_audio(spec.audio)
     return any(has_audio(p) for p in spec.parts)
@@ -160,6 +258,8 @@ def sources(spec: MediaSpec) -> Iterator[Source]:
     """All leaves, in order (used for split-leak checks and cache keys)."""
     if isinstance(spec, Source):
         yield spec
+    elif isinstance(spec, Mask):
+        yield from sources(spec.part)
     elif isinstance(spec, Combine):
         for part in (spec.video, spec.audio):
             if part is not None:
@@ -183,12 +283,27 @@ def to_dict(spec: MediaSpec) -> dict[str, Any]:
         }
     if isinstance(spec, Concat):
         return {"op": "concat", "parts": [to_dict(p) for p in spec.parts]}
+    if isinstance(spec, Mask):
+        return {
+            "op": "mask",
+            "part": to_dict(spec.part),
+            "spans": [list(x) for x in spec.spans],
+            "video": spec.video,
+            "audio": spec.audio,
+        }
     if isinstance(spec, Overlay):
         return {
             "op": "overlay",
             "parts": [to_dict(p) for p in spec.parts],
             "gains": list(spec.gains),
             "video": spec.video,
+        }
+    if isinstance(spec, Stack):
+        return {
+            "op": "stack",
+            "parts": [to_dict(p) for p in spec.parts],
+            "axis": spec.axis,
+            "gains": list(spec.gains),
         }
     raise MediaError(f"not a MediaSpec node: {spec!r}")
 
@@ -218,9 +333,13 @@ def _from_dict(d: dict[str, Any]) -> MediaSpec:
             video=None if d.get("video") is None else from_dict(d["video"]),
             audio=None if d.get("audio") is None else from_dict(d["audio"]),
         )
+    if op == "mask":
+        return Mask(from_dict(d["part"]), tuple(tuple(x) for x in d["spans"]), d["video"], d["audio"])
     parts = tuple(from_dict(p) for p in d["parts"])
     if op == "concat":
         return Concat(parts)
+    if op == "stack":
+        return Stack(parts, d.get("axis", "vertical"), d.get("gains"))
     return Overlay(parts, d.get("gains"), d.get("video", 0))
 
 
@@ -230,4 +349,7 @@ def to_json(spec: MediaSpec) -> str:
 
 
 def from_json(s: str) -> MediaSpec:
-    return from_dict(json.loads(s))
+    try:
+        return from_dict(json.loads(s))
+    except RecursionError:  # a hostile spec thousands of levels deep: one line, not a bare RecursionError
+        raise MediaError("media spec nested too deeply to read") from None

@@ -3,14 +3,12 @@
 offline models. Heavy modules are imported on first use.
 
 A *model I/O* turns rows (text + decoded media) into one model's inputs and returns log-probs / generations; it is
-not a PEFT adapter (LoRA adapters are PEFT's, see ``prepare_model``). The pre-0.2 names (``AVAdapter``,
-``load_adapter``, ``ModelConfig`` ...) still import, with a ``FutureWarning``, for one release."""
+not a PEFT adapter (LoRA adapters are PEFT's, see ``prepare_model``)."""
 
 from __future__ import annotations
 
 import importlib
 
-from cavpref.deprecation import warn_once
 from cavpref.models.base import AVModelIO, ModelIOError, Row
 from cavpref.models.config import AVModelArguments
 from cavpref.models.registry import load_model_io, model_io_class, register_model_io, registered_model_ios
@@ -30,20 +28,6 @@ _LAZY = {
     "demo_media": "cavpref.models.tiny",
 }
 
-# Deprecated name -> today's name (kept importable for one release).
-DEPRECATED = {
-    "AVAdapter": "AVModelIO",
-    "ChatAdapter": "ChatModelIO",
-    "QwenOmniAdapter": "QwenOmniModelIO",
-    "ComposedAVAdapter": "ComposedAVModelIO",
-    "AdapterError": "ModelIOError",
-    "register_adapter": "register_model_io",
-    "load_adapter": "load_model_io",
-    "registered_adapters": "registered_model_ios",
-    "adapter_class": "model_io_class",
-    "ModelConfig": "AVModelArguments",
-}
-
 __all__ = [
     "AVModelIO",
     "AVModelArguments",
@@ -60,12 +44,4 @@ __all__ = [
 def __getattr__(name: str):
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
-    if name in DEPRECATED:
-        new = DEPRECATED[name]
-        warn_once(
-            name,
-            f"cavpref.models.{name} is deprecated, use cavpref.models.{new} "
-            "(the old name goes in the next release)",
-        )
-        return globals()[new] if new in globals() else __getattr__(new)
     raise AttributeError(f"module 'cavpref.models' has no attribute {name!r}")

@@ -8,6 +8,7 @@ reference, or a PEFT model with its adapter disabled.
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +16,6 @@ from typing import Any
 
 import torch
 
-from cavpref.deprecation import deprecated_aliases
 from cavpref.media.decode import DecodedMedia
 
 
@@ -73,6 +73,36 @@ class AVModelIO(ABC):
     def generate(self, model: torch.nn.Module, rows: Sequence[Row], **generation_kwargs) -> list[str]:
         """Greedy (by default) responses for the rows' prompts; ``Row.response`` is ignored."""
 
+    def settings(self) -> dict[str, Any]:
+        """Everything besides the weights that decides this model I/O's log-probs, for cache keys (the reference
+        log-prob cache, ``cavpref.trainer.reference``): its class, every constructor option of every class in its
+        MRO, read back from the attribute of the same name (so a new media budget or prompt option counts without
+        anyone listing it), and its processor's configuration. A subclass that keeps an option under another name
+        overrides this; one that keeps none fails here, naming it, instead of sharing a cache it should not."""
+        options: dict[str, Any] = {}
+        for cls in type(self).__mro__:
+            init = cls.__dict__.get("__init__")
+            if init is None or cls is object:
+                continue
+            for name, param in inspect.signature(init).parameters.items():
+                if name in ("self", "processor", "model") or param.kind in (
+                    param.VAR_POSITIONAL,
+                    param.VAR_KEYWORD,
+                ):
+                    continue
+                if not hasattr(self, name):
+                    raise AttributeError(
+                        f"{type(self).__name__}: constructor option {name!r} is not kept as self.{name}; override "
+                        "settings() to report it (reference log-probs are cached under these settings)"
+                    )
+                options.setdefault(name, getattr(self, name))
+        processor = getattr(self, "processor", None)
+        return {
+            "class": f"{type(self).__module__}.{type(self).__qualname__}",
+            "options": options,
+            "processor": processor_settings(processor) if processor is not None else None,
+        }
+
     def option_logps(
         self, model: torch.nn.Module, rows: Sequence[Row], options: Sequence[Sequence[str]]
     ) -> list[torch.Tensor]:
@@ -124,6 +154,18 @@ class AVModelIO(ABC):
         return out
 
 
-__getattr__ = deprecated_aliases(
-    __name__, globals(), {"AVAdapter": "AVModelIO", "AdapterError": "ModelIOError"}
-)
+def processor_settings(processor: Any) -> dict[str, Any]:
+    """A processor's (or tokenizer's) configuration: its sub-processors' settings (``to_dict``: frame sizes, pixel
+    limits, audio features), its chat template and its tokenizer's class, special tokens and vocabulary."""
+    tokenizer = getattr(processor, "tokenizer", processor)
+    out = processor.to_dict() if processor is not tokenizer and hasattr(processor, "to_dict") else {}
+    out["chat_template"] = getattr(processor, "chat_template", None) or getattr(
+        tokenizer, "chat_template", None
+    )
+    if hasattr(tokenizer, "get_vocab"):
+        out["tokenizer"] = {
+            "class": type(tokenizer).__name__,
+            "special_tokens": {k: str(v) for k, v in getattr(tokenizer, "special_tokens_map", {}).items()},
+            "vocab": sorted(tokenizer.get_vocab().items()),
+        }
+    return out

@@ -24,7 +24,6 @@ from typing import Any
 import torch
 from transformers.utils import logging
 
-from cavpref.deprecation import deprecated_aliases
 from cavpref.media.decode import DecodedMedia
 from cavpref.models.base import AVModelIO, ModelIOError, Row
 from cavpref.models.feature_cache import FeatureCache
@@ -119,7 +118,10 @@ class ChatModelIO(AVModelIO):
         self.max_length = max_length if max_length is not None else context_length(model)
         #: score each distinct (prompt, media) prefix once (cavpref/models/shared_prefix.py); exact, so on by default
         self.shared_prefix = shared_prefix
-        #: each distinct decoded media featurised once (cavpref/models/feature_cache.py); exact
+        #: each distinct decoded media featurised once (cavpref/models/feature_cache.py); exact. Kept as an
+        #: attribute for ``settings()``: like the collator's ``cache_size`` it is part of the reference-cache key
+        #: (a run that changes it recomputes, never reads a wrong entry)
+        self.feature_cache_size = feature_cache_size
         self.features = FeatureCache(feature_cache_size)
         self.pad_id = (
             self.tokenizer.pad_token_id
@@ -453,6 +455,3 @@ class ChatModelIO(AVModelIO):
         if self.end_of_turn_id is not None and self.end_of_turn_id not in eos:
             eos.insert(0, self.end_of_turn_id)
         return eos
-
-
-__getattr__ = deprecated_aliases(__name__, globals(), {"ChatAdapter": "ChatModelIO"})

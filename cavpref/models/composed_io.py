@@ -8,7 +8,6 @@ from typing import Any
 import torch
 
 import cavpref.models.composed  # noqa: F401  (registers the Auto classes used by from_pretrained)
-from cavpref.deprecation import deprecated_aliases
 from cavpref.media.decode import DecodedMedia
 from cavpref.models.chat import ChatModelIO
 from cavpref.models.common import EncodedMedia, resample, to_device, unwrap, zero_contribution
@@ -126,6 +125,3 @@ class ComposedAVModelIO(ChatModelIO):
             **self._media_kwargs(b["media"], vrows, arows),
             **kw,
         )
-
-
-__getattr__ = deprecated_aliases(__name__, globals(), {"ComposedAVAdapter": "ComposedAVModelIO"})

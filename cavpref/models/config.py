@@ -22,7 +22,6 @@ from dataclasses import dataclass, field, fields
 
 import torch
 
-from cavpref.deprecation import warn_once
 from cavpref.media.args import MediaArguments
 
 MISSING_MODALITY_POLICIES = ("drop", "zero_dummy")
@@ -41,8 +40,10 @@ DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up
 class AVModelArguments(MediaArguments):
     """How to load, feed and fine-tune one audio-visual LLM (the frame fields come from ``MediaArguments``)."""
 
-    #: keys that never change a number (caches): a resume may change them (``cavpref.train.defining_keys``)
-    SAME_RESULTS: ClassVar[tuple[str, ...]] = ("feature_cache_size",)
+    # keys that may change on resume (cavpref/resume_guard.py: every other key defines the run), with why
+    MAY_CHANGE_ON_RESUME: ClassVar[dict[str, str]] = {
+        "feature_cache_size": "model inputs kept in memory: the same values (tests/test_feature_cache.py)",
+    }
 
     model_name_or_path: str = field(default="", metadata={"help": "HF hub id or local folder"})
     model_io: str | None = field(
@@ -158,23 +159,3 @@ class AVModelArguments(MediaArguments):
         out = cls(model_name_or_path=model_name_or_path, **kwargs)
         out.trust_remote_code = bool(trust)
         return out
-
-
-# Old field names (the nested ``model:`` section of earlier recipes) -> today's flat keys.
-RENAMED_FIELDS = {"max_length": "model_max_length", "adapter": "model_io"}
-# Old ``model:`` keys that now live only in CAVPrefConfig (one meaning, one field).
-MOVED_TO_TRAINING = {
-    "trust_remote_code": "trust_remote_code",
-    "gradient_checkpointing": "activation_checkpointing",
-}
-
-
-def __getattr__(name: str):
-    if name == "ModelConfig":
-        warn_once(
-            "ModelConfig",
-            "cavpref.models.config.ModelConfig is deprecated: use AVModelArguments "
-            "(it is not trl.ModelConfig); the alias goes in the next release",
-        )
-        return AVModelArguments
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

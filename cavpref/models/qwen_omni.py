@@ -21,7 +21,6 @@ from typing import Any
 import torch
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-from cavpref.deprecation import deprecated_aliases
 from cavpref.media.decode import DecodedMedia
 from cavpref.models.chat import ChatModelIO
 from cavpref.models.common import (
@@ -105,6 +104,7 @@ class QwenOmniModelIO(ChatModelIO):
             if audio_max_seconds
             else int(processor.feature_extractor.n_samples)
         )
+        self.audio_cuts = 0  # clips cut to audio_samples (warned about once)
         self.video_token_id = processor.video_token_id
         self.audio_token_id = processor.audio_token_id
 
@@ -156,11 +156,14 @@ class QwenOmniModelIO(ChatModelIO):
         if media.audio is not None:
             audio = resample(media.audio, int(media.sample_rate), self.sample_rate)
             if audio.shape[0] > self.audio_samples:
-                warnings.warn(
-                    f"audio of {audio.shape[0] / self.sample_rate:.1f} s is cut to "
-                    f"{self.audio_samples / self.sample_rate:g} s (audio_max_seconds)",
-                    stacklevel=2,
-                )
+                self.audio_cuts += 1
+                if self.audio_cuts == 1:  # one warning per model I/O, not one per clip length
+                    warnings.warn(
+                        f"audio cut to {self.audio_samples / self.sample_rate:g} s (audio_max_seconds; first "
+                        f"clip {audio.shape[0] / self.sample_rate:.1f} s); said once, the model I/O counts the "
+                        "cut clips (audio_cuts)",
+                        stacklevel=2,
+                    )
                 audio = audio[: self.audio_samples]
         audio_kw = {"audio_kwargs": {"max_length": self.audio_samples, "truncation": True}}
         interleave = self.use_audio_in_video and media.frames is not None and audio is not None
@@ -342,6 +345,3 @@ class QwenOmniModelIO(ChatModelIO):
             for r, seq in zip(rows, seqs[:, b["input_ids"].shape[1] :]):
                 out[r] = seq
         return out
-
-
-__getattr__ = deprecated_aliases(__name__, globals(), {"QwenOmniAdapter": "QwenOmniModelIO"})

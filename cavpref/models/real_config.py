@@ -125,12 +125,33 @@ def build_qwen_omni_processor(
     return processor
 
 
-def real_width_config(text_layers: int = 1, vision_depth: int = 1, audio_layers: int = 1):
+#: ``tiny_widths=True``: every width and head count divided down to test size (CPU tests of code written for the
+#: real widths, e.g. ``scripts/gpu_check.py --width tiny``); vocabulary, token ids and the processor stay the 7B's.
+TINY_WIDTHS: dict[str, dict[str, Any]] = {
+    "text_config": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [2, 3, 3]},
+    },
+    "vision_config": {"hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 64},
+    "audio_config": {"d_model": 32, "encoder_attention_heads": 2, "encoder_ffn_dim": 64, "output_dim": 64},
+}
+
+
+def real_width_config(
+    text_layers: int = 1, vision_depth: int = 1, audio_layers: int = 1, *, tiny_widths: bool = False
+):
     """The published 7B thinker config with only the depths reduced (every width, head count, vocabulary and
-    token id as published; the vision encoder's one full-attention block is its last)."""
+    token id as published; the vision encoder's one full-attention block is its last). ``tiny_widths``: the
+    widths of ``TINY_WIDTHS`` instead (same vocabulary and token ids)."""
     from transformers import Qwen2_5OmniThinkerConfig
 
     raw = copy.deepcopy(QWEN2_5_OMNI_7B_THINKER)
+    if tiny_widths:
+        for part, values in TINY_WIDTHS.items():
+            raw[part].update(copy.deepcopy(values))
     raw["text_config"]["num_hidden_layers"] = text_layers
     raw["vision_config"]["depth"] = vision_depth
     raw["vision_config"]["fullatt_block_indexes"] = [
@@ -150,15 +171,19 @@ def build_real_width_qwen_omni(
     dtype: torch.dtype = torch.float32,
     extra_corpus: Iterable[str] = (),
     seed: int = 0,
+    tiny_widths: bool = False,
+    processor: Any = None,
 ) -> Path:
     """Write a random-init thinker at the 7B's widths (``real_width_config``) in ``dtype`` plus the published
     processor to ``out_dir``. One layer per stack is 1,418,524,344 parameters (the 152,064 x 3,584 embedding
-    and the untied output head are 1,089,994,752 of them): 5.7 GB in float32."""
+    and the untied output head are 1,089,994,752 of them): 5.7 GB in float32. ``processor``: one
+    ``build_qwen_omni_processor`` made before, saved as is (``extra_corpus`` is then unused; building and
+    saving the 151,665-id tokenizer is the slow part of a small model's folder)."""
     from transformers import GenerationConfig, Qwen2_5OmniThinkerForConditionalGeneration
 
     out = Path(out_dir)
-    tok = build_qwen_omni_tokenizer(extra_corpus)
-    config = real_width_config(text_layers, vision_depth, audio_layers)
+    tok = processor.tokenizer if processor is not None else build_qwen_omni_tokenizer(extra_corpus)
+    config = real_width_config(text_layers, vision_depth, audio_layers, tiny_widths=tiny_widths)
     torch.manual_seed(seed)
     before = torch.get_default_dtype()
     torch.set_default_dtype(dtype)  # built in the target dtype: no float32 copy of 1.4 B parameters first
@@ -172,5 +197,8 @@ def build_real_width_qwen_omni(
     )
     model.save_pretrained(out)
     del model
-    build_qwen_omni_processor(out, tokenizer=tok)
+    if processor is not None:
+        processor.save_pretrained(str(out))
+    else:
+        build_qwen_omni_processor(out, tokenizer=tok)
     return out

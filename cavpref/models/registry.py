@@ -10,12 +10,12 @@ Built-ins are registered by import path so that importing the registry stays che
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from transformers.utils import logging
 
-from cavpref.deprecation import deprecated_aliases
 from cavpref.models.base import AVModelIO
 from cavpref.models.config import AVModelArguments
 
@@ -62,6 +62,22 @@ def model_io_class(name: str) -> type[AVModelIO]:
     return target
 
 
+def check_model_path(path_or_id: str) -> None:
+    """Refuse, before anything loads, a ``model_name_or_path`` that is neither a folder nor a hub id: a local
+    path (``./x``, ``/x``, ``~/x``, ``a/b/c``) that does not exist, or a bare name without ``org/`` (which the
+    hub client would retry for a minute before failing). ``org/name`` is left to the hub (or its cache)."""
+    if not path_or_id:
+        raise ValueError("model_name_or_path is not set: add it to the recipe or pass --model_name_or_path")
+    if os.path.isdir(path_or_id):
+        return
+    local = path_or_id.startswith((".", "/", "~")) or path_or_id.count("/") != 1
+    if local:
+        raise FileNotFoundError(
+            f"model_name_or_path {path_or_id!r}: no such folder (a tiny offline model: `cavpref model "
+            f"tiny-qwen --out {path_or_id}`; a hub model: its id, e.g. Qwen/Qwen2.5-Omni-7B)"
+        )
+
+
 def model_io_name_for(path_or_id: str) -> str:
     """The registered model_io for a checkpoint, from the ``model_type`` in its config.json."""
     from transformers import PreTrainedConfig
@@ -101,16 +117,3 @@ def load_model_io(
         return model_io_class(name).from_pretrained(cfg.model_name_or_path, config=cfg)
     name = model_io or model_io_name_for(name_or_path)
     return model_io_class(name).from_pretrained(name_or_path, **kwargs)
-
-
-__getattr__ = deprecated_aliases(
-    __name__,
-    globals(),
-    {
-        "load_adapter": "load_model_io",
-        "register_adapter": "register_model_io",
-        "registered_adapters": "registered_model_ios",
-        "adapter_class": "model_io_class",
-        "adapter_name_for": "model_io_name_for",
-    },
-)

@@ -2,13 +2,15 @@
 
 Tests, the quickstart and the benchmarks need real architectures without downloads: ``build_tiny_qwen_omni``
 writes a Qwen2.5-Omni thinker + ``Qwen2_5OmniProcessor`` folder, ``build_tiny_composed`` a composed AVLLM
-(SigLIP frames + Whisper audio + any causal LM) with its processor. Both load with ``from_pretrained(folder)``
+(SigLIP frames + Whisper audio + any causal LM) with its processor, ``build_tiny_whisper`` a Whisper speech
+recogniser (the benchmark builders' transcripts). All load with ``from_pretrained(folder)``
 through the same code path as a hub checkpoint, and are byte-identical for the same arguments and seed.
 ``demo_media`` makes a deterministic DecodedMedia for tests and examples.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -154,6 +156,71 @@ def build_tiny_qwen_omni(
     return out
 
 
+def build_tiny_qwen_omni_full(
+    out_dir: str | Path, *, thinker: str | Path | None = None, seed: int = 0
+) -> Path:
+    """Write a random-init full Qwen2.5-Omni (thinker + talker + token2wav + ``spk_dict.pt`` + processor) to
+    ``out_dir``: what ``cavpref export`` splices a trained thinker into, offline. The thinker is the one in the
+    folder ``thinker`` (its config, weights and processor), else a fresh ``build_tiny_qwen_omni``. The talker
+    reads the thinker's hidden states and token ids (its tts text tokens are the thinker vocabulary's last ids);
+    token2wav is a 2-layer DiT and a 6-stage BigVGAN of 64 channels; one speaker, "Chelsie" (the model's
+    default), with a random conditioning vector and reference mel."""
+    from transformers import (
+        AutoProcessor,
+        Qwen2_5OmniConfig,
+        Qwen2_5OmniForConditionalGeneration,
+        Qwen2_5OmniThinkerForConditionalGeneration,
+    )
+
+    out = Path(out_dir)
+    if thinker is None:
+        with tempfile.TemporaryDirectory(prefix="tiny-thinker-") as tmp:
+            return build_tiny_qwen_omni_full(out, thinker=build_tiny_qwen_omni(tmp, seed=seed), seed=seed)
+    trained = Qwen2_5OmniThinkerForConditionalGeneration.from_pretrained(thinker)
+    tc = trained.config
+    vocab, hidden = tc.text_config.vocab_size, tc.text_config.hidden_size
+    ids = ("audio_token_index", "image_token_index", "video_token_index", "vision_start_token_id")
+    ids += ("vision_end_token_id", "audio_start_token_id", "audio_end_token_id")
+    talker = dict(
+        vocab_size=64,
+        tts_codec_pad_token_id=59,
+        tts_codec_start_token_id=60,
+        tts_codec_end_token_id=61,
+        tts_codec_mask_token_id=62,
+        tts_text_start_token_id=vocab - 4,
+        tts_text_end_token_id=vocab - 3,
+        tts_text_pad_token_id=vocab - 2,
+        embedding_size=hidden,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": _mrope_section(16)},
+        **{k: getattr(tc, k) for k in ids},
+    )
+    dit = dict(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, head_dim=16, emb_dim=16, num_embeds=64
+    )
+    dit.update(enc_emb_dim=8, enc_dim=16, enc_channels=[16, 16, 16, 16, 48], enc_attention_channels=8)
+    dit.update(enc_se_channels=8, look_ahead_layers=[1], look_backward_layers=[0], block_size=4)
+    config = Qwen2_5OmniConfig(
+        thinker_config=tc.to_dict(),
+        talker_config=talker,
+        token2wav_config={"dit_config": dit, "bigvgan_config": {"upsample_initial_channel": 64}},
+    )
+    torch.manual_seed(seed)
+    model = Qwen2_5OmniForConditionalGeneration(config).eval()
+    model.thinker.load_state_dict(trained.state_dict())
+    model.thinker.generation_config = trained.generation_config
+    model.save_pretrained(out)
+    AutoProcessor.from_pretrained(thinker).save_pretrained(out)
+    speaker = {"bos_token": vocab - 5, "cond": torch.randn(1, 8), "ref_mel": torch.randn(1, 20, 80)}
+    torch.save({"Chelsie": speaker}, out / "spk_dict.pt")
+    return out
+
+
 def demo_media(
     seed: int = 0,
     *,
@@ -279,4 +346,88 @@ def build_tiny_composed(
     )
     model.save_pretrained(out)
     processor.save_pretrained(out)
+    return out
+
+
+# After the text pieces, as in Whisper's vocabulary: the ASR pipeline reads every id past <|notimestamps|> as
+# a timestamp, so text ids must come before it.
+WHISPER_SPECIAL = [
+    "<|startoftranscript|>",
+    "<|en|>",
+    "<|translate|>",
+    "<|transcribe|>",
+    "<|startoflm|>",
+    "<|startofprev|>",
+    "<|nocaptions|>",
+    "<|notimestamps|>",
+]
+
+
+def build_tiny_whisper(
+    out_dir: str | Path,
+    *,
+    d_model: int = 16,
+    layers: int = 1,
+    heads: int = 2,
+    num_mel_bins: int = 80,
+    max_target_positions: int = 64,
+    vocab_size: int = 400,
+    extra_corpus: Iterable[str] = (),
+    seed: int = 0,
+) -> Path:
+    """Write a random-init ``WhisperForConditionalGeneration`` and its ``WhisperProcessor`` (a byte-level BPE
+    trained offline, English-only special tokens) to ``out_dir``: the transformers speech-recognition
+    pipeline runs it like ``openai/whisper-small`` (its transcripts are noise). Specials other than the end
+    of text are suppressed, so it writes text rather than ending at once."""
+    from tokenizers import AddedToken
+    from transformers import (
+        GenerationConfig,
+        WhisperConfig,
+        WhisperFeatureExtractor,
+        WhisperForConditionalGeneration,
+        WhisperProcessor,
+        WhisperTokenizer,
+    )
+
+    from cavpref.models.tokenizer import _merges, train_qwen2_bpe
+
+    out = Path(out_dir)
+    bpe = train_qwen2_bpe(extra_corpus, vocab_size, ["<|endoftext|>"])
+    tok = WhisperTokenizer(vocab=bpe.get_vocab(), merges=_merges(bpe), pad_token="<|endoftext|>")
+    tok.add_tokens([AddedToken(t, special=True, normalized=False) for t in WHISPER_SPECIAL])
+    ids = {t: tok.convert_tokens_to_ids(t) for t in ["<|endoftext|>", *WHISPER_SPECIAL]}
+    eot, sot = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
+    config = WhisperConfig(
+        vocab_size=len(tok),
+        num_mel_bins=num_mel_bins,
+        d_model=d_model,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=2 * d_model,
+        decoder_ffn_dim=2 * d_model,
+        max_target_positions=max_target_positions,
+        decoder_start_token_id=sot,
+        eos_token_id=eot,
+        pad_token_id=eot,
+        bos_token_id=eot,
+    )
+    torch.manual_seed(seed)
+    model = WhisperForConditionalGeneration(config)
+    model.generation_config = GenerationConfig(
+        decoder_start_token_id=sot,
+        eos_token_id=eot,
+        pad_token_id=eot,
+        no_timestamps_token_id=ids["<|notimestamps|>"],
+        lang_to_id={"<|en|>": ids["<|en|>"]},
+        task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
+        is_multilingual=True,
+        begin_suppress_tokens=[eot],
+        suppress_tokens=[i for t, i in ids.items() if t != "<|endoftext|>"],
+    )
+    model.save_pretrained(out)
+    WhisperProcessor(
+        feature_extractor=WhisperFeatureExtractor(feature_size=num_mel_bins), tokenizer=tok
+    ).save_pretrained(out)
     return out

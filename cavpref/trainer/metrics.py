@@ -1,49 +1,77 @@
-"""The metrics a CAVPref step logs, in TRL's ``_metrics`` (averaged and logged by ``DPOTrainer.log``).
+"""The metrics a step logs (averaged per logging window by ``DPOTrainer.log``).
 
 Names: ``{y,v,a}/{loss,margin,reward_accuracy,beta,ess,n}`` per loss component (``ess`` and ``n`` over the
-optimizer batch when the step was planned), ``task/<TASK>/<comp>_*`` per task,
-and TRL's own ``rewards/*`` / ``logps/*`` for the y pair, so dashboards built for ``DPOTrainer`` keep working."""
+optimizer batch when the step was planned), ``task/<TASK>/<comp>_*`` per task, and TRL's own ``rewards/*`` /
+``logps/*`` for the y pair, so dashboards built for ``DPOTrainer`` keep working."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 
 import torch
 
 Gather = Callable[[torch.Tensor], torch.Tensor]
+Metrics = MutableMapping[str, list]
 
 
-def log_preference_step(m, gather, inputs, out, betas, policy, ref, task_names) -> None:
-    """Append one step's metrics to ``m`` (a trainer's ``_metrics[mode]``): per component and per task, over the
+def log_preference_step(
+    m: Metrics, gather, inputs, out, betas, policy, ref, task_names, context=None
+) -> None:
+    """Append one micro-batch's metrics to ``m`` (name -> list of floats): per component and per task, over the
     global batch (every rank runs the same gathers). ``task_names``: the run's tasks in ``task_ids`` order (the
-    keys of the collator's switch table)."""
+    keys of the collator's switch table). ``context``: the step's plan (then ``ess`` / ``n`` are logged once per
+    optimizer step, over the whole batch, by the objective)."""
     m["loss/total"].append(float(out.loss.detach()))
     m["rows/policy"].append(float(gather(inputs["num_rows"].reshape(1)).sum()))
     tasks = gather(inputs["task_ids"].to(out.loss.device))
     m["rows/samples"].append(float(tasks.numel()))
     for comp, c in out.components.items():
         margins = gather(c.margins)
-        ell = gather(c.per_sample)
         weights = gather(c.weights)
         present = torch.isfinite(margins)
         beta = betas[comp]
         beta_all = gather(beta.detach()) if torch.is_tensor(beta) else torch.full_like(margins, beta)
         m[f"{comp}/loss"].append(float(c.loss.detach()))
-        m[f"{comp}/margin"].append(float(margins[present].mean()))
-        m[f"{comp}/reward_accuracy"].append(float((margins[present] > 0).float().mean()))
         m[f"{comp}/beta"].append(float(beta_all[present].mean()))
-        if inputs.get("step") is None:  # else the trainer logs them once per optimizer step (whole batch)
+        if context is None:
             m[f"{comp}/ess"].append(float(1.0 / weights[present].pow(2).sum()))
             m[f"{comp}/n"].append(float(present.sum()))
-        for t in tasks[present].unique().tolist():
-            sel = present & (tasks == t)
-            m[f"task/{task_names[t]}/{comp}_loss"].append(float(ell[sel].mean()))
-            m[f"task/{task_names[t]}/{comp}_margin"].append(float(margins[sel].mean()))
-            m[f"task/{task_names[t]}/{comp}_reward_accuracy"].append(float((margins[sel] > 0).float().mean()))
-    # TRL's names for the y pair, so dashboards built for DPOTrainer keep working.
+        _log_margins(m, comp, margins, gather(c.per_sample), tasks, task_names)
+    _log_trl_names(m, gather, betas["y"], policy, ref)
+
+
+def log_dpo_step(m: Metrics, gather, inputs, loss, beta: float, policy, ref, task_names) -> None:
+    """``method: dpo`` (TRL's loss code, which logs ``rewards/*`` / ``logps/*`` itself): the y pair's margins per
+    task, its fixed β and, as every TRL loss is a mean over the micro-batch, ``ess`` = ``n`` = its size."""
+    m["loss/total"].append(float(loss.detach()))
+    m["rows/policy"].append(float(gather(inputs["num_rows"].reshape(1)).sum()))
+    tasks = gather(inputs["task_ids"].to(loss.device))
+    m["rows/samples"].append(float(tasks.numel()))
+    margins = gather(((policy["y_w"] - ref["y_w"]) - (policy["y_l"] - ref["y_l"])).detach())
+    m["y/loss"].append(float(loss.detach()))
+    m["y/beta"].append(beta)
+    m["y/ess"].append(float(margins.numel()))
+    m["y/n"].append(float(margins.numel()))
+    _log_margins(m, "y", margins, None, tasks, task_names)
+
+
+def _log_margins(m: Metrics, comp, margins, per_sample, tasks, task_names) -> None:
+    present = torch.isfinite(margins)
+    m[f"{comp}/margin"].append(float(margins[present].mean()))
+    m[f"{comp}/reward_accuracy"].append(float((margins[present] > 0).float().mean()))
+    for t in tasks[present].unique().tolist():
+        sel = present & (tasks == t)
+        if per_sample is not None:
+            m[f"task/{task_names[t]}/{comp}_loss"].append(float(per_sample[sel].mean()))
+        m[f"task/{task_names[t]}/{comp}_margin"].append(float(margins[sel].mean()))
+        m[f"task/{task_names[t]}/{comp}_reward_accuracy"].append(float((margins[sel] > 0).float().mean()))
+
+
+def _log_trl_names(m: Metrics, gather, beta_y, policy, ref) -> None:
+    """TRL's names for the y pair, so dashboards built for DPOTrainer keep working."""
     rew_w = gather((policy["y_w"] - ref["y_w"]).detach())
     rew_l = gather((policy["y_l"] - ref["y_l"]).detach())
-    beta_y = betas["y"] if not torch.is_tensor(betas["y"]) else gather(betas["y"].detach())
+    beta_y = beta_y if not torch.is_tensor(beta_y) else gather(beta_y.detach())
     m["rewards/chosen"].append(float((beta_y * rew_w).mean()))
     m["rewards/rejected"].append(float((beta_y * rew_l).mean()))
     m["rewards/margins"].append(float((beta_y * (rew_w - rew_l)).mean()))

@@ -34,22 +34,3 @@ def split_encoder_groups(optimizer: torch.optim.Optimizer, encoder_ids: set[int]
         moved += len(enc)
     optimizer.param_groups[:] = [g for g in optimizer.param_groups if g["params"]]
     return moved
-
-
-class EncoderLearningRateMixin:
-    """``create_optimizer`` with ``args.encoder_learning_rate`` for the model I/O's encoder and projector modules."""
-
-    def create_optimizer(self, model=None):
-        optimizer = super().create_optimizer(model)
-        lr = getattr(self.args, "encoder_learning_rate", None)
-        if lr is None:
-            return optimizer
-        io = self.model_io
-        names = (*io.vision_modules, *io.audio_modules, *io.projector_modules)
-        opt_model = self.model if model is None else model
-        if not split_encoder_groups(optimizer, encoder_parameter_ids(opt_model, names), lr):
-            raise ValueError(
-                f"encoder_learning_rate={lr}: no trainable parameter under {list(names)} "
-                "(set freeze_vision / freeze_audio false or train_projectors true)"
-            )
-        return optimizer

@@ -13,6 +13,7 @@ from cavpref.data_prep.tasks import GENERATORS
 from cavpref.data_prep.tasks.common import LLMConfig, TaskOptions
 
 from cavpref.data import SETTINGS, TASKS
+from cavpref.output_dir import OutputArguments
 
 SPLITS = ("train", "validation", "test")
 FORMATS = ("arrow", "parquet", "jsonl")
@@ -26,7 +27,7 @@ WORLD_LAYOUT = {  # where `cavpref world` writes each source (docs/synthetic_wor
 
 
 @dataclass
-class PrepConfig:
+class PrepConfig(OutputArguments):
     """Every key can be set in the YAML file or as ``--key value`` (command line wins)."""
 
     output_dir: str = field(default="", metadata={"help": "output folder (required)"})
@@ -38,6 +39,17 @@ class PrepConfig:
     music_avqa: list[str] = field(default_factory=list, metadata={"help": "MUSIC-AVQA json files"})
     avqa: list[str] = field(default_factory=list, metadata={"help": "AVQA *_qa.json files"})
     audioset: list[str] = field(default_factory=list, metadata={"help": "AudioSet segment csvs"})
+    custom: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "your own clips and questions: generic AV-QA JSONL files (docs/your_data.md); without world "
+            "or data_root, the data root is the first file's folder"
+        },
+    )
+    default_category: str = field(
+        default="Existential",
+        metadata={"help": "custom JSONL: category of a question that names none and matches no prefix rule"},
+    )
     audioset_labels: str | None = field(default=None, metadata={"help": "class_labels_indices.csv"})
     audioset_ontology: str | None = field(default=None, metadata={"help": "ontology.json (T1/T2 tables)"})
     tasks: list[str] = field(
@@ -105,6 +117,17 @@ class PrepConfig:
             "(counted in stats.json as llm_fallback and printed) or stop with the error"
         },
     )
+    llm_timeout_s: float = field(
+        default=60.0,
+        metadata={"help": "negatives: llm: seconds one reply may take, all of it (then retried)"},
+    )
+    llm_max_retries: int = field(
+        default=2,
+        metadata={
+            "help": "negatives: llm: retries of a timeout / 429 / 5xx (with backoff); once a record has failed "
+            "every attempt without reaching the endpoint, it counts as down and later records are not sent"
+        },
+    )
     score: bool = field(
         default=False, metadata={"help": "fill clap_delta / avsm_delta_* (data_prep.scoring)"}
     )
@@ -158,8 +181,11 @@ class PrepConfig:
             raise ValueError("PrepConfig: test_fraction + val_fraction must be in [0, 1)")
 
     def resolved(self) -> PrepConfig:
-        """Inputs filled from ``world`` where empty; ``data_root`` defaulted to it."""
+        """Inputs filled from ``world`` where empty; ``data_root`` defaulted to it (else, for custom JSONL
+        files, to the first one's folder: their media paths are relative to it)."""
         if not self.world:
+            if self.custom and not self.data_root:
+                return dataclasses.replace(self, data_root=str(Path(self.custom[0]).resolve().parent))
             return self
         world, changes = Path(self.world), {}
         for name, pattern in WORLD_LAYOUT.items():
@@ -180,6 +206,8 @@ class PrepConfig:
                 api_key_env=self.llm_api_key_env,
                 cache_path=str(Path(self.output_dir) / "llm_cache.sqlite"),
                 on_failure=self.llm_on_failure,
+                timeout=self.llm_timeout_s,
+                max_retries=self.llm_max_retries,
             )
         return TaskOptions(
             num_options=self.num_options,

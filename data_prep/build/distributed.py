@@ -22,7 +22,10 @@ from typing import Any
 from cavpref.data_prep.build.config import PrepConfig
 from cavpref.data_prep.build.merge import merge
 from cavpref.data_prep.build.pipeline import build
+from cavpref.data_prep.tables import DEFAULT_FILENAME
 from transformers.utils import logging
+
+from cavpref.output_dir import claim_output_dir, release_output_dir
 
 logger = logging.get_logger(__name__)
 
@@ -51,6 +54,12 @@ def build_distributed(config: PrepConfig) -> dict[str, Any]:
         raise ValueError("PrepConfig.output_dir is required")
     if state.device.type == "cuda":  # a scorer on "cuda" then uses this process's own GPU
         torch.cuda.set_device(state.device)
+    # the folder is claimed (checked, marked and locked by the main process) before any shard writes into it
+    out = claim_output_dir(
+        config.output_dir, "prep", overwrite=config.overwrite_output_dir, markers=(DEFAULT_FILENAME,)
+    )
+    state.wait_for_everyone()
+    config = dataclasses.replace(config, output_dir=out)
     n, i = state.num_processes, state.process_index
     mine = dataclasses.replace(
         config,
@@ -66,6 +75,7 @@ def build_distributed(config: PrepConfig) -> dict[str, Any]:
         stats = merge(config.output_dir, [str(shard_dir(config.output_dir, j, n)) for j in range(n)])
         stats["up_to_date"] = False
     state.wait_for_everyone()
+    release_output_dir(out)
     # the build is the whole command: a gloo group left to interpreter teardown aborts a rank now and then
     # ("terminate called without an active exception"), so it ends here, as `cavpref train`'s does
     state.destroy_process_group()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import platform
 from pathlib import Path
 from typing import Any
@@ -17,23 +16,25 @@ from typing import Any
 import datasets
 import transformers
 from cavpref.data_prep.build.config import PrepConfig
+from cavpref.data_prep.integrity import file_sha256
 
 import cavpref
 
 BUILD_VERSION = 1
-_NOT_FINGERPRINTED = ("output_dir", "num_proc", "force", "progress")  # where / how fast, not what
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+# where / how fast / how patiently, not what
+_NOT_FINGERPRINTED = (
+    "output_dir",
+    "overwrite_output_dir",
+    "num_proc",
+    "force",
+    "progress",
+    "llm_timeout_s",
+    "llm_max_retries",
+)
 
 
 def input_files(config: PrepConfig) -> list[str]:
-    files = [*config.music_avqa, *config.avqa, *config.audioset]
+    files = [*config.music_avqa, *config.avqa, *config.audioset, *config.custom]
     files += [
         f
         for f in (

@@ -7,6 +7,7 @@ in order and skips the lot when the manifest's fingerprint says the outputs are 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections import Counter
@@ -19,7 +20,14 @@ from cavpref.data_prep.build.generate import generate
 from cavpref.data_prep.build.reading import PrepError, read_records, validate
 from cavpref.data_prep.build.rotation import rotate_preferences
 from cavpref.data_prep.build.splits import assign_splits, in_shard, split_of_paths
-from cavpref.data_prep.build.stats import count_table, dropped_total, llm_fallbacks, task_stats
+from cavpref.data_prep.build.stats import (
+    count_table,
+    custom_report,
+    dropped_total,
+    llm_fallbacks,
+    task_stats,
+)
+from cavpref.data_prep.cards import prep_card
 from cavpref.data_prep.integrity import damaged, output_files
 from cavpref.data_prep.readers import exclusion_reason
 from cavpref.data_prep.records import QARecord
@@ -32,6 +40,9 @@ from transformers.utils import logging
 
 from cavpref import task_registry
 from cavpref.data import PreferenceExample
+from cavpref.output_dir import output_dir
+from cavpref.parsing import load_yaml
+from cavpref.redact import public_config
 
 logger = logging.get_logger(__name__)
 from cavpref.data_prep.tasks.spec import switch_table
@@ -50,6 +61,14 @@ def build(config: PrepConfig) -> dict[str, Any]:
         raise ValueError("PrepConfig.data_root is required to check media (or set check_media: false)")
     if config.align_audioset and not config.data_root:
         raise ValueError("PrepConfig.data_root is required by align_audioset (it decodes the clips)")
+    # a folder of the user's is never replaced: write_outputs replaces benchmark/, preferences/, parquet/, jsonl/
+    with output_dir(
+        config.output_dir, "prep", overwrite=config.overwrite_output_dir, markers=(DEFAULT_FILENAME,)
+    ) as out:
+        return _build(dataclasses.replace(config, output_dir=out))
+
+
+def _build(config: PrepConfig) -> dict[str, Any]:
     out = Path(config.output_dir)
     digest, basis = fingerprint(config)
     manifest_path = out / "manifest.json"
@@ -103,6 +122,8 @@ def build(config: PrepConfig) -> dict[str, Any]:
     stats["invalid_skipped"] = dict(sorted(invalid.items()))
     valid, stats["alignment_dropped"] = align(valid, config) if config.align_audioset else (valid, {})
     stats["records_kept"] = sum(in_shard(r, config) for r in valid)
+    if config.custom:  # the user's JSONL: what could not be derived from it (shard 0 reports the whole pool)
+        stats["custom"] = custom_report(valid, tables, config) if config.shard_index == 0 else {}
     stats["records_reconcile"] = stats["records_read"] == stats["records_kept"] + dropped_total(stats)
 
     items, prefs, skips = generate(valid, tables, config)
@@ -121,6 +142,8 @@ def build(config: PrepConfig) -> dict[str, Any]:
     manifest = {
         "fingerprint": digest,
         **basis,
+        # the manifest travels with the dataset: URLs without credentials, configured secrets masked
+        "config": public_config(basis["config"]),
         "files": output_files(out),
         "output_only": {k: getattr(config, k) for k in _NOT_FINGERPRINTED},
         # Eq. 6 switches of the tasks' TaskSpecs ({task: [eta, gamma]}): the trainer's switch_table as data
@@ -133,6 +156,7 @@ def build(config: PrepConfig) -> dict[str, Any]:
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    prep_card(out, stats, manifest)  # README.md: not in the manifest's file list (editing it is no damage)
     return {**stats, "up_to_date": False}
 
 
@@ -154,7 +178,7 @@ def scoring_config(config: PrepConfig):
     from cavpref.data_prep.scoring import ScoringConfig
 
     if config.scoring_config:
-        return HfArgumentParser(ScoringConfig).parse_yaml_file(config.scoring_config)[0]
+        return HfArgumentParser(ScoringConfig).parse_dict(load_yaml(config.scoring_config))[0]
     return ScoringConfig()
 
 

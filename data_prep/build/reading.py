@@ -6,8 +6,8 @@ from collections import Counter
 from pathlib import Path
 
 from cavpref.data_prep.build.config import PrepConfig
-from cavpref.data_prep.readers import ReaderConfig, read_source
-from cavpref.data_prep.records import SOURCES, QARecord
+from cavpref.data_prep.readers import READERS, ReaderConfig, read_source
+from cavpref.data_prep.records import EVENT_SOURCES, SOURCES, QARecord
 
 from cavpref.data import CATEGORIES
 from cavpref.media.spec import MediaError, from_json, resolve_path, sources
@@ -25,9 +25,11 @@ class PrepError(ValueError):
 
 def read_records(config: PrepConfig, stats: dict) -> list[QARecord]:
     """Every configured source file through its reader; reader skips counted per source and reason."""
-    reader_cfg = ReaderConfig(data_root=config.data_root, on_error=config.on_error)
+    reader_cfg = ReaderConfig(
+        data_root=config.data_root, on_error=config.on_error, default_category=config.default_category
+    )
     records, skipped, n_in = [], Counter(), 0
-    for source in ("music_avqa", "avqa", "audioset"):
+    for source in READERS:
         files = getattr(config, source)
         if not files:
             continue
@@ -53,7 +55,7 @@ def read_records(config: PrepConfig, stats: dict) -> list[QARecord]:
     return records
 
 
-def validate(record: QARecord, view, config: PrepConfig, present: dict[str, bool]) -> None:
+def validate(record: QARecord, view, config: PrepConfig, present: dict[str, bool | tuple[str, str]]) -> None:
     """Raise PrepError for a record no generator may use."""
     if record.source not in SOURCES:
         raise PrepError(
@@ -71,10 +73,12 @@ def validate(record: QARecord, view, config: PrepConfig, present: dict[str, bool
             if s.path not in present:
                 try:
                     present[s.path] = resolve_path(config.data_root, s.path).is_file()
-                except MediaError as err:  # e.g. a symlink out of the data root: say so, as evaluation does
-                    present[s.path] = str(err)
-            if isinstance(present[s.path], str):
-                raise PrepError(record, "media", present[s.path], "media path outside the data root")
+                except MediaError as err:  # a symlink out of the data root or in a loop: say so, as eval does
+                    outside = "outside the data root" in str(err)
+                    kind = "media path outside the data root" if outside else "media path cannot be resolved"
+                    present[s.path] = (str(err), kind)
+            if isinstance(present[s.path], tuple):
+                raise PrepError(record, "media", *present[s.path])
             if not present[s.path]:
                 raise PrepError(
                     record,
@@ -82,7 +86,7 @@ def validate(record: QARecord, view, config: PrepConfig, present: dict[str, bool
                     f"missing media file {s.path!r} (under {config.data_root})",
                     "missing media file",
                 )
-    if record.source == "audioset":
+    if record.source in EVENT_SOURCES:
         if not record.labels:
             raise PrepError(record, "labels", "segment has no labels")
         return

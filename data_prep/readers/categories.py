@@ -60,12 +60,19 @@ AVQA_TYPE_LOOKUP: dict[str, str] = {
 }
 AVQA_RELATIONS = ("View", "Sound", "Both")
 
+# The generic JSONL (readers/custom.py): a question without a ``category`` gets one from these prefix rules (a
+# counting rule first, then AVQA's), else the reader's ``default_category``; how each was set is counted in
+# the build's stats. Its ``modality`` words map onto MUSIC-AVQA's labels, which the generators already read.
+CUSTOM_PREFIX_RULES: tuple[tuple[str, str], ...] = (("how many ", "Count"),) + AVQA_PREFIX_RULES
+CUSTOM_MODALITIES: dict[str, str] = {"audio": "Audio", "visual": "Visual", "audio-visual": "Audio-Visual"}
+
 # Single-modality exclusion (paper App. A.1): source -> {modality label -> reason}. MUSIC-AVQA's
 # `type[0]` and AVQA's `question_relation` say which modality a question needs; anything but the
 # audio-visual label is answerable from one modality alone. AudioSet segments carry no such label.
 SINGLE_MODALITY: dict[str, dict[str, str]] = {
     "music_avqa": {"Audio": "audio-only question", "Visual": "visual-only question"},
     "avqa": {"Sound": "audio-only question", "View": "visual-only question"},
+    "custom": {"Audio": "audio-only question", "Visual": "visual-only question"},
 }
 
 
@@ -106,4 +113,4 @@ def filter_single_modality(
 
 
 assert set(MUSIC_AVQA_TYPES.values()) <= set(CATEGORIES)
-assert set(AVQA_TYPE_LOOKUP.values()) | {c for _, c in AVQA_PREFIX_RULES} <= set(CATEGORIES)
+assert set(AVQA_TYPE_LOOKUP.values()) | {c for _, c in CUSTOM_PREFIX_RULES} <= set(CATEGORIES)

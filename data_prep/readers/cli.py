@@ -1,9 +1,10 @@
-"""``cavpref prep read [--config R.yaml] --source {music_avqa,avqa,audioset} FILE... [--labels CSV] ...``.
+"""``cavpref prep read [--config R.yaml] --source {music_avqa,avqa,audioset,custom} FILE... [--labels CSV] ...``.
 
 The files are the ``files`` key: ``--files A B`` or, as before, bare file arguments anywhere among the
 flags. Prints every record exactly as read (no filtering) as JSON lines on stdout, so a user can check what a
 release contains before building; counts (read, skipped by reason, and what the single-modality filter
-*would* exclude) go to stderr.
+*would* exclude) go to stderr. ``--as custom`` prints the records as lines of the generic JSONL instead
+(docs/your_data.md): a released dataset, or the synthetic world, converted to the user-data schema.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from cavpref.data_prep.readers import ReaderConfig, ReaderError, filter_single_modality, read_source
+from cavpref.data_prep.readers import (
+    READERS,
+    ReaderConfig,
+    ReaderError,
+    filter_single_modality,
+    read_source,
+    to_custom,
+)
 from transformers import HfArgumentParser
 
 from cavpref.parsing import config_argv, parse_args
@@ -25,8 +33,15 @@ BOOL_WORDS = ("true", "false", "yes", "no", "t", "f", "y", "n", "1", "0")
 
 @dataclass
 class ReadArgs(ReaderConfig):
-    source: Literal["music_avqa", "avqa", "audioset"] = field(
+    source: Literal[READERS] = field(
         kw_only=True, metadata={"help": "which dataset format the files are in (required)"}
+    )
+    print_as: Literal["records", "custom"] = field(
+        default="records",
+        metadata={
+            "help": "records: every QARecord field; custom: lines of the generic JSONL schema (docs/your_data.md)",
+            "aliases": ["--as"],
+        },
     )
     labels: str | None = field(default=None, metadata={"help": "AudioSet class_labels_indices.csv"})
     ontology: str | None = field(default=None, metadata={"help": "AudioSet ontology.json"})
@@ -94,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         for record in result.records:
-            sys.stdout.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+            row = to_custom(record) if args.print_as == "custom" else record.to_dict()
+            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
         sys.stdout.flush()
     except BrokenPipeError:  # `cavpref prep read ... | head`: the reader of the pipe has seen enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit

@@ -83,6 +83,13 @@ class ReaderConfig:
     on_error: Literal["raise", "skip"] = field(
         default="raise", metadata={"help": "raise on a bad record, or skip it and count the reason"}
     )
+    default_category: str = field(
+        default="Existential",
+        metadata={
+            "help": "custom JSONL: the category of a question that names none and matches no prefix rule "
+            "(counted per origin in the build's stats)"
+        },
+    )
 
 
 @dataclass
@@ -135,6 +142,8 @@ def load_json_list(path: str | os.PathLike) -> list[Any]:
         raise ReaderError(
             path, None, None, "not valid JSON", f"line {err.lineno} col {err.colno}: {err.msg}"
         ) from err
+    except RecursionError:  # json's recursion limit: no line to name, and no record can be read
+        raise ReaderError(path, None, None, "JSON nested too deeply to read") from None
     if not isinstance(data, list):
         raise ReaderError(path, None, None, "expected a JSON array of records", f"got {type(data).__name__}")
     return data
@@ -145,6 +154,8 @@ def parse_list_field(value: Any, file: str, index: int, name: str) -> list[str]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
+        except RecursionError:
+            raise ReaderError(file, index, name, "JSON nested too deeply to read") from None
         except json.JSONDecodeError:
             try:  # some copies hold Python reprs with single quotes
                 value = ast.literal_eval(value)

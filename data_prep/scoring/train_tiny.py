@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 from transformers.utils import logging
+
+from cavpref.output_dir import OutputArguments, OutputDirError, claim_output_dir, release_output_dir
 
 from ..build import PrepConfig, split_of_path
 from .media import resample
@@ -34,7 +37,7 @@ SOURCES = ("music_avqa", "avqa", "audioset")
 
 
 @dataclass
-class TinyScorerConfig:
+class TinyScorerConfig(OutputArguments):
     """One tiny scorer's training run (``cavpref model tiny-clap`` / ``tiny-clip``)."""
 
     world: str = field(default="", metadata={"help": "a `cavpref world` folder (reads world.json + media)"})
@@ -295,7 +298,16 @@ def main(argv: list[str]) -> int:
         return 2
     name = argv[0]
     (cfg,) = parse_args([TinyScorerConfig], argv[1:], prog=f"cavpref model {name}")
+    try:
+        out = claim_output_dir(
+            cfg.out, "model", overwrite=cfg.overwrite_output_dir, inputs={"world": cfg.world}, key="out"
+        )
+    except OutputDirError as err:
+        print(f"cavpref model {name}: {err}", file=sys.stderr)
+        return 2
+    cfg.out = out
     info = TRAINERS[name](cfg)
+    release_output_dir(out)
     print(
         f"wrote {name} to {cfg.out}: {info['examples']} examples of {len(info['train_clips'])} train clips, "
         f"{len(info['labels'])} labels, loss {info['loss_first']:.3f} -> {info['loss_last']:.3f}"

@@ -7,6 +7,7 @@ import os
 import sys
 import time
 
+from cavpref.output_dir import OutputDirError, expand_path
 from cavpref.parsing import parse_args
 
 from .config import WorldConfig
@@ -57,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     try:
         manifest = generate_world(cfg)
-    except FileExistsError as err:
+    except OutputDirError as err:
         print(f"cavpref world: {err}", file=sys.stderr)
         return 2
-    print(report(manifest, cfg.out, time.perf_counter() - start))
+    print(report(manifest, expand_path(cfg.out, "out"), time.perf_counter() - start))
     return 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cavpref.output_dir import OutputArguments
+
 from .catalogue import INSTRUMENTS
 from .visuals import geometry
 
@@ -17,7 +19,7 @@ def _h(text: str, **kw) -> Any:
 
 
 @dataclass
-class WorldConfig:
+class WorldConfig(OutputArguments):
     """Everything that changes the generated files. Same config (``out`` aside) -> same bytes."""
 
     out: str = _h("output directory (created; a previous world in it is replaced)", default="world")
@@ -58,7 +60,7 @@ class WorldConfig:
     level_ratio: float = _h(
         "gain ratio between a performance's consecutive instrument levels (2: 6 dB apart, the quietest of "
         "four 18 dB under the loudest; 1.414: 3 dB, 9 dB in all): how far under a loud instrument a quiet one "
-        "plays (measured on the quickstart's start: docs/quickstart_start.md, twelfth round)",
+        "plays (measured on the quickstart's start: docs/lab/quickstart_start.md, twelfth round)",
         default=2.0,
     )
     workers: int = _h("processes rendering clips (0: min(4, CPUs)); never changes the output", default=0)
@@ -128,8 +130,8 @@ class WorldConfig:
         }
 
     def knobs(self) -> dict[str, Any]:
-        """The config as stored in world.json: without ``out`` and ``workers``, which do not change the
+        """The config as stored in world.json: without ``out``, ``workers`` and ``overwrite_output_dir``, which do not change the
         world, so the manifest does not depend on where or how fast it was written."""
         d = asdict(self)
-        del d["out"], d["workers"]
+        del d["out"], d["workers"], d["overwrite_output_dir"]
         return d

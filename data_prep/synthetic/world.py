@@ -6,6 +6,7 @@ change when other knobs add or remove clips, and its media do not change when qu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -18,6 +19,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from cavpref.media.write import write_mp4
+from cavpref.output_dir import output_dir
 
 from . import avqa_questions, music_questions
 from .catalogue import (
@@ -254,16 +256,12 @@ def _audioset(ex: Executor | None, cfg: WorldConfig) -> tuple[list, dict]:
 
 
 def _prepare(out: str) -> None:
-    """Create ``out``; replace a previous world there, but never clobber a folder that is not one."""
-    if os.path.isdir(out) and os.listdir(out):
-        if not os.path.isfile(os.path.join(out, "world.json")):
-            raise FileExistsError(
-                f"{out}: exists, is not empty and holds no world.json; choose a new or empty folder"
-            )
-        for name in SOURCE_NAMES:
-            shutil.rmtree(os.path.join(out, name), ignore_errors=True)
+    """Remove a previous world from ``out`` (a folder ``generate_world`` has claimed: its own, or one the
+    user asked it to overwrite)."""
+    for name in SOURCE_NAMES:
+        shutil.rmtree(os.path.join(out, name), ignore_errors=True)
+    if os.path.isfile(os.path.join(out, "world.json")):
         os.remove(os.path.join(out, "world.json"))
-    os.makedirs(out, exist_ok=True)
 
 
 def catalogue(cfg: WorldConfig) -> dict[str, Any]:
@@ -300,6 +298,14 @@ def catalogue(cfg: WorldConfig) -> dict[str, Any]:
 def generate_world(cfg: WorldConfig) -> dict[str, Any]:
     """Write the whole world under ``cfg.out`` and return the manifest (also saved as world.json)."""
     cfg.validate()
+    # never a folder of the user's (cavpref.output_dir): a previous world in it is replaced, nothing else
+    with output_dir(
+        cfg.out, "world", overwrite=cfg.overwrite_output_dir, markers=("world.json",), key="out"
+    ) as out:
+        return _generate(dataclasses.replace(cfg, out=out))
+
+
+def _generate(cfg: WorldConfig) -> dict[str, Any]:
     _prepare(cfg.out)
     workers = cfg.workers or min(4, os.cpu_count() or 1)
     # spawn, not fork: the parent may hold threads (torch, tokenizers) that a forked child would inherit

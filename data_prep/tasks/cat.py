@@ -34,7 +34,7 @@ SPEC = register_task(
         dimension="Compositional reasoning",
         abstains=False,
         switches=(0, 0),  # (eta, gamma) of Eq. 6
-        sources=("audioset",),
+        sources=("audioset", "custom_clips"),
         templates=TEMPLATES[TASK],
     )
 )

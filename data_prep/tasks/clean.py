@@ -26,7 +26,7 @@ SPEC = register_task(
         dimension="Reference",
         abstains=False,
         switches=(0, 0),  # (eta, gamma) of Eq. 6
-        sources=("avqa", "music_avqa"),
+        sources=("avqa", "music_avqa", "custom"),
         templates=TEMPLATES[TASK],
     )
 )

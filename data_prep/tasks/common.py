@@ -44,7 +44,8 @@ class LLMConfig:
     base_url: str = ""
     model: str = ""
     api_key_env: str = "OPENAI_API_KEY"  # name of the variable holding the key (the key is never stored)
-    timeout: float = 60.0
+    timeout: float = 60.0  # seconds for a whole reply
+    max_retries: int = 2  # retries of timeouts / 429 / 5xx; an endpoint found down is not retried per record
     max_concurrency: int = 8
     cache_path: str | None = None  # SQLite reply cache (chat_client.ChatCache); re-runs send nothing twice
     on_failure: str = "template"  # an endpoint error: "template" (fall back, counted in stats.json) | "error"

@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.records import EVENT_SOURCES, QA_SOURCES, QARecord
 from cavpref.data_prep.tasks.common import (
     CHECK_LEVELS,
     YES_NO,
@@ -234,7 +234,7 @@ class Context:
     def pool(self, kind: str, key: Hashable) -> list[QARecord]:
         """Candidate partners: one record per clip, of the ``kind``'s sources, with the same partner key."""
         if (kind, key) not in self._pools:
-            srcs = {"qa": ("avqa", "music_avqa"), "events": ("audioset",)}[kind]
+            srcs = {"qa": QA_SOURCES, "events": EVENT_SOURCES}[kind]
             seen, out = set(), []
             for r in self.records:
                 if r.source not in srcs or (kind == "events" and self.event(r) is None):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-from cavpref.data_prep.records import QARecord
+from cavpref.data_prep.records import EVENT_SOURCES, QARecord
 from cavpref.data_prep.tasks.common import TaskOptions, norm, rng_for, shuffled, unique_by_norm
 from cavpref.data_prep.tasks.context import Context, make_context, record_spec
 from cavpref.data_prep.tasks.drafts import Draft, run
@@ -29,7 +29,7 @@ SPEC = register_task(
         dimension="Compositional reasoning",
         abstains=False,
         switches=(0, 0),  # (eta, gamma) of Eq. 6
-        sources=("audioset",),
+        sources=("audioset", "custom_clips"),
         templates=TEMPLATES[TASK],
     )
 )
@@ -54,7 +54,7 @@ def distractor_pairs(
     """``k`` pairs of other events (neither is ``avoid``) for "c followed by d"-style distractors."""
     vocab = ctx.memo.get("event_vocab")
     if vocab is None:
-        labels = (ctx.event(r) for r in ctx.records if r.source == "audioset")
+        labels = (ctx.event(r) for r in ctx.records if r.source in EVENT_SOURCES)
         vocab = ctx.memo["event_vocab"] = sorted(unique_by_norm(x for x in labels if x), key=norm)
     if k and len([x for x in vocab[: len(avoid) + 2] if norm(x) not in avoid]) < 2:
         return "not enough other events for distractor options"

@@ -48,6 +48,8 @@ def client(ctx: Context):
                 api_key_env=cfg.api_key_env,
                 env_prefix="OPENAI",
                 timeout_s=cfg.timeout,
+                max_retries=cfg.max_retries,
+                give_up_when_down=True,  # an endpoint that is down fails the remaining records at once
                 cache_path=cfg.cache_path,
                 max_tokens=256,
                 max_concurrency=cfg.max_concurrency,

@@ -1,10 +1,7 @@
-"""AURA, MMAR-Rubrics and TraceAV-Bench on the shared evaluation harness.
+"""One folder per benchmark (``cavpref.eval.registry`` imports each on the first lookup).
 
-One module per concern: ``aura`` / ``mmar`` / ``traceav`` (reader of the released format, prompt,
-pure metrics), ``aura_judge`` / ``mmar_judge`` (LLM-judge scoring through ``eval.judge.ChatClient``),
-``longvideo`` (frame and audio-window sampling of long videos), ``plugins`` (the three as
-``eval.runner.Benchmark``s), ``pipeline`` / ``external`` (model runs and external predictions),
-``reports`` (report sections and plots), ``base`` (``ReasoningBenchmark``, the registry class they share;
-their registered classes are in ``cavpref.eval.tasks``). Everything is documented in
-docs/reasoning_benchmarks.md.
+Each folder holds everything that is the benchmark's own — the reader of its released format, prompt,
+scorer, metrics, report section, external-predictions format, its keys (``Options``) and its test
+fixtures — and registers one ``cavpref.eval.registry.Benchmark`` subclass in its ``__init__.py``.
+Adding a benchmark is adding a folder here (docs/evaluation.md, "Adding a benchmark").
 """

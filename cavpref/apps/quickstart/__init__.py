@@ -10,7 +10,8 @@ vanilla) -> report.md with the Table-5 layout, CLEAN after training, categories,
 
 One module per job:
 
-* ``config`` — ``QuickstartConfig`` (every knob; ``--help`` lists them) and the full / ``--small`` defaults;
+* ``config`` — ``QuickstartConfig`` (``--help``: the user's keys; ``--help_all``: every key) and its presets
+  (``default``, ``perceiving``, ``small``);
 * ``stages`` — the resumable stage runner: every stage writes into its own folder under ``--out`` and is
   skipped when it has finished before, so a second run only redoes what is missing;
 * ``data`` — the starting model's SFT rows (every CircularEval view of CLEAN's train items, from prep's
@@ -23,8 +24,8 @@ One module per job:
 
 Answer mode: option log-likelihood by default. The tiny thinker knows the answers (CLEAN likelihood accuracy
 far above chance) but in free generation writes one letter for nearly every question and then the right
-text — it cannot point at the letter, which the paper's generation protocol requires (measured; README
-"Results on the embedded default"). ``--eval_mode generate`` runs that protocol.
+text — it cannot point at the letter, which the paper's generation protocol requires (measured:
+docs/results.md). ``--eval_mode generate`` runs that protocol.
 
 β: the world's train clips train tiny CLAP / CLIP scorers (stage ``scorers``: ``cavpref model tiny-clap`` /
 ``tiny-clip``; held-out retrieval and AVSM(clean) > AVSM(perturbed) rates in docs/scoring.md), prep scores the
@@ -35,9 +36,9 @@ apart. ``--calibrate_beta false`` skips the scorers and fixes β for every metho
 
 from cavpref.apps.quickstart.config import (
     CALIBRATED,
-    DEFAULTS,
     LABELS,
     METHODS,
+    PRESETS,
     TRAIN_METHOD,
     QuickstartConfig,
 )
@@ -61,13 +62,13 @@ from cavpref.apps.quickstart.stages import Stage, Stages, say
 
 __all__ = [
     "CALIBRATED",
-    "DEFAULTS",
     "LABELS",
     "METHODS",
+    "PRESETS",
+    "TRAIN_METHOD",
     "QuickstartConfig",
     "Stage",
     "Stages",
-    "TRAIN_METHOD",
     "category_table",
     "clean_chance",
     "clip_captions",

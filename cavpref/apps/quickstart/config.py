@@ -1,11 +1,31 @@
-"""Every knob of ``cavpref quickstart`` (``QuickstartConfig``) and the full / ``--small`` defaults."""
+"""The keys of ``cavpref quickstart`` (``QuickstartConfig``) and its presets.
+
+A user sets a handful of keys (``--help``: where the run goes, its seed, which methods, how it is evaluated,
+the CPU numerics) and picks a ``preset``; the preset fills every other key: the sizes of the world and the
+model, the training schedule, and the perception knobs that decide how well the starting model sees and hears
+(``--help_all`` lists them by group, each with its preset values). A key given in the config file or on the
+command line wins over the preset.
+
+* ``default`` — the fast start (the whole run ≤ 25 min on 2 cores); its start does not name what it sees.
+* ``perceiving`` — the start that sees and hears (docs/quickstart.md): 256-wide thinker, 84 × 84 frames, the
+  caption wordings and stream-dropped caption rows that the lab log (docs/lab/quickstart_start.md) found.
+* ``small`` — a one-minute pipeline check (CI): tiny world, few steps; it says nothing about the science.
+
+Knobs that were tried and not adopted (a red spotlight, shape sizes and slot spreads, a 112-px frame width, the
+M-RoPE base, the tower learning rate, one-entity caption rows, onset-stamped "hear" captions, level ratios, the
+"hear" rows without the video in the mixed SFT, the place-first "where" wording) are not keys any more; what
+each measured is in the lab log.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from cavpref.cpu import CPU_ISAS
+from cavpref.data import check_limit
 from cavpref.data_prep.synthetic import WorldConfig
+from cavpref.output_dir import OutputArguments
 
 METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref", "cavpref_fixed_beta")
 LABELS = {
@@ -21,309 +41,152 @@ LABELS = {
 TRAIN_METHOD = {"cavpref_fixed_beta": "cavpref"}
 CALIBRATED = ("cavpref_norobust", "cavpref")
 # The keys passed to both worlds' WorldConfig (QuickstartConfig.world_keys).
-WORLD_KEYS = ("background_ramp", "background_spot", "shape_scale", "slot_spread", "level_ratio")
-# How the "who sounds where" captions word a place (data.clip_captions): "on the left" / "Violin: left" /
-# "left: Violin" (by place).
-CAPTION_PLACES = ("phrase", "label", "slots")
-# How the "what do you see" captions list what is on screen (data.clip_captions): "Violin, Drum" / "left: Violin,
-# middle: Drum".
+WORLD_KEYS = ("background_ramp",)
+# How the "who sounds where" captions word a place (data.clip_captions): "Violin on the left" / "Violin: left".
+CAPTION_PLACES = ("phrase", "label")
+# How the "what do you see" captions list what is on screen: "Violin, Drum" / "left: Violin, middle: Drum".
 CAPTION_SEE = ("names", "slots")
-# How the "what do you hear" captions list what sounds (data.clip_captions): "Violin, Drum" / "0 s: Violin,
-# 1.5 s: Drum".
-CAPTION_HEAR = ("names", "onsets")
 
+SIZE, SCHEDULE, PERCEPTION = (
+    "size (set by --preset)",
+    "schedule (set by --preset)",
+    "perception (set by --preset)",
+)
 
-# Full-size defaults and the --small (CI pipeline check) ones, for every field left unset (None).
-DEFAULTS = {
-    "num_clips": (96, 12),
-    "hidden_size": (128, 32),
-    "num_hidden_layers": (4, 1),
-    "num_attention_heads": (4, 2),
-    "num_key_value_heads": (2, 1),
-    "intermediate_size": (384, 64),
-    "vision_hidden_size": (128, 32),
-    "vision_depth": (2, 1),
-    "audio_d_model": (64, 32),
-    "audio_layers": (2, 1),
-    "num_frames": (8, 4),
-    "sft_steps": (1000, 6),
-    "caption_steps": (2000, 2),
-    "caption_clips": (384, 6),
-    "pref_steps": (120, 3),
-    "eval_limit": (40, 3),
-    "clap_steps": (1000, 10),
-    "clip_steps": (300, 10),
+CPU = "CPU numerics (the same in every preset)"
+# The default preset's values of every grouped key (``--help_all`` shows each group under its name).
+_GROUPS = {
+    SIZE: {
+        "num_clips": 96,
+        "caption_clips": 384,
+        "hidden_size": 128,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "intermediate_size": 384,
+        "vision_hidden_size": 128,
+        "vision_depth": 2,
+        "audio_d_model": 64,
+        "audio_layers": 2,
+        "vocab_size": 1500,
+        "num_frames": 8,
+        "frame_size": 56,
+        "audio_seconds": 4.0,
+        "batch_size": 8,
+    },
+    SCHEDULE: {
+        "caption_steps": 2000,
+        "sft_steps": 1000,
+        "pref_steps": 120,
+        "clap_steps": 1000,
+        "clip_steps": 300,
+        "caption_learning_rate": 5e-4,
+        "sft_learning_rate": 5e-4,
+        "pref_learning_rate": 2e-4,
+    },
+    PERCEPTION: {
+        "background_ramp": 0,
+        "caption_places": "phrase",
+        "caption_see": "names",
+        "muted_see": 0,
+        "blind_hear": 0,
+        "caption_repeats": 4,
+    },
+}
+_DEFAULT = {"eval_limit": 40, **{k: v for group in _GROUPS.values() for k, v in group.items()}}
+#: Every preset-controlled key's value in each preset (a key set in the file or on the command line wins).
+PRESETS: dict[str, dict] = {
+    "default": _DEFAULT,
+    "perceiving": {
+        **_DEFAULT,
+        "hidden_size": 256,
+        "frame_size": 84,
+        "num_frames": 4,
+        "sft_steps": 3000,
+        "sft_learning_rate": 1e-4,
+        "background_ramp": 100,
+        "caption_places": "label",
+        "caption_see": "slots",
+        "muted_see": 1,
+        "blind_hear": 1,
+    },
+    "small": {
+        **_DEFAULT,
+        "num_clips": 12,
+        "caption_clips": 6,
+        "hidden_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "intermediate_size": 64,
+        "vision_hidden_size": 32,
+        "vision_depth": 1,
+        "audio_d_model": 32,
+        "audio_layers": 1,
+        "num_frames": 4,
+        "caption_steps": 2,
+        "sft_steps": 6,
+        "pref_steps": 3,
+        "clap_steps": 10,
+        "clip_steps": 10,
+        "eval_limit": 3,
+    },
 }
 
 
-def _default(name: str, what: str) -> str:
-    full, small = DEFAULTS[name]
-    return f"{what} (default {full}; --small {small})"
+#: A whole run of each preset, measured with ``/usr/bin/time -v cavpref quickstart --preset P`` on a quiet 2-core
+#: machine (docs/results.md, "Wall time"): the overall estimate the run prints before its first stage.
+MEASURED_WALL = {"default": "18 min 15 s", "perceiving": "46 min 39 s", "small": "57 s"}
+
+
+def _preset(name: str, what: str, **extra):
+    """A preset-controlled field: None until ``__post_init__`` fills it from the preset; its help lists the
+    presets' values."""
+    shown = " / ".join(f"{preset} {keys[name]}" for preset, keys in PRESETS.items())
+    return field(default=None, metadata={"help": f"{what} (preset: {shown})", **extra})
 
 
 @dataclass
-class QuickstartConfig:
-    """Every knob of the run. Fields left at None take the full default or, with ``--small``, the CI one
-    (``DEFAULTS``): --small checks the pipeline in about a minute, it says nothing about the science."""
+class QuickstartConfig(OutputArguments):
+    """The run's keys. The preset fills every key left unset (None); see the module doc."""
 
     out: str = field(default="runs/quickstart", metadata={"help": "run folder (every stage writes below it)"})
-    small: bool = field(
-        default=False, metadata={"help": "a one-minute pipeline check (CI): tiny world, few steps"}
+    preset: str = field(
+        default="default",
+        metadata={
+            "help": "sizes, schedule and perception knobs: default (the fast start, ~20 min on 2 cores), "
+            "perceiving (the start that sees and hears, ~47 min), small (a one-minute pipeline check); "
+            "--help_all lists each key's values",
+            "choices": list(PRESETS),
+        },
     )
     seed: int = field(
         default=0, metadata={"help": "seed of the world, the splits, the model and the training"}
     )
-    num_threads: int = field(
-        default=1,
+    methods: list[str] = field(
+        default_factory=lambda: list(METHODS),
+        metadata={"help": f"the Table-5 methods to train, of {list(METHODS)}"},
+    )
+    eval_mode: str = field(
+        default="likelihood",
         metadata={
-            "help": "torch CPU threads of every stage (scorers, training, evaluation), pinned at the start: the "
-            "thread count changes the numbers (docs/training.md, 'Same command, same numbers'), and 2 threads "
-            "on 2 busy cores are slower than 1; 0 leaves torch's own choice"
+            "help": "likelihood (option log-likelihood: what a tiny model can show) | generate (the paper's "
+            "protocol: free text, choice extraction; the tiny thinker cannot name the letter it means)",
+            "choices": ["likelihood", "generate"],
         },
     )
-    cpu_isa: str = field(
-        default="avx2",
+    eval_limit: int | None = _preset(
+        "eval_limit",
+        "the first N test items of each task in every evaluation; 0 = all (report captions say N)",
+    )
+    calibrate_beta: bool = field(
+        default=True,
         metadata={
-            "help": "CPU code of every stage's torch kernels, oneDNN and MKL, pinned at the start: avx2 (the same "
-            "bits with and without AVX-512) or native (docs/training.md, 'Same command, same numbers')",
-            "choices": list(CPU_ISAS),
+            "help": "train tiny CLAP / CLIP scorers on the world's train clips, score the preference data with "
+            "them and let CAVPref and CAVPref w/o Robustness calibrate β = 0.9·ΔS + 0.1; false: no scorers, "
+            "--beta for every method"
         },
     )
-    dataloader_workers: int = field(
-        default=1,
-        metadata={
-            "help": "data-loader worker processes of every training stage (dataloader_num_workers, persistent): "
-            "one worker decodes and collates the next batch on the second core while the 1-thread step runs "
-            "on the first; the weights are bit-identical to 0 workers (collation is deterministic); steps "
-            "1.39x faster on a quiet machine and no slower with one competing process (bench_threads: 0.392 vs "
-            "0.419 s/step; docs/training.md, 'Same command, same numbers'); 0 = collate in the training process"
-        },
-    )
-    num_clips: int | None = field(default=None, metadata={"help": _default("num_clips", "clips per source")})
-    # model
-    hidden_size: int | None = field(default=None, metadata={"help": _default("hidden_size", "thinker width")})
-    num_hidden_layers: int | None = field(
-        default=None, metadata={"help": _default("num_hidden_layers", "thinker decoder layers")}
-    )
-    num_attention_heads: int | None = field(
-        default=None, metadata={"help": _default("num_attention_heads", "thinker attention heads")}
-    )
-    num_key_value_heads: int | None = field(
-        default=None,
-        metadata={
-            "help": _default("num_key_value_heads", "thinker key / value heads (grouped-query attention)")
-        },
-    )
-    intermediate_size: int | None = field(
-        default=None, metadata={"help": _default("intermediate_size", "thinker MLP width")}
-    )
-    vision_hidden_size: int | None = field(
-        default=None, metadata={"help": _default("vision_hidden_size", "vision tower width")}
-    )
-    vision_depth: int | None = field(
-        default=None, metadata={"help": _default("vision_depth", "vision tower layers")}
-    )
-    audio_d_model: int | None = field(
-        default=None, metadata={"help": _default("audio_d_model", "audio tower width")}
-    )
-    audio_layers: int | None = field(
-        default=None, metadata={"help": _default("audio_layers", "audio tower layers")}
-    )
-    rope_theta: float = field(
-        default=10000.0,
-        metadata={
-            "help": "rotary base of the thinker's M-RoPE; the (time, height, width) sections take the highest, "
-            "middle and lowest of the head's frequencies, so with a 32-wide head and base 10000 one video "
-            "token column turns the width frequencies by at most 0.003 rad"
-        },
-    )
-    vocab_size: int = field(
-        default=1500, metadata={"help": "BPE vocabulary, trained on the world's own text"}
-    )
-    num_frames: int | None = field(
-        default=None,
-        metadata={"help": _default("num_frames", "video frames per clip (training and evaluation)")},
-    )
-    frame_size: int = field(default=56, metadata={"help": "frame height (and width) in pixels"})
-    background_ramp: int = field(
-        default=0,
-        metadata={
-            "help": "light ramp across both worlds' backgrounds, -N levels at the left edge to +N at the right "
-            "(WorldConfig.background_ramp; 0: uniform, as before): the only thing in the pixels that says "
-            "which third of the frame a token is in, when a shape sits centred in its own token (84 px). "
-            "Measured at 84 px: 100 -> 'see' 62-70 to 90.6 percent at the start; 40 is flattened by training "
-            "(docs/quickstart_start.md, fifth round)"
-        },
-    )
-    background_spot: int = field(
-        default=0,
-        metadata={
-            "help": "red spotlight on both worlds' backgrounds, +N at the centre falling to 0 at both edges "
-            "(WorldConfig.background_spot; 0: none). With the ramp alone the middle third is the one between "
-            "the two others in brightness; the spot makes it the reddest. Measured with ramp 100 at 84 px: 'where' "
-            "43.4 -> 26.4 percent, the slot word at chance (docs/quickstart_start.md, sixth round)"
-        },
-    )
-    shape_scale: float = field(
-        default=1.0,
-        metadata={
-            "help": "factor on every shape's half-size in both worlds (WorldConfig.shape_scale; 1: as before)"
-        },
-    )
-    slot_spread: float | None = field(
-        default=None,
-        metadata={
-            "help": "the left / right slots' distance from the frame's centre, as a fraction of half the width, "
-            "in both worlds (WorldConfig.slot_spread; unset: the thirds' centres). With --shape_scale 0.7 and "
-            "5/6, at 84 px each shape sits in its own 28-px video token at a different place inside it. Measured: "
-            "'where' 34.0 percent, 'see' 62.3 (docs/quickstart_start.md, sixth round)"
-        },
-    )
-    frame_width: int | None = field(
-        default=None,
-        metadata={
-            "help": "frame width in pixels; unset = frame_size. A width of 112 at height 84 puts the three "
-            "slots at three different places inside the 28-px video tokens (docs/quickstart_start.md)"
-        },
-    )
-    audio_seconds: float = field(
-        default=4.0,
-        metadata={
-            "help": "audio padded to / cut at this many seconds in training and evaluation (audio_max_seconds): "
-            "the world's clip length; the model I/O's 30-s default would compute 7.5x the log-mel frames"
-        },
-    )
-    # training
-    sft_steps: int | None = field(
-        default=None, metadata={"help": _default("sft_steps", "steps of the starting model's SFT")}
-    )
-    caption_steps: int | None = field(
-        default=None,
-        metadata={
-            "help": _default(
-                "caption_steps",
-                "steps of a captions-only SFT (stage start_captions) before the starting SFT, which then "
-                "trains from it: the LLaVA-style alignment stage, where no question's text prior can stand in "
-                "for the video or the audio; 0 = none",
-            )
-        },
-    )
-    caption_clips: int | None = field(
-        default=None,
-        metadata={
-            "help": _default(
-                "caption_clips",
-                "clips per source of the caption world (another seed than the run's world, so none of its "
-                "clips is a benchmark clip), whose captions the captions-only stage trains on",
-            )
-        },
-    )
-    muted_see: int = field(
-        default=0,
-        metadata={
-            "help": 'times the captions-only stage also asks each caption-world clip "what do you see" with '
-            "the audio removed (modality dropout): with both streams the names can come from the audio alone "
-            "(measured: the start named what it heard, docs/quickstart_start.md); 0 = none"
-        },
-    )
-    blind_hear: int = field(
-        default=0,
-        metadata={
-            "help": 'times the captions-only stage also asks each caption-world clip "what do you hear" with '
-            "the video removed (modality dropout, as --muted_see for the audio): with both streams the start "
-            "counts the sounds by what it sees (measured: 8 of 13 wrong answers named as many sounds as there "
-            "were entities on screen, docs/quickstart_start.md); 0 = none"
-        },
-    )
-    sft_blind_hear: int = field(
-        default=0,
-        metadata={
-            "help": 'times the start\'s mixed SFT also asks each train clip "what do you hear" with the video '
-            "removed (--blind_hear's rows, for the run's own train clips): without them the mixed SFT, which "
-            "sees both streams only, can undo what the captions stage learnt without the video (measured: "
-            "docs/quickstart_start.md, thirteenth round); 0 = none"
-        },
-    )
-    caption_grounding: int = field(
-        default=0,
-        metadata={
-            "help": "times the captions-only stage also asks each caption-world clip its one-entity questions "
-            "(what is at each slot, which object makes the k-th sound and where: data.clip_grounding, the rows "
-            "the starting SFT has for its train clips); 0 = none. Measured: 1 dilutes the list captions (11,372 "
-            "rows instead of 4,608) and did not help (docs/quickstart_start.md, fifth round)"
-        },
-    )
-    caption_places: str = field(
-        default="phrase",
-        metadata={
-            "help": "wording of the places in the 'who sounds where' captions: phrase ('Violin on the left, Drum "
-            "in the middle': the preposition already names the middle) or label ('Violin: left, Drum: "
-            "middle'), both in order of onset, or slots ('left: Violin, middle: Drum, off screen: Bass drum': by "
-            "place, left to right then off screen, the place word before each name). Measured at 84 x 56 px: the "
-            "preposition was chosen without the video; label: 'where' 43.4 -> 69.8 percent "
-            "(docs/quickstart_start.md, sixth round)",
-            "choices": list(CAPTION_PLACES),
-        },
-    )
-    caption_see: str = field(
-        default="names",
-        metadata={
-            "help": "wording of the 'what do you see' captions: names ('Violin, Drum', left to right) or slots "
-            "('left: Violin, middle: Drum': each name follows the word that says which column of the frame "
-            "holds it, where a names-only list must first find again where the last name it wrote is). "
-            "Measured at 256 wide: three-entity clips 9/29 -> 29/29 after the captions stage (seeds 0-2), "
-            "'see' 94.7-100 percent on four seeds (docs/quickstart_start.md, ninth round)",
-            "choices": list(CAPTION_SEE),
-        },
-    )
-    caption_hear: str = field(
-        default="names",
-        metadata={
-            "help": "wording of the 'what do you hear' captions: names ('Violin, Drum', in order of onset) or "
-            "onsets ('0 s: Violin, 1.5 s: Drum': each name after the second its first sound starts at, as the "
-            "column word anchors a name in the frame). Measured: docs/quickstart_start.md, twelfth round",
-            "choices": list(CAPTION_HEAR),
-        },
-    )
-    pref_steps: int | None = field(
-        default=None, metadata={"help": _default("pref_steps", "steps of each Table-5 method")}
-    )
-    batch_size: int = field(default=8, metadata={"help": "per-device train batch size of every stage"})
-    caption_repeats: int = field(
-        default=4,
-        metadata={
-            "help": "times each train clip's captions (see / hear / who sounds where) appear in the starting "
-            "model's SFT data, next to one copy of every CircularEval view of CLEAN's train items (default "
-            "size, 2000 SFT steps, test clips: 4 -> see / hear / where 60 / 75 / 30 percent; 1 -> 36 / 58 / 15 "
-            "percent; "
-            "docs/quickstart_start.md)"
-        },
-    )
-    grounding_repeats: int = field(
-        default=0,
-        metadata={
-            "help": "times each train clip's one-entity questions (what is on the left / in the middle / on the "
-            "right, which object makes the k-th sound and where: quickstart.data.clip_grounding) appear in the "
-            "starting SFT data; 0 = none"
-        },
-    )
-    sft_learning_rate: float = field(
-        default=5e-4, metadata={"help": "learning rate of the starting model's SFT"}
-    )
-    caption_learning_rate: float | None = field(
-        default=None,
-        metadata={
-            "help": "learning rate of the captions-only stage (start_captions); unset = sft_learning_rate"
-        },
-    )
-    sft_encoder_learning_rate: float | None = field(
-        default=None,
-        metadata={
-            "help": "learning rate of the towers and projectors in the starting SFT (encoder_learning_rate); "
-            "unset = sft_learning_rate"
-        },
-    )
-    pref_learning_rate: float = field(default=2e-4, metadata={"help": "learning rate of each Table-5 method"})
     beta: float = field(
         default=0.1,
         metadata={
@@ -331,89 +194,150 @@ class QuickstartConfig:
             "of every method"
         },
     )
-    calibrate_beta: bool = field(
-        default=True,
+    num_threads: int = field(
+        default=1,
         metadata={
-            "help": "train tiny CLAP / CLIP scorers on the world's train clips, score the preference data with "
-            "them (prep score: true) and let CAVPref and CAVPref w/o Robustness calibrate β = 0.9·ΔS + 0.1; "
-            "false: no scorers, β fixed for every method (see the package doc)"
+            "help": "torch CPU threads of every stage, pinned at the start: the thread count changes the "
+            "numbers, and 2 threads on 2 busy cores are slower than 1; 0 leaves torch's own choice "
+            "(docs/reproducibility.md)"
         },
     )
-    clap_steps: int | None = field(
-        default=None, metadata={"help": _default("clap_steps", "training steps of the tiny CLAP scorer")}
-    )
-    clip_steps: int | None = field(
-        default=None, metadata={"help": _default("clip_steps", "training steps of the tiny CLIP scorer")}
-    )
-    methods: list[str] = field(
-        default_factory=lambda: list(METHODS),
-        metadata={"help": f"the Table-5 methods to train, of {list(METHODS)}"},
-    )
-    # evaluation
-    eval_limit: int | None = field(
-        default=None, metadata={"help": _default("eval_limit", "items per task and setting") + "; 0 = all"}
-    )
-    eval_mode: str = field(
-        default="likelihood",
+    cpu_isa: str = field(
+        default="avx2",
         metadata={
-            "help": "likelihood (option log-likelihood) | generate "
-            "(the paper's protocol; see the package doc)"
+            "help": "CPU code of every stage's torch kernels, oneDNN and MKL, pinned at the start: avx2 (the same "
+            "bits with and without AVX-512) or native (docs/reproducibility.md)",
+            "choices": list(CPU_ISAS),
         },
+    )
+    dataloader_workers: int = field(
+        default=1,
+        metadata={
+            "help": "data-loader worker processes of every training stage: one worker collates the next batch "
+            "on the second core while the 1-thread step runs on the first (the same weights as 0; "
+            "docs/reproducibility.md); 0 = collate in the training process"
+        },
+    )
+    # size (preset)
+    num_clips: int | None = _preset("num_clips", "clips per source of the run's world")
+    caption_clips: int | None = _preset(
+        "caption_clips",
+        "clips per source of the caption world (another seed, so none is a benchmark clip), whose captions the "
+        "captions-only stage trains on",
+    )
+    hidden_size: int | None = _preset("hidden_size", "thinker width")
+    num_hidden_layers: int | None = _preset("num_hidden_layers", "thinker decoder layers")
+    num_attention_heads: int | None = _preset("num_attention_heads", "thinker attention heads")
+    num_key_value_heads: int | None = _preset(
+        "num_key_value_heads", "thinker key / value heads (grouped-query attention)"
+    )
+    intermediate_size: int | None = _preset("intermediate_size", "thinker MLP width")
+    vision_hidden_size: int | None = _preset("vision_hidden_size", "vision tower width")
+    vision_depth: int | None = _preset("vision_depth", "vision tower layers")
+    audio_d_model: int | None = _preset("audio_d_model", "audio tower width")
+    audio_layers: int | None = _preset("audio_layers", "audio tower layers")
+    num_frames: int | None = _preset("num_frames", "video frames per clip (training and evaluation)")
+    frame_size: int | None = _preset("frame_size", "frame height and width in pixels")
+    vocab_size: int | None = _preset("vocab_size", "BPE vocabulary, trained on the world's own text")
+    audio_seconds: float | None = _preset(
+        "audio_seconds",
+        "audio padded to / cut at this many seconds (audio_max_seconds): the world's clip length; the model "
+        "I/O's 30-s default would compute 7.5x the log-mel frames",
+    )
+    batch_size: int | None = _preset("batch_size", "per-device train batch size of every stage")
+    # schedule (preset)
+    caption_steps: int | None = _preset(
+        "caption_steps",
+        "steps of the captions-only SFT on the caption world before the starting SFT (the LLaVA-style "
+        "alignment stage, where no question's text can stand in for the video or the audio); 0 = none",
+    )
+    sft_steps: int | None = _preset(
+        "sft_steps", "steps of the starting model's mixed SFT (CLEAN's train items + captions)"
+    )
+    pref_steps: int | None = _preset("pref_steps", "steps of each Table-5 method")
+    clap_steps: int | None = _preset("clap_steps", "training steps of the tiny CLAP scorer")
+    clip_steps: int | None = _preset("clip_steps", "training steps of the tiny CLIP scorer")
+    caption_learning_rate: float | None = _preset(
+        "caption_learning_rate", "learning rate of the captions-only stage"
+    )
+    sft_learning_rate: float | None = _preset(
+        "sft_learning_rate", "learning rate of the starting model's mixed SFT"
+    )
+    pref_learning_rate: float | None = _preset("pref_learning_rate", "learning rate of each Table-5 method")
+    # perception (preset): the knobs the lab log adopted for the start that sees and hears
+    background_ramp: int | None = _preset(
+        "background_ramp",
+        "light ramp across both worlds' backgrounds, -N levels at the left edge to +N at the right "
+        "(WorldConfig.background_ramp): the only thing in the pixels that says which third of the frame a "
+        "token is in (lab log, fifth round)",
+    )
+    caption_places: str | None = _preset(
+        "caption_places",
+        "wording of the 'who sounds where' captions: phrase ('Violin on the left': the preposition already "
+        "names the middle) or label ('Violin: left'); label lifted 'where' 43.4 -> 69.8 percent (sixth round)",
+        choices=list(CAPTION_PLACES),
+    )
+    caption_see: str | None = _preset(
+        "caption_see",
+        "wording of the 'what do you see' captions: names ('Violin, Drum') or slots ('left: Violin, middle: "
+        "Drum', the column word before each name); slots: three-entity clips 9/29 -> 29/29 (ninth round)",
+        choices=list(CAPTION_SEE),
+    )
+    muted_see: int | None = _preset(
+        "muted_see",
+        'times the captions-only stage also asks each caption-world clip "what do you see" with the audio '
+        "removed (with both streams the names can come from the audio alone; fourth round)",
+    )
+    blind_hear: int | None = _preset(
+        "blind_hear",
+        'times the captions-only stage also asks each caption-world clip "what do you hear" with the video '
+        "removed (with both streams the start counted the sounds by what it saw; thirteenth round)",
+    )
+    caption_repeats: int | None = _preset(
+        "caption_repeats",
+        "times each train clip's three captions appear in the starting model's mixed SFT, next to one copy of "
+        "every CircularEval view of CLEAN's train items (4 -> see / hear / where 60 / 75 / 30 percent on the "
+        "test clips; 1 -> 36 / 58 / 15; first round)",
     )
 
-    level_ratio: float = field(
-        default=2.0,
-        metadata={
-            "help": "gain ratio between the consecutive levels of a performance's instruments in both worlds "
-            "(WorldConfig.level_ratio; 2: 6 dB apart, 18 dB from the quietest to the loudest, as before). "
-            "Measured: docs/quickstart_start.md, twelfth round"
-        },
-    )
-
-    @property
-    def width(self) -> int:
-        """The frame width in pixels (``frame_width``, else ``frame_size``)."""
-        return self.frame_width or self.frame_size
+    #: ``--help_all``'s sections (``cavpref.parsing.format_help``): every preset-controlled key but eval_limit, and the CPU keys.
+    help_groups: ClassVar[dict[str, str]] = {
+        **{k: group for group, keys in _GROUPS.items() for k in keys},
+        **dict.fromkeys(("num_threads", "cpu_isa", "dataloader_workers"), CPU),
+    }
 
     def world_keys(self) -> dict:
         """The keys both worlds (the run's and the caption world) are drawn with, as ``WorldConfig`` fields."""
         return {k: getattr(self, k) for k in WORLD_KEYS}
 
     def __post_init__(self):
+        if self.preset not in PRESETS:
+            raise ValueError(f"--preset must be one of {list(PRESETS)}, got {self.preset!r}")
+        for name, value in PRESETS[self.preset].items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
         unknown = sorted(set(self.methods) - set(METHODS))
         if unknown:
             raise ValueError(f"--methods: unknown {unknown}; choose from {list(METHODS)}")
-        if self.dataloader_workers < 0:
-            raise ValueError(f"--dataloader_workers must be >= 0, got {self.dataloader_workers}")
-        if self.grounding_repeats < 0:
-            raise ValueError(f"--grounding_repeats must be >= 0, got {self.grounding_repeats}")
-        if self.caption_repeats < 1:
-            raise ValueError(f"--caption_repeats must be >= 1, got {self.caption_repeats}")
         if self.eval_mode not in ("likelihood", "generate"):  # checked now, not after the training stages
             raise ValueError(f"--eval_mode must be likelihood or generate, got {self.eval_mode!r}")
-        for name, (full, small) in DEFAULTS.items():
-            if getattr(self, name) is None:
-                setattr(self, name, small if self.small else full)
-        if self.muted_see < 0:
-            raise ValueError(f"--muted_see must be >= 0, got {self.muted_see}")
-        if self.blind_hear < 0:
-            raise ValueError(f"--blind_hear must be >= 0, got {self.blind_hear}")
-        if self.sft_blind_hear < 0:
-            raise ValueError(f"--sft_blind_hear must be >= 0, got {self.sft_blind_hear}")
-        if self.caption_grounding < 0:
-            raise ValueError(f"--caption_grounding must be >= 0, got {self.caption_grounding}")
+        try:
+            check_limit(self.eval_limit)
+        except ValueError as e:
+            raise ValueError(f"--eval_{e}") from None
+        for name in ("dataloader_workers", "muted_see", "blind_hear", "caption_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"--{name} must be >= 0, got {getattr(self, name)}")
+        if self.caption_repeats < 1:
+            raise ValueError(f"--caption_repeats must be >= 1, got {self.caption_repeats}")
         try:  # the world keys are WorldConfig's: its own checks, before any stage runs
             WorldConfig(**self.world_keys())
         except ValueError as e:
             raise ValueError(f"a world key (--{' / --'.join(WORLD_KEYS)}): {e}") from None
         if self.caption_places not in CAPTION_PLACES:
-            raise ValueError(f"--caption_places must be phrase, label or slots, got {self.caption_places!r}")
+            raise ValueError(f"--caption_places must be phrase or label, got {self.caption_places!r}")
         if self.caption_see not in CAPTION_SEE:
             raise ValueError(f"--caption_see must be names or slots, got {self.caption_see!r}")
-        if self.caption_hear not in CAPTION_HEAR:
-            raise ValueError(f"--caption_hear must be names or onsets, got {self.caption_hear!r}")
-        if self.caption_steps < 0:
-            raise ValueError(f"--caption_steps must be >= 0, got {self.caption_steps}")
         if self.caption_steps and self.caption_clips < 1:
             raise ValueError(
                 f"--caption_clips must be >= 1 when --caption_steps is set, got {self.caption_clips}"

@@ -15,12 +15,12 @@ from typing import NamedTuple
 
 from datasets import Dataset, load_from_disk
 
-from cavpref.apps.quickstart.config import CAPTION_HEAR, CAPTION_PLACES, CAPTION_SEE, QuickstartConfig
+from cavpref.apps.quickstart.config import CAPTION_PLACES, CAPTION_SEE, QuickstartConfig
 from cavpref.apps.quickstart.stages import Stage
 from cavpref.data import CLEAN_TASK
 from cavpref.data_prep.build.rotation import circular_sft_rows
 from cavpref.data_prep.tasks import item_prompt
-from cavpref.eval.loader import load_items
+from cavpref.eval.benchmarks.avtrustbench.reader import load_items
 from cavpref.media.spec import clip as clip_spec
 from cavpref.media.spec import drop_video, mute, to_json
 from cavpref.prompts import rotate_response, rotated_view, rotation_for
@@ -53,9 +53,7 @@ def _name(entity: dict) -> str:
     return str(entity["name"]).replace("_", " ").capitalize()
 
 
-def clip_captions(
-    clip: dict, places: str = "phrase", see: str = "names", hear: str = "names"
-) -> list[tuple[str, str]]:
+def clip_captions(clip: dict, places: str = "phrase", see: str = "names") -> list[tuple[str, str]]:
     """(prompt, response) pairs that describe one clip from the world's ground truth: what is seen (left to
     right), what is heard (by onset) and who is sounding where. They stand in for the audio-visual
     pretraining a real AVLLM has before the paper's "zero-shot" evaluation: without them a randomly
@@ -64,19 +62,12 @@ def clip_captions(
     ``places`` words the place of each sounding entity: ``"phrase"`` "Violin on the left, Drum in the
     middle" (the preposition already says whether it is the middle, so it is the token that must be read
     from the video), ``"label"`` "Violin: left, Drum: middle" (the place word itself is that token), both in
-    order of onset; ``"slots"`` "left: Violin, middle: Drum, off screen: Bass drum": by place (left to right,
-    then off screen by onset), the place word before each name, so each name is read at a place already
-    written -- the video-to-audio direction of the binding ("is the one on the left sounding?").
-    ``see`` words what is seen: ``"names"`` "Violin, Drum" (left to right), ``"slots"`` "left: Violin,
-    middle: Drum" (the column word before each name). ``hear`` words what is heard: ``"names"`` "Violin, Drum"
-    (by onset), ``"onsets"`` "0 s: Violin, 1.5 s: Drum" (each first onset, to the nearest half second -- the
-    music and AVQA clips' time grid -- before the name)."""
+    order of onset. ``see`` words what is seen: ``"names"`` "Violin, Drum" (left to right), ``"slots"``
+    "left: Violin, middle: Drum" (the column word before each name)."""
     if places not in CAPTION_PLACES:
         raise ValueError(f"places must be one of {CAPTION_PLACES}, got {places!r}")
     if see not in CAPTION_SEE:
         raise ValueError(f"see must be one of {CAPTION_SEE}, got {see!r}")
-    if hear not in CAPTION_HEAR:
-        raise ValueError(f"hear must be one of {CAPTION_HEAR}, got {hear!r}")
     entities = clip.get("instruments") or clip.get("sources") or []
     seen = sorted(
         (e for e in entities if e.get("visible") and e.get("slot")), key=lambda e: SLOT_ORDER[e["slot"]]
@@ -92,51 +83,15 @@ def clip_captions(
             return f": {e['slot'] if on_screen else 'off screen'}"
         return " " + (_slot_phrase(e["slot"]) if on_screen else "off screen")
 
-    if places == "slots":
-        on_screen = sorted((e for e in heard if e in seen), key=lambda e: SLOT_ORDER[e["slot"]])
-        where = [f"{e['slot']}: {_name(e)}" for e in on_screen]
-        where += [f"off screen: {_name(e)}" for e in heard if e not in seen]
-    else:
-        where = [f"{_name(e)}{place(e)}" for e in heard]
     seen_names = [f"{e['slot']}: {_name(e)}" if see == "slots" else _name(e) for e in seen]
-    heard_names = [
-        f"{_half_second(e['first_onset'])} s: {_name(e)}" if hear == "onsets" else _name(e) for e in heard
-    ]
     return [
         ("What do you see, from left to right?", ", ".join(seen_names) or "Nothing"),
-        ("What do you hear, in order of onset?", ", ".join(heard_names) or "Nothing"),
-        ("Which objects are sounding, and where?", ", ".join(where) or "Nothing"),
+        ("What do you hear, in order of onset?", ", ".join(_name(e) for e in heard) or "Nothing"),
+        (
+            "Which objects are sounding, and where?",
+            ", ".join(f"{_name(e)}{place(e)}" for e in heard) or "Nothing",
+        ),
     ]
-
-
-def _half_second(t: float) -> str:
-    return f"{round(2 * t) / 2:g}"
-
-
-ORDINALS = ("first", "second", "third", "fourth")
-
-
-def clip_grounding(clip: dict) -> list[tuple[str, str]]:
-    """(prompt, response) pairs that ask for one entity at a time: what is at each screen slot (left / middle /
-    right, "Nothing" where the slot is empty), which entity makes the k-th sound (by onset) and where it is.
-    The list captions (``clip_captions``) ask for all of them at once, and a start trained on those alone
-    names one entity and repeats it ("Violin, Violin, Violin" for a flute, a violin and a flute: measured on
-    the test clips); one slot or one sound per answer ties each name to a place on screen or a moment in
-    the audio. Ground truth of the clip only; never a question about a mismatch."""
-    entities = clip.get("instruments") or clip.get("sources") or []
-    at = {e["slot"]: _name(e) for e in entities if e.get("visible") and e.get("slot")}
-    rows = [(f"What is {_slot_phrase(s)}?", at.get(s, "Nothing")) for s in SLOT_ORDER]
-    heard = sorted(
-        (e for e in entities if e.get("sounding")),
-        key=lambda e: (e["first_onset"], SLOT_ORDER.get(e.get("slot"), 3)),
-    )
-    for k, e in enumerate(heard[: len(ORDINALS)]):
-        place = _slot_phrase(e["slot"]) if e.get("visible") and e.get("slot") else "off screen"
-        rows += [
-            (f"Which object makes the {ORDINALS[k]} sound?", _name(e)),
-            (f"Where is the object that makes the {ORDINALS[k]} sound?", place.capitalize()),
-        ]
-    return rows
 
 
 def _slot_phrase(slot: str) -> str:
@@ -216,7 +171,7 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
     ``clip_captions`` of every *train* clip, ``cfg.caption_repeats`` times (a clip of the test split never
     appears: the split is by source clip). The captions are the only rows that name every entity on screen
     (left to right) and every one heard, so their share of the SFT data sets how much of the start's
-    training teaches it to perceive (measured: docs/quickstart_start.md)."""
+    training teaches it to perceive (measured: docs/lab/quickstart_start.md)."""
     train_files, _ = split_clips(data)
     features = load_from_disk(str(data / "preferences"))["train"].features
     clean = circular_sft_rows(
@@ -228,12 +183,8 @@ def start_data(cfg: QuickstartConfig, stage: Stage, world: Path, data: Path) -> 
         for clip in manifest.get(source, []):
             if clip["file"] not in train_files:
                 continue
-            captions = clip_captions(clip, cfg.caption_places, cfg.caption_see, cfg.caption_hear)
-            pairs = captions * cfg.caption_repeats + clip_grounding(clip) * cfg.grounding_repeats
-            rows += _caption_rows(clip, source, pairs, features)
-            rows += _caption_rows(
-                clip, source, captions[WITHOUT["video"].asked] * cfg.sft_blind_hear, features, drop="video"
-            )
+            captions = clip_captions(clip, cfg.caption_places, cfg.caption_see)
+            rows += _caption_rows(clip, source, captions * cfg.caption_repeats, features)
     if not rows:
         raise RuntimeError(f"no train clips of {world / 'world.json'} in {data / 'preferences'}")
     Dataset.from_list(clean + rows, features=features).shuffle(seed=cfg.seed).save_to_disk(
@@ -248,7 +199,7 @@ def caption_data(cfg: QuickstartConfig, stage: Stage, caption_world: Path, data:
     AVLLM is pretrained on: the same entities, scenes and sounds as the benchmark's world, never its clips,
     so nothing of the benchmark's test split (or its questions) is seen. The run's own 235 train clips were
     learnt by heart (caption probe 100 % on train clips, 62 % on test clips after 1000 captions-only steps:
-    docs/quickstart_start.md); on the caption world's clips the same stage fits its own train captions no
+    docs/lab/quickstart_start.md); on the caption world's clips the same stage fits its own train captions no
     better than held-out ones, so more distinct clips trade learning by heart for learning to perceive."""
     features = load_from_disk(str(data / "preferences"))["train"].features
     manifest = json.loads((caption_world / "world.json").read_text())
@@ -256,9 +207,8 @@ def caption_data(cfg: QuickstartConfig, stage: Stage, caption_world: Path, data:
     for source in ("music_avqa", "avqa", "audioset"):
         for clip in manifest.get(source, []):
             clips += 1
-            captions = clip_captions(clip, cfg.caption_places, cfg.caption_see, cfg.caption_hear)
-            grounding = clip_grounding(clip) * cfg.caption_grounding
-            rows += _caption_rows(clip, source, captions + grounding, features)
+            captions = clip_captions(clip, cfg.caption_places, cfg.caption_see)
+            rows += _caption_rows(clip, source, captions, features)
             rows += _caption_rows(
                 clip, source, captions[WITHOUT["audio"].asked] * cfg.muted_see, features, drop="audio"
             )

@@ -7,16 +7,16 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
 import yaml
 
-from cavpref.apps.quickstart.config import LABELS, QuickstartConfig
+from cavpref.apps.quickstart.config import LABELS, MEASURED_WALL, QuickstartConfig
 from cavpref.apps.quickstart.data import caption_data, corpus, start_data
 from cavpref.apps.quickstart.recipes import recipe, write_recipe
-from cavpref.apps.quickstart.report import load_results, table5, write_report
+from cavpref.apps.quickstart.report import items_caption, load_results, table5, write_report
 from cavpref.apps.quickstart.stages import Stage, Stages, say
 from cavpref.cpu import pin_cpu
 from cavpref.data import CLEAN_TASK, TASKS
@@ -31,6 +31,7 @@ from cavpref.data_prep.scoring.train_tiny import (
 from cavpref.data_prep.synthetic import WorldConfig, generate_world
 from cavpref.eval.pipeline import EvalArgs, evaluate
 from cavpref.models.tiny import build_tiny_qwen_omni
+from cavpref.output_dir import claim_output_dir, release_output_dir
 from cavpref.parsing import parse_args
 from cavpref.train import main as train_main
 
@@ -118,8 +119,7 @@ def model_stage(cfg: QuickstartConfig, stage: Stage, data: Path) -> None:
         vision_depth=cfg.vision_depth,
         audio_d_model=cfg.audio_d_model,
         audio_layers=cfg.audio_layers,
-        frame_pixels=cfg.frame_size * cfg.width,
-        rope_theta=cfg.rope_theta,
+        frame_pixels=cfg.frame_size * cfg.frame_size,
         extra_corpus=corpus(data),
         vocab_size=cfg.vocab_size,
         seed=cfg.seed,
@@ -157,21 +157,19 @@ def eval_stage(
         data=str(data),
         output=str(stage.dir),
         tasks=tasks or [*TASKS, CLEAN_TASK],
-        setting="instruction",
-        circular=True,
-        limit=cfg.eval_limit or None,
+        limit=cfg.eval_limit,
         mode=cfg.eval_mode,
         label=label,
         media_root=str(world),
         num_frames=cfg.num_frames,
         frame_height=cfg.frame_size,
-        frame_width=cfg.width,
+        frame_width=cfg.frame_size,
         audio_max_seconds=cfg.audio_seconds,
         max_new_tokens=24,
         no_judge=True,
         drop_stream=drop_stream,
     )
-    results = evaluate(args)
+    results = evaluate(args, {"setting": "instruction", "circular": True})
     if not results["metrics"]["counts"]["evaluated"]:
         raise RuntimeError(
             f"evaluation {stage.name}: no test items of {args.tasks} in {data} (world too small for "
@@ -235,17 +233,58 @@ def start_stages(cfg: QuickstartConfig, stage: Stages) -> tuple[Path, Path, Path
     if cfg.caption_steps:
         caption_world = stage("caption_world", caption_world_stage).dir
         captions = stage("caption_data", caption_data, caption_world, data).dir
-        lr = cfg.caption_learning_rate or cfg.sft_learning_rate
-        init = start_sft("start_captions", init, captions / "train", caption_world, cfg.caption_steps, lr)
+        init = start_sft(
+            "start_captions",
+            init,
+            captions / "train",
+            caption_world,
+            cfg.caption_steps,
+            cfg.caption_learning_rate,
+        )
     start = start_sft("start", init, sft_data / "train", world, cfg.sft_steps, cfg.sft_learning_rate)
     return world, data, start
 
 
+def stage_plan(cfg: QuickstartConfig) -> list[str]:
+    """Every stage ``run`` goes through, in order (``start_stages``, the methods, their evaluations)."""
+    captions = ["caption_world", "caption_data", "start_captions"] if cfg.caption_steps else []
+    return [
+        "world",
+        *(["scorers"] if cfg.calibrate_beta else []),
+        "data",
+        "model_init",
+        "start_data",
+        *captions,
+        "start",
+        *cfg.methods,
+        *(f"eval/{name}" for name in ("start", *cfg.methods)),
+    ]
+
+
 def run(cfg: QuickstartConfig) -> dict:
     """Every stage under ``cfg.out`` (reusing finished ones), then ``report.md``; returns the stage folders."""
+    # never a folder of the user's (cavpref.output_dir); a run folder of an earlier quickstart is resumed
+    out = claim_output_dir(
+        cfg.out,
+        "quickstart",
+        overwrite=cfg.overwrite_output_dir,
+        markers=("quickstart_config.json",),
+        key="out",
+    )
+    cfg = replace(cfg, out=out)
     root = Path(cfg.out)
     write_config(cfg)
-    stage = Stages(cfg, root)
+    plan = stage_plan(cfg)
+    wall = MEASURED_WALL.get(cfg.preset) if cfg == QuickstartConfig(preset=cfg.preset, out=cfg.out) else None
+    say(
+        f"{len(plan)} stages into {root}; "
+        + (
+            f"a whole {cfg.preset} run took {wall} on a quiet 2-core machine"
+            if wall
+            else "keys changed from the preset: no measured time"
+        )
+    )
+    stage = Stages(cfg, root, plan)
     world, data, start = start_stages(cfg, stage)
     prefs = data / "preferences"  # rotated by prep (rotate_options)
     trained = {}
@@ -272,8 +311,10 @@ def run(cfg: QuickstartConfig) -> dict:
     recorded = {**(json.loads(times.read_text()) if times.exists() else {}), **stage.timings}
     times.write_text(json.dumps(recorded, indent=1))
     report = write_report(cfg, root, runs, recorded)
-    print(table5(load_results(runs)))  # the headline table, as the command's output
+    results = load_results(runs)
+    print(f"{items_caption(cfg, results['start'])}\n\n{table5(results)}")  # the headline table: the output
     say(f"report: {report}")
+    release_output_dir(out)
     return {
         "report": str(report),
         "runs": {k: str(v) for k, v in runs.items()},

@@ -82,16 +82,11 @@ def recipe(
         "shared_prefix": True,  # each (prompt, media) prefix scored once: exact, and ~2x fewer LM tokens for DPO
         "num_frames": cfg.num_frames,
         "frame_height": cfg.frame_size,
-        "frame_width": cfg.width,
+        "frame_width": cfg.frame_size,
         "audio_max_seconds": cfg.audio_seconds,
         "freeze_vision": not encoders,
         "freeze_audio": not encoders,
         "train_projectors": encoders,
-        **(
-            {"encoder_learning_rate": cfg.sft_encoder_learning_rate}
-            if encoders and cfg.sft_encoder_learning_rate
-            else {}
-        ),
         **overrides,
     }
 

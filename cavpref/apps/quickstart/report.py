@@ -1,4 +1,4 @@
-"""The quickstart's ``report.md``: the Table-5 layouts (``cavpref.eval.report.compare``), CLEAN after
+"""The quickstart's ``report.md``: the Table-5 layouts (``cavpref.eval.compare``), CLEAN after
 training, the per-category table, the methods plot and the stage wall times.
 
 The tables are rendered with the evaluation's own helpers (``compare``, ``fmt``, the markdown table), so a
@@ -15,8 +15,10 @@ from pathlib import Path
 from datasets import load_from_disk
 
 from cavpref.apps.quickstart.config import LABELS, QuickstartConfig
-from cavpref.data import CATEGORIES, CLEAN_TASK, TASKS
-from cavpref.eval.report import _table, compare, fmt
+from cavpref.data import CATEGORIES, CLEAN_TASK, TASKS, check_limit
+from cavpref.eval.compare import compare
+from cavpref.eval.tables import fmt
+from cavpref.eval.tables import table as _table
 from cavpref.plotting import pyplot
 
 
@@ -88,10 +90,21 @@ def load_results(runs: dict[str, Path]) -> dict[str, dict]:
     return {name: json.loads((path / "results.json").read_text()) for name, path in runs.items()}
 
 
+def items_caption(cfg: QuickstartConfig, results: dict) -> str:
+    """What each cell of the report's tables is computed on: how many test items per task (instruction
+    setting), and whether that is all of them (``--eval_limit``)."""
+    tasks = results["metrics"]["settings"]["instruction"]["tasks"]
+    counts = ", ".join(f"{t} {tasks[t]['n']}" for t in (*TASKS, CLEAN_TASK) if t in tasks)
+    limit = check_limit(cfg.eval_limit)
+    which = f"the first {limit} test items of each task" if limit else "all test items of each task"
+    more = " (--eval_limit 0: all of them)" if limit else ""
+    return f"Cells: {which}, instruction setting{more}; items per task: {counts}."
+
+
 def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timings: dict[str, float]) -> Path:
     """Write ``<root>/report.md`` (and ``plots/methods.png``) from the evaluation stages ``runs``."""
     results = load_results(runs)
-    chance = clean_chance(root / "data", cfg.eval_limit or None)
+    chance = clean_chance(root / "data", check_limit(cfg.eval_limit))
     start = results["start"]
     clean = [
         [
@@ -103,6 +116,7 @@ def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timin
         for n, r in results.items()
     ]
     plot = plot_methods(results, root / "plots" / "methods.png")
+    cells = items_caption(cfg, start)
     lines = [
         "# cavpref quickstart",
         "",
@@ -123,16 +137,24 @@ def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timin
         "",
         "## Table 5 layout — CircularEval (instruction setting; difference from the starting model)",
         "",
+        cells,
+        "",
         table5(results),
         "",
         "## Table 5 layout — vanilla (first pass only)",
+        "",
+        cells,
         "",
         table5(results, "vanilla"),
         "",
         "## CLEAN after training (exposes 'always abstain' collapse: 7 of 9 tasks reward abstention)",
         "",
+        cells,
+        "",
         *_table(["Method", "CLEAN vanilla", "CLEAN circular", "unparsed % (all tasks)"], clean),
         "## Per category (circular, macro over the 9 tasks that have it)",
+        "",
+        cells,
         "",
         *category_table(results),
         f"Per-source task x category tables: `eval/<method>/report.md`. Plot: `{plot.relative_to(root)}`.",

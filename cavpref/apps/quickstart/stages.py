@@ -44,15 +44,22 @@ class Stages:
     """Runs named stages under one root, reusing finished ones and timing the rest.
 
     ``stages(name, fn, *args)`` calls ``fn(cfg, stage, *args)`` unless the stage finished before, and returns
-    the ``Stage`` either way (its ``dir`` is the stage's output)."""
+    the ``Stage`` either way (its ``dir`` is the stage's output). With ``plan`` (every stage name of the run, in
+    order) each progress line says which stage of how many it is, and how long the run has taken so far."""
 
-    def __init__(self, cfg: Any, root: Path):
+    def __init__(self, cfg: Any, root: Path, plan: list[str] | None = None):
         self.cfg, self.root, self.timings = cfg, root, {}
+        self.plan, self.t0 = plan or [], time.perf_counter()
 
     def __call__(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Stage:
+        if name in self.plan:
+            minutes, seconds = divmod(int(time.perf_counter() - self.t0), 60)
+            name_shown = f"stage {self.plan.index(name) + 1} of {len(self.plan)} ({minutes}:{seconds:02d} so far): {name}"
+        else:
+            name_shown = name
         st = Stage(self.root, name)
         if st.done:
-            say(f"{name}: done before, reused ({st.dir})")
+            say(f"{name_shown}: done before, reused ({st.dir})")
             return st
         # One process runs a stage at a time: another one asking for it waits here, then reuses the result
         # (an advisory lock, outside the stage folder, released when the process dies, so a killed run never
@@ -61,16 +68,16 @@ class Stages:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         with open(lock_path, "w") as lock:
             if not _try_lock(lock):
-                say(f"{name}: another process is running it, waiting ...")
+                say(f"{name_shown}: another process is running it, waiting ...")
                 fcntl.flock(lock, fcntl.LOCK_EX)
             if st.done:
-                say(f"{name}: done by another process, reused ({st.dir})")
+                say(f"{name_shown}: done by another process, reused ({st.dir})")
                 return st
-            say(f"{name}: running ...")
+            say(f"{name_shown}: running ...")
             t0 = time.perf_counter()
             fn(self.cfg, st, *args, **kwargs)
             self.timings[name] = time.perf_counter() - t0
-        say(f"{name}: finished in {self.timings[name]:.1f} s")
+        say(f"{name_shown}: finished in {self.timings[name]:.1f} s")
         return st
 
 

@@ -1,0 +1,1 @@
+"""AURA builder: ``cavpref build aura`` (``pipeline.build``)."""

@@ -1,0 +1,1 @@
+"""TraceAV-Bench builder: ``cavpref build traceav`` (``pipeline.build``)."""

@@ -1,0 +1,156 @@
+"""What the three trainers' formats share: a trainer-neutral row (``Turn``), media lists <-> one MediaSpec, the
+placeholder tags, the ``cavpref_*`` columns and the input / output file handling.
+
+LLaMA-Factory, ms-swift and TRL all describe a sample as chat text plus lists of media files (``videos``,
+``audios``) with a placeholder tag per file in the user's text; cavpref describes it as one prompt, one MediaSpec
+and, for CAVPref, anchor rows. A ``Turn`` is the common ground: every format module turns its row into a Turn and
+back, and this module maps a Turn's file lists to and from the MediaSpec.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cavpref.data_prep.readers.common import ReaderError
+from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES
+
+from cavpref.media.spec import Combine, MediaError, MediaSpec, Source, drop_video, mute
+
+VIDEO_TAG, AUDIO_TAG, IMAGE_TAG = "<video>", "<audio>", "<image>"
+# cavpref's own columns beside the format's, prefixed so no trainer mistakes them for one of its own: the
+# other trainers ignore them (they train plain DPO / SFT on the visible pair), an import reads them back.
+EXTRA_PREFIX = "cavpref_"
+CARRIED = ("prompt", "chosen", "rejected")  # the format's own fields hold these
+EXTRA_COLUMNS = tuple(
+    EXTRA_PREFIX + k for k in PREFERENCE_FEATURES if k not in CARRIED
+)  # the row's other columns
+
+
+@dataclass
+class Turn:
+    """One sample as every format sees it: one user prompt, the chosen (and, for preference data, rejected)
+    answer, the media files (paths as written in the file) and cavpref's own columns."""
+
+    prompt: str
+    chosen: str
+    rejected: str | None  # None: an SFT row
+    videos: list[str] = field(default_factory=list)
+    audios: list[str] = field(default_factory=list)
+    extras: dict[str, Any] = field(default_factory=dict)  # cavpref_* columns, as stored
+    system: str | None = None
+
+
+class Fail:
+    """Builds a ``ReaderError`` naming the file, the record (and line for JSONL) and the field."""
+
+    def __init__(self, file: str, index: int, line: int | None):
+        self.file, self.index, self.line = file, index, line
+
+    def __call__(self, field_name: str | None, problem: str, detail: str = "") -> ReaderError:
+        return ReaderError(self.file, self.index, field_name, problem, detail, line=self.line)
+
+
+def tagged(prompt: str, videos: list[str], audios: list[str]) -> str:
+    """The user text of the formats: one ``<video>`` / ``<audio>`` tag per file before the prompt (as
+    LLaMA-Factory's ``mllm_video_audio_demo.json`` writes it)."""
+    return VIDEO_TAG * len(videos) + AUDIO_TAG * len(audios) + prompt
+
+
+def untagged(text: str, videos: list, audios: list, fail: Fail, name: str) -> str:
+    """The prompt without its tags; the tag counts must equal the file lists (the trainers check the same)."""
+    if IMAGE_TAG in text:
+        raise fail(
+            name, "images are not supported", "cavpref rows show one clip: a video and/or an audio file"
+        )
+    for tag, files in ((VIDEO_TAG, videos), (AUDIO_TAG, audios)):
+        if text.count(tag) != len(files):
+            raise fail(name, f"{text.count(tag)} {tag} tag(s) but {len(files)} file(s)", repr(text[:80]))
+    return text.replace(VIDEO_TAG, "").replace(AUDIO_TAG, "")
+
+
+# ----------------------------------------------------------------------------- media
+
+
+def _whole(x: MediaSpec | None) -> bool:
+    return x is None or (isinstance(x, Source) and x.start == 0 and x.end is None)
+
+
+def spec_files(spec: MediaSpec) -> tuple[list[str], list[str]] | None:
+    """(videos, audios) naming whole files, or None when the spec cuts, joins or mixes (it must be written out):
+    a clip -> its file in both lists (the audios entry is the clip's own track); video of X with audio of Y ->
+    [X], [Y]; a muted clip -> [X], []; a clip without its video -> [], [X]."""
+    if isinstance(spec, Source):
+        return ([spec.path], [spec.path]) if _whole(spec) else None
+    if isinstance(spec, Combine) and _whole(spec.video) and _whole(spec.audio):
+        return [spec.video.path] if spec.video else [], [spec.audio.path] if spec.audio else []
+    return None
+
+
+def files_spec(videos: list[str], audios: list[str], use_audio_in_video: bool, fail: Fail) -> MediaSpec:
+    """The inverse of ``spec_files`` for one video and / or one audio file (paths already data-root relative).
+    A video without an audio file is heard through its own track when ``use_audio_in_video`` (the flag of the
+    same name in LLaMA-Factory and ms-swift), else shown muted."""
+    if len(videos) > 1 or len(audios) > 1:
+        raise fail(
+            "videos" if len(videos) > 1 else "audios", "more than one file", "a cavpref row shows one clip"
+        )
+    try:
+        video = Source(videos[0]) if videos else None
+        audio = Source(audios[0]) if audios else None
+    except MediaError as err:
+        raise fail("videos" if videos else "audios", "bad media path", str(err)) from None
+    if video is not None and audio is not None:
+        return video if video == audio else Combine(video=video, audio=audio)
+    if video is not None:
+        return video if use_audio_in_video else mute(video)
+    if audio is not None:
+        return drop_video(audio)
+    raise fail("videos", "neither a video nor an audio file", "cavpref trains on audio-visual rows")
+
+
+def relative_to(root: Path, base: Path, path: str, fail: Fail, name: str) -> str:
+    """A path as written in a file (absolute, or relative to ``base``) as a path relative to ``root``."""
+    if not isinstance(path, str) or not path.strip():
+        raise fail(name, "expected a file path", repr(path))
+    full = Path(os.path.normpath(base / path))
+    try:
+        return full.relative_to(root).as_posix()
+    except ValueError:
+        raise fail(name, "outside the data root", f"{full} is not under {root}; set data_root") from None
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def read_records(path: str) -> list[tuple[int | None, Any]]:
+    """(line or None, record) of a JSON array file or a JSONL file (``.jsonl``); unreadable files raise."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ReaderError(path, None, None, "cannot read", str(err)) from err
+    if Path(path).suffix == ".jsonl":
+        out = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    out.append((n, json.loads(line)))
+                except json.JSONDecodeError as err:
+                    out.append((n, ReaderError(path, len(out), None, "not valid JSON", err.msg, line=n)))
+        return out
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ReaderError(path, None, None, "not valid JSON", f"line {err.lineno}: {err.msg}") from None
+    if not isinstance(data, list):
+        raise ReaderError(path, None, None, "expected a JSON array of records (or a .jsonl file)")
+    return [(None, r) for r in data]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)

@@ -1,0 +1,360 @@
+"""``cavpref data import|export``: other trainers' SFT / preference files <-> cavpref preference rows.
+
+Export writes a prep build's (or any) preference rows as LLaMA-Factory, ms-swift or TRL files, every cavpref
+column that the format has no place for kept beside it as a ``cavpref_*`` column (the anchors CAVPref needs,
+the β deltas, the task): the other trainers ignore those columns and train plain DPO / SFT on the visible pair;
+an import reads them back, so export -> import gives the rows back equal. Media those trainers cannot express
+as whole files (a clip cut, joined or mixed: COT-Stitch, COT-Swap, CAT) are written out once per distinct
+MediaSpec under ``media/``. Import reads a trainer's SFT or preference file into cavpref rows; a video plus a
+separate audio file becomes one ``Combine(video=..., audio=...)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from cavpref.data_prep.build.fingerprint import file_sha256
+from cavpref.data_prep.formats import common, llamafactory, swift, trl
+from cavpref.data_prep.formats.common import EXTRA_COLUMNS, EXTRA_PREFIX, Fail, ReaderError, Turn
+from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
+from tqdm.auto import tqdm
+
+from cavpref import task_registry
+from cavpref.data import PreferenceExample
+from cavpref.manifest import prep_manifest
+from cavpref.media.materialize import materialize
+from cavpref.media.spec import Source, from_json, has_audio, has_video, mute, sources
+from cavpref.output_dir import OutputArguments, output_dir
+
+FORMATS = {"llamafactory": llamafactory, "swift": swift, "trl": trl}
+FORMAT = Literal[tuple(FORMATS)]
+
+
+@dataclass
+class ExportArgs(OutputArguments):
+    """``cavpref data export``: preference rows -> another trainer's files."""
+
+    format: FORMAT = field(kw_only=True, metadata={"help": "llamafactory | swift | trl (required)"})
+    data: str = field(
+        default="", metadata={"help": "a prep output folder, or a preference folder (save_to_disk)"}
+    )
+    output_dir: str = field(default="", metadata={"help": "new folder for the files (required)"})
+    media_root: str | None = field(
+        default=None,
+        metadata={"help": "folder the rows' media paths are relative to (default: prep's data_root)"},
+    )
+    splits: list[str] | None = field(default=None, metadata={"help": "splits to export (default: all)"})
+    kind: Literal["preference", "sft"] = field(
+        default="preference", metadata={"help": "preference pairs, or SFT rows (the chosen answer only)"}
+    )
+    materialize: bool = field(
+        default=True,
+        metadata={
+            "help": "write media the formats cannot name as whole files (cut / joined / mixed) to media/"
+        },
+    )
+    paths: Literal["absolute", "relative"] = field(
+        default="absolute", metadata={"help": "media paths in the files: absolute, or relative to output_dir"}
+    )
+    name: str = field(
+        default="cavpref", metadata={"help": "dataset name (file names, dataset_info.json entries)"}
+    )
+
+
+@dataclass
+class ImportArgs(OutputArguments):
+    """``cavpref data import``: another trainer's SFT / preference file -> cavpref preference rows."""
+
+    format: FORMAT = field(kw_only=True, metadata={"help": "llamafactory | swift | trl (required)"})
+    files: list[str] = field(default_factory=list, metadata={"help": "JSON array or JSONL files"})
+    output_dir: str = field(default="", metadata={"help": "new folder: preferences/, stats.json, README.md"})
+    dataset_info: str | None = field(
+        default=None, metadata={"help": "llamafactory: dataset_info.json describing the file (with dataset)"}
+    )
+    dataset: str | None = field(default=None, metadata={"help": "llamafactory: the entry of dataset_info"})
+    media_dir: str | None = field(
+        default=None,
+        metadata={"help": "relative media paths are under this folder (default: the file's folder)"},
+    )
+    data_root: str | None = field(
+        default=None,
+        metadata={
+            "help": "the rows' media paths are relative to it (default: media_dir); train "
+            "with media_root set to it"
+        },
+    )
+    task: str = field(
+        default="CLEAN", metadata={"help": "task of rows without cavpref_task (CLEAN: plain pairs)"}
+    )
+    split: str = field(default="train", metadata={"help": "split name of the imported rows"})
+    use_audio_in_video: bool = field(
+        default=True,
+        metadata={
+            "help": "a video without an audio file is heard through its own track (false: shown muted)"
+        },
+    )
+    system: Literal["error", "drop"] = field(
+        default="error",
+        metadata={"help": "a system prompt (cavpref rows have none): error, or drop it (counted)"},
+    )
+    on_error: Literal["raise", "skip"] = field(
+        default="raise", metadata={"help": "a bad record: raise or skip"}
+    )
+
+
+# ----------------------------------------------------------------------------- export
+
+
+def _preferences(data: str):
+    """(folder, DatasetDict) of a prep output folder (its ``preferences/``) or a preference folder."""
+    from datasets import DatasetDict, load_from_disk
+
+    folder = Path(data) / "preferences" if (Path(data) / "preferences").is_dir() else Path(data)
+    loaded = load_from_disk(str(folder))
+    return folder, loaded if isinstance(loaded, DatasetDict) else DatasetDict({"train": loaded})
+
+
+def _write_media(media: str, root: str, folder: Path) -> tuple[list[str], list[str]]:
+    """A spec the formats cannot name as whole files, written once: its picture as a silent mp4, its sound as
+    a wav (the layout of LLaMA-Factory's video + audio demo), named by the spec's hash."""
+    import soundfile as sf
+
+    from cavpref.media.decode import decode
+
+    spec = from_json(media)
+    stem = folder / hashlib.sha256(media.encode()).hexdigest()[:16]
+    videos, audios = [], []
+    if has_video(spec):
+        videos.append(str(materialize(mute(spec), root, stem.with_suffix(".mp4"))))
+    if has_audio(spec):
+        decoded = decode(spec, root, frames=None)
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        sf.write(stem.with_suffix(".wav"), decoded.audio, decoded.sample_rate)
+        audios.append(str(stem.with_suffix(".wav")))
+    return videos, audios
+
+
+def export_dataset(args: ExportArgs) -> dict[str, Any]:
+    """Write ``args.data``'s preference rows as ``args.format`` files into ``args.output_dir``; returns the
+    summary also written to ``export.json``."""
+    if not args.data or not args.output_dir:
+        raise ValueError("cavpref data export needs --data and --output_dir")
+    folder, splits = _preferences(args.data)
+    _, manifest = prep_manifest(str(folder))
+    root = args.media_root or ((manifest or {}).get("config") or {}).get("data_root")
+    if not root:
+        raise ValueError(f"{folder}: no prep manifest names the media root: pass --media_root")
+    missing = sorted(set(args.splits or ()) - set(splits))
+    if missing:
+        raise ValueError(f"{folder}: no split(s) {missing} (have {list(splits)})")
+    if manifest and isinstance(
+        manifest.get("tasks"), dict
+    ):  # a task added by a module of its own, as training
+        task_registry.declare_table(manifest["tasks"], where=str(folder))
+    with output_dir(
+        args.output_dir, "data export", overwrite=args.overwrite_output_dir, inputs={"data": str(folder)}
+    ) as claimed:
+        return _export(args, folder, splits, root, Path(claimed).resolve())
+
+
+def _export(args: ExportArgs, folder: Path, splits, root: str, out: Path) -> dict[str, Any]:
+    fmt = FORMATS[args.format]
+    written: dict[str, tuple[list[str], list[str]]] = {}
+    files, counts = {}, Counter()
+    for split in args.splits or list(splits):
+        rows = []
+        for row in tqdm(splits[split], desc=f"export {split}", unit="row", disable=None):
+            example = PreferenceExample.from_row(row)
+            spec = from_json(example.media)
+            found = common.spec_files(spec)
+            if found is None and not args.materialize:
+                raise ValueError(
+                    f"{folder}[{split}] row {example.id}: its media cut, join or mix clips "
+                    f"({example.media}); export with --materialize true"
+                )
+            if found is None and example.media not in written:
+                written[example.media] = _write_media(example.media, root, out / "media")
+            videos, audios = (
+                written[example.media]
+                if found is None
+                else (
+                    [str(Path(root, p).resolve()) for p in found[0]],
+                    [str(Path(root, p).resolve()) for p in found[1]],
+                )
+            )
+            if args.paths == "relative":
+                videos, audios = ([os.path.relpath(p, out) for p in x] for x in (videos, audios))
+            extras = {EXTRA_PREFIX + k: v for k, v in example.to_row().items() if k not in common.CARRIED}
+            rejected = example.rejected if args.kind == "preference" else None
+            rows.append(fmt.write_row(Turn(example.prompt, example.chosen, rejected, videos, audios, extras)))
+            counts["materialized rows" if found is None else "rows with whole-file media"] += 1
+        files[split] = f"{args.name}_{split}.jsonl"
+        common.write_jsonl(out / files[split], rows)
+    if args.format == "llamafactory":  # the dataset_info.json LLaMA-Factory reads the files through
+        info = {
+            f"{args.name}_{s}": llamafactory.info_entry(f, args.kind == "preference")
+            for s, f in files.items()
+        }
+        (out / "dataset_info.json").write_text(json.dumps(info, indent=2) + "\n")
+    summary = {
+        "format": args.format,
+        "doc": fmt.DOC,
+        "kind": args.kind,
+        "data": str(folder),
+        "media_root": str(Path(root).resolve()),
+        "files": files,
+        "rows": {s: len(splits[s]) for s in files},
+        "media": dict(counts) | {"files written": sum(len(v) + len(a) for v, a in written.values())},
+        "cavpref_columns": list(EXTRA_COLUMNS),
+    }
+    (out / "export.json").write_text(json.dumps(summary, indent=1) + "\n")
+    from cavpref.data_prep.cards import export_card
+
+    export_card(out, summary)
+    return summary
+
+
+# ----------------------------------------------------------------------------- import
+
+
+def _inputs(args: ImportArgs) -> tuple[list[str], Any]:
+    """(data files, the LLaMA-Factory layout or None)."""
+    if args.format == "llamafactory" and args.dataset_info:
+        if not args.dataset:
+            raise ValueError("--dataset_info needs --dataset (the entry naming your file)")
+        layout, file = llamafactory.load_info(args.dataset_info, args.dataset)
+        return [file], layout
+    if not args.files:
+        raise ValueError("no input files (--files FILE ..., or --dataset_info + --dataset for llamafactory)")
+    return list(args.files), None
+
+
+def _example(turn: Turn, args: ImportArgs, paths: tuple[list[str], list[str]], rid: str, fail: Fail):
+    if turn.extras:  # written by cavpref: the row comes back from its own columns, the visible text wins
+        missing = [c for c in EXTRA_COLUMNS if c not in turn.extras]
+        if missing:
+            raise fail(missing[0], "missing", "a row with cavpref_* columns needs all of them")
+        row = {k[len(EXTRA_PREFIX) :]: v for k, v in turn.extras.items()}
+        row.update(prompt=turn.prompt, chosen=turn.chosen, rejected=turn.rejected or "")
+        try:
+            return PreferenceExample.from_row(row), "from cavpref_* columns"
+        except (ValueError, TypeError) as err:
+            raise fail(EXTRA_PREFIX + "task", "not a cavpref row", str(err)) from None
+    media = common.files_spec(*paths, args.use_audio_in_video, fail)
+    if not has_audio(media) or not has_video(media):
+        how = "muted video" if has_video(media) else "audio only"
+    else:
+        how = "video with its own audio" if isinstance(media, Source) else "video + separate audio"
+    example = PreferenceExample(
+        id=rid,
+        task=args.task,
+        source=args.format,
+        category="",
+        prompt=turn.prompt,
+        media=media,
+        chosen=turn.chosen,
+        rejected=turn.rejected or "",
+        source_ids=sorted({s.path for s in sources(media)}),
+    )
+    return example, how
+
+
+def _exported_root(folder: Path) -> str:
+    try:
+        return json.loads((folder / "export.json").read_text())["media_root"]
+    except (OSError, ValueError, KeyError):
+        return "the media_root the rows were exported with"
+
+
+def import_dataset(args: ImportArgs) -> dict[str, Any]:
+    """Read ``args.files`` (``args.format``) into ``output_dir/preferences`` (a DatasetDict with one split,
+    ``args.split``), with ``stats.json`` (in = imported + skipped), ``manifest.json`` and a dataset card."""
+    if not task_registry.is_task(args.task):
+        raise ValueError(f"--task {args.task!r} is not a declared task ({task_registry.task_names()})")
+    files, layout = _inputs(args)
+    sources = {f"--files[{i}]": f for i, f in enumerate(files)} | {"--dataset_info": args.dataset_info}
+    with output_dir(
+        args.output_dir, "data import", overwrite=args.overwrite_output_dir, inputs=sources
+    ) as claimed:
+        return _import(args, files, layout, Path(claimed).resolve())
+
+
+def _import(args: ImportArgs, files: list[str], layout: Any, out: Path) -> dict[str, Any]:
+    fmt = FORMATS[args.format]
+    rows, skipped, counts, n_in = [], Counter(), Counter(), 0
+    roots = set()
+    for file in files:
+        base = Path(args.media_dir).resolve() if args.media_dir else Path(file).resolve().parent
+        root = Path(args.data_root).resolve() if args.data_root else base
+        # rows exported by cavpref keep MediaSpecs relative to the export's media root (export.json says which)
+        exported = _exported_root(Path(file).parent)
+        records = common.read_records(file)
+        if layout is None and args.format == "llamafactory":
+            layout = llamafactory.Layout.guess(records[0][1] if records else {})
+        for index, (line, rec) in enumerate(tqdm(records, desc=f"import {Path(file).name}", disable=None)):
+            n_in += 1
+            fail = Fail(file, index, line)
+            try:
+                if isinstance(rec, ReaderError):
+                    raise rec
+                if not isinstance(rec, dict):
+                    raise fail(None, "record is not a JSON object", type(rec).__name__)
+                turn = fmt.read_row(rec, layout, fail)
+                turn.extras = {k: v for k, v in rec.items() if k.startswith(EXTRA_PREFIX)}
+                if turn.system is not None:
+                    if args.system == "error":
+                        raise fail(
+                            "system", "a system prompt", "cavpref rows have none: --system drop drops it"
+                        )
+                    counts["system prompts dropped"] += 1
+                paths = (  # a row written by cavpref takes its MediaSpec from cavpref_media instead
+                    ([], [])
+                    if turn.extras
+                    else tuple(
+                        [common.relative_to(root, base, p, fail, kind) for p in files_]
+                        for kind, files_ in (("videos", turn.videos), ("audios", turn.audios))
+                    )
+                )
+                example, how = _example(turn, args, paths, f"{args.format}:{Path(file).name}:{index}", fail)
+            except ReaderError as err:
+                if args.on_error == "raise":
+                    raise
+                skipped[err.reason] += 1
+                continue
+            rows.append(example)
+            roots.add(exported if turn.extras else str(root))
+            counts[how] += 1
+            counts["preference pairs" if example.rejected else "sft rows"] += 1
+    from datasets import DatasetDict
+
+    DatasetDict({args.split: to_dataset(rows, PREFERENCE_FEATURES)}).save_to_disk(str(out / "preferences"))
+    inputs = {f: file_sha256(f) for f in [*files, *([args.dataset_info] if args.dataset_info else [])]}
+    basis = {"args": asdict(args) | {"output_dir": None, "overwrite_output_dir": None}, "inputs": inputs}
+    stats = {
+        "records_read": n_in,
+        "imported": len(rows),
+        "skipped": dict(sorted(skipped.items())),
+        "reconcile": n_in == len(rows) + sum(skipped.values()),
+        "counts": dict(sorted(counts.items())),
+        "data_root": sorted(roots),
+        "tasks": dict(sorted(Counter(r.task for r in rows).items())),
+    }
+    manifest = {
+        "fingerprint": hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest(),
+        **basis,
+        "format": args.format,
+        "doc": fmt.DOC,
+        "tasks": task_registry.task_table(sorted({r.task for r in rows})),
+    }
+    (out / "stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True) + "\n")
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    from cavpref.data_prep.cards import import_card
+
+    import_card(out, stats, manifest)
+    return stats
