@@ -1,5 +1,5 @@
 """scripts/ladder.py (issue 38): the ceiling's rows, the budgets, the pruning and the report's reading of
-results.json, with hand-computed numbers; the whole ladder on a ``--small`` quickstart is the slow test."""
+results.json, with hand-computed numbers; the whole ladder on a ``--preset small`` quickstart is the slow test."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_cells_and_the_side_of_chance():
 
 @pytest.mark.slow
 def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
-    """A --small quickstart, then every part of the ladder at tiny budgets: stage markers with wall times, the
+    """A --preset small quickstart, then every part of the ladder at tiny budgets: stage markers with wall times, the
     report and plots; the checkpoint at step N is bit for bit the run trained to N steps."""
     from cavpref.apps.quickstart import QuickstartConfig, run
 
