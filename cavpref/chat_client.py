@@ -1,7 +1,7 @@
 """The one OpenAI-compatible chat client of the project: LLM judges, served models, LLM-written negatives.
 
 It is core (data prep's COT-Stitch negatives use it as well as the evaluator), so it lives here; the
-evaluator's ``cavpref.eval.judge`` re-exports it. Every judge (choice extraction, AURA / MMAR / TraceAV
+evaluator and the benchmark builders import it from here. Every judge (choice extraction, AURA / MMAR / TraceAV
 scoring) and every endpoint-served model goes through ``ChatClient``, so retries, concurrency limits,
 caching and key handling are written once. Design points:
 

@@ -52,7 +52,7 @@ def build_judge_client(args: EvalArgs):
     configured = args.judge_model or os.environ.get("CAVPREF_JUDGE_MODEL")
     if not registry.get(args.benchmark).uses_judge or args.no_judge or not configured:
         return None
-    from cavpref.eval.judge import ChatClient, ChatConfig
+    from cavpref.chat_client import ChatClient, ChatConfig
 
     cache = args.judge_cache or (str(Path(args.output) / "judge_cache.sqlite") if args.output else None)
     return ChatClient(
@@ -76,7 +76,7 @@ def build_backend(args: EvalArgs):
     if not args.model:
         raise ValueError("--model is required")
     if args.model.startswith(("http://", "https://")):
-        from cavpref.eval.judge import ChatClient, ChatConfig
+        from cavpref.chat_client import ChatClient, ChatConfig
 
         client = ChatClient(
             ChatConfig(

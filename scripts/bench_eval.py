@@ -102,7 +102,7 @@ def main(argv=None) -> None:
 
     torch.set_num_threads(ns.threads)
     from cavpref.eval.backends import ModelIOBackend
-    from cavpref.eval.judge import ChatClient, ChatConfig
+    from cavpref.chat_client import ChatClient, ChatConfig
     from cavpref.eval.pipeline import EvalArgs, evaluate
 
     from cavpref.models import build_tiny_qwen_omni, load_model_io

@@ -9,7 +9,7 @@ import torch
 from cavpref.eval.benchmarks.aura import data as aura
 from cavpref.eval.benchmarks.aura.judge import AuraJudges, is_scored, parse_fcs, parse_sanitized, score
 from cavpref.eval.common import BenchmarkInputError, split_response
-from cavpref.eval.judge import ChatClient, ChatConfig
+from cavpref.chat_client import ChatClient, ChatConfig
 from cavpref.eval.benchmarks.aura.nli import NLIConfig, NLIScorer, entailment_index
 from judge_server import LoopbackServer, completion
 

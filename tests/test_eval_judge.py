@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 from cavpref.eval.benchmarks.avtrustbench.choice_judge import ChoiceJudge, build_query, parse_reply
 from cavpref.eval.extract import ABSTAIN
-from cavpref.eval.judge import ChatClient, ChatConfig, public_url
+from cavpref.chat_client import ChatClient, ChatConfig, public_url
 from judge_server import LoopbackServer, completion
 
 SECRET = "sk-test-secret-do-not-write"

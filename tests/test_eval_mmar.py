@@ -15,7 +15,7 @@ from cavpref.eval.benchmarks.mmar.data import (
     summary,
 )
 from cavpref.eval.benchmarks.mmar.judge import MMARJudge, ratings_of, score
-from cavpref.eval.judge import ChatClient, ChatConfig
+from cavpref.chat_client import ChatClient, ChatConfig
 from judge_server import LoopbackServer, completion
 
 

@@ -300,7 +300,7 @@ def test_endpoint_model_receives_the_decoded_media(bench, tmp_path):
     import av
     import soundfile as sf
     from cavpref.eval.backends import EndpointBackend
-    from cavpref.eval.judge import ChatClient, ChatConfig
+    from cavpref.chat_client import ChatClient, ChatConfig
 
     seen = []
 

@@ -98,7 +98,6 @@ def test_the_timeout_bounds_the_whole_reply_not_each_read(tmp_path):
         args = EvalArgs(
             data=str(_items(tmp_path)),
             output=str(tmp_path / "run"),
-            vanilla=True,
             model=f"http://127.0.0.1:{sock.getsockname()[1]}/v1",
             endpoint_model="m",
             no_judge=True,
@@ -106,7 +105,7 @@ def test_the_timeout_bounds_the_whole_reply_not_each_read(tmp_path):
             endpoint_max_retries=0,
         )
         start = time.monotonic()
-        res = evaluate(args, rank=0, world=1)
+        res = evaluate(args, {"vanilla": True}, rank=0, world=1)
         seconds = time.monotonic() - start
     finally:
         sock.close()

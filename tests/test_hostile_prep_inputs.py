@@ -13,7 +13,7 @@ import time
 
 import pytest
 from cavpref.data_prep.build import PrepConfig, build, merge
-from cavpref.eval.loader import DataError, load_items
+from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
 from judge_server import LoopbackServer, completion
 
 from cavpref.apps.cli import main as cavpref_main

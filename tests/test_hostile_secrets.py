@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 from cavpref.eval.backends import EndpointBackend
-from cavpref.eval.judge import ChatClient, ChatConfig
+from cavpref.chat_client import ChatClient, ChatConfig
 from cavpref.eval.pipeline import EvalArgs, evaluate
 from judge_server import LoopbackServer, completion
 
@@ -125,13 +125,12 @@ def test_a_key_read_with_a_trailing_carriage_return_is_sent_stripped_and_never_w
         args = EvalArgs(
             data=str(_items(tmp_path)),
             output=str(tmp_path / "run"),
-            vanilla=True,
             model=endpoint.url,
             endpoint_model="served",
             endpoint_max_retries=0,
             no_judge=True,
         )
-        evaluate(args, rank=0, world=1)
+        evaluate(args, {"vanilla": True}, rank=0, world=1)
     finally:
         endpoint.close()
     assert endpoint.requests and endpoint.requests[0]["headers"]["Authorization"] == f"Bearer {key}"
@@ -154,12 +153,11 @@ def test_credential_query_parameters_and_url_user_info_stay_out_of_files_and_off
         args = EvalArgs(
             data=str(_items(tmp_path)),
             output=str(tmp_path / "run"),
-            vanilla=True,
             model=url,
             endpoint_model="served",
             no_judge=True,
         )
-        res = evaluate(args, rank=0, world=1)
+        res = evaluate(args, {"vanilla": True}, rank=0, world=1)
     finally:
         endpoint.close()
     sent = endpoint.requests[0]

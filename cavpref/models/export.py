@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-import yaml
 
 from cavpref.output_dir import OutputArguments, output_dir
+from cavpref.parsing import load_yaml
 
 ADAPTER_DIR = "thinker_adapter"  # merge_lora false: the adapter, re-keyed for the full model
 SPEAKERS = "spk_dict.pt"
@@ -65,7 +65,7 @@ def _run_base(run: Path) -> str | None:
         return json.loads(adapter.read_text()).get("base_model_name_or_path")
     for folder in (run, run.parent):
         if (folder / "run_config.yaml").is_file():
-            return yaml.safe_load((folder / "run_config.yaml").read_text()).get("model_name_or_path")
+            return (load_yaml(folder / "run_config.yaml") or {}).get("model_name_or_path")
     return None
 
 

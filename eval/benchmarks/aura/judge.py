@@ -1,6 +1,6 @@
 """AuraScore's LLM-judge steps (AURA section 4, Algorithm 1) and the per-item scorer.
 
-All judge calls go through the project's one ``ChatClient`` (``eval.judge``: cache, retries, bounded
+All judge calls go through the project's one ``ChatClient`` (``cavpref.chat_client``: cache, retries, bounded
 concurrency), so a resumed or repeated run costs no judge calls; the gold-reasoning sanitisation is the
 same request for every model and is cached across runs. The prompts are our wording of the three steps the
 paper describes (answer equivalence, fact decomposition and matching, abstraction of the core claim); the
@@ -102,7 +102,7 @@ def parse_sanitized(text: str | None) -> str:
 
 @dataclass
 class AuraJudges:
-    """The judge client (``eval.judge.ChatClient``; None: letters only, no FCS/CIS) and the NLI scorer
+    """The judge client (``cavpref.chat_client.ChatClient``; None: letters only, no FCS/CIS) and the NLI scorer
     (``eval.nli.NLIScorer``, loaded by the caller)."""
 
     client: Any = None

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from cavpref.data_prep.tasks import TASK_SPECS
 from cavpref.eval.extract import ABSTAIN, Extraction, normalise
-from cavpref.eval.judge import ChatClient
+from cavpref.chat_client import ChatClient
 
 from cavpref.data import LETTERS
 

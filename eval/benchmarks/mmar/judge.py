@@ -33,7 +33,7 @@ from cavpref.data import BenchmarkItem
 
 @dataclass
 class MMARJudge:
-    client: Any = None  # eval.judge.ChatClient; None: accuracy only
+    client: Any = None  # cavpref.chat_client.ChatClient; None: accuracy only
     raters: int = DEFAULT_RATERS
     seed: int = 42
     max_tokens: int = 1024
