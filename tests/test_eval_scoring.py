@@ -322,7 +322,8 @@ def test_cli_score_prompts_and_errors(tmp_path, bench, capsys):
         == 2
     )
     assert "benchmark data not found" in capsys.readouterr().err
-    assert eval_main(["avtrustbench", "--data", str(bench), "--output", "x", "--tasks", "FOO"]) == 2
+    bad = ["avtrustbench", "--data", str(bench), "--output", str(tmp_path / "x"), "--tasks", "FOO"]
+    assert eval_main(bad) == 2
     assert "unknown task(s) ['FOO']" in capsys.readouterr().err
     assert eval_main(["compare", str(tmp_path / "out")]) == 2
     assert "compare needs a zero-shot run and at least one fine-tuned run" in capsys.readouterr().err
