@@ -5,6 +5,7 @@ stream, and could anything?
     python scripts/ladder.py --source runs/qsp --out runs/ladder --parts start ceiling curves [--budgets 120 240 …]
     python scripts/ladder.py --source runs/qsp --out runs/ladder --parts decisive --decisive_steps 1920
     python scripts/ladder.py --source runs/qsp --out runs/ladder --report_only   (tables and PNGs only)
+    python scripts/ladder_report.py --out runs/ladder [--option_score sum]   (the same, with the ladder's keys)
 
 ``--source`` is a finished ``cavpref quickstart`` run (its world, scored prep and starting model are read,
 never written). Every run below starts from that start; every evaluation is the quickstart's (test split,
@@ -47,6 +48,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from cavpref.data_prep.build.rotation import rotate_preference
 from cavpref.eval.option_score import OPTION_SCORES
@@ -147,8 +149,9 @@ class LadderConfig:
             )
 
 
-@dataclass
-class Job:
+class Job(NamedTuple):
+    """One stage (a NamedTuple, not a dataclass: the script's only argument class is ``LadderConfig``)."""
+
     name: str  # stage folder under --out
     run: Callable[[Stage], None]
     ready: Callable[[], bool] = lambda: True

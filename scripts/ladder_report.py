@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cavpref.eval.benchmarks.avtrustbench.reader import load_items
@@ -22,8 +24,9 @@ from cavpref.eval.benchmarks.avtrustbench.trust import record_key
 from datasets import load_from_disk
 from scipy.stats import binomtest
 
-from cavpref.apps.quickstart import Stage
+from cavpref.apps.quickstart import Stage, say
 from cavpref.data import CLEAN_TASK, TASKS
+from cavpref.parsing import parse_args
 from cavpref.plotting import pyplot
 from cavpref.prompts import rotate
 
@@ -417,3 +420,43 @@ def _last_eval(root: Path, run: str) -> str:
     evals = sorted((root / run / "eval").glob("*")) if (root / run / "eval").is_dir() else []
     done = [e for e in evals if Stage(root, f"{run}/eval/{e.name}").done]
     return f"{run}/eval/{done[-1].name}" if done else f"{run}/eval/none"
+
+
+@dataclass
+class ReportArguments:
+    out: str = field(
+        default="",
+        metadata={"help": "a ladder's folder (scripts/ladder.py --out); its ladder_config.json is read"},
+    )
+    option_score: str | None = field(
+        default=None,
+        metadata={
+            "help": "the protocol the tables and plots read (default: the ladder's)",
+            "choices": OPTION_SCORES,
+        },
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Re-render a ladder's ladder.md / ladder.json / plots from its stages' results, e.g. under another option
+    score, with the keys the ladder ran with (``scripts/ladder.py ... --report_only`` with them retyped)."""
+    (args,) = parse_args(
+        [ReportArguments], sys.argv[1:] if argv is None else argv, prog="scripts/ladder_report.py"
+    )
+    saved = Path(args.out) / "ladder_config.json"
+    if not saved.is_file():
+        raise FileNotFoundError(f"{saved}: not found; --out must be a folder scripts/ladder.py wrote")
+    sys.path.insert(0, str(Path(__file__).parent))
+    import ladder  # here, not at the top: ladder imports this module
+
+    cfg = replace(ladder.LadderConfig(**json.loads(saved.read_text())), out=args.out, worker=False)
+    if args.option_score:
+        cfg = replace(cfg, option_score=args.option_score)
+    say(
+        f"report: {write_report(cfg, ladder.source_config(cfg), Path(args.out), ladder.METHODS, ladder.MIXES)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -115,6 +115,9 @@ def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     text = (lad / "ladder.md").read_text()
     assert "## Which option score moves" in text and "## Decisive table" in text
     assert (lad / "plots" / "ladder_paired_trust.png").stat().st_size > 0
+    # re-rendered from the stages' results under another protocol, with the ladder's own keys
+    assert script("ladder_report").main(["--out", str(lad), "--option_score", "sum"]) == 0
+    assert "likelihood read **sum**" in (lad / "ladder.md").read_text()
     # every preference run read the reference log-probs its mix's ref stage cached (the reference-cache key,
     # derived from the collator and the model I/O's settings, is the same): no run added an entry of its own
     refs = list(lad.glob("ref/**/.done.json"))
