@@ -26,7 +26,7 @@ logger = logging.get_logger(__name__)
 
 CPU_ISAS = ("avx2", "native")
 # what each library reads to cap its code at AVX2 (MKL_CBWR: MKL's "conditional numerical reproducibility")
-_AVX2_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"}
+AVX2_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"}
 
 
 _DEFAULTED: set[str] = set()  # the variables default_cpu_isa set (not the shell)
@@ -41,7 +41,7 @@ def default_cpu_isa() -> None:
     included, which have no ``cpu_isa`` key) starts with. A recipe's ``cpu_isa: native`` removes them again."""
     if not _x86():
         return
-    for var, value in _AVX2_ENV.items():
+    for var, value in AVX2_ENV.items():
         if var not in os.environ:
             os.environ[var] = value
             _DEFAULTED.add(var)
@@ -83,7 +83,7 @@ def pin_cpu_isa(cpu_isa: str) -> str:
         _DEFAULTED.clear()
     if cpu_isa == "native" or not _x86():
         return torch.backends.cpu.get_cpu_capability()
-    os.environ.update(_AVX2_ENV)
+    os.environ.update(AVX2_ENV)
     _DEFAULTED.clear()
     used = torch.backends.cpu.get_cpu_capability()  # ATen chooses at its first kernel call, then keeps it
     if used == "AVX512":

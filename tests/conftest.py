@@ -1,14 +1,21 @@
 """Shared fixtures."""
 
+import os
+import platform
+
 import pytest
 import torch
 
-from cavpref.cpu import default_cpu_isa
+from cavpref.cpu import AVX2_ENV
 
-# What every `cavpref` command starts with (cavpref/cpu.py), set before this process computes anything: the
-# suite's in-process runs then use the same CPU code as the subprocesses it launches, which inherit the
-# variables once a command has set them.
-default_cpu_isa()
+# AVX2 code for this process and every subprocess it starts, set as the shell would set it (not as
+# `default_cpu_isa` does, whose variables a run with `cpu_isa: native` removes again): then an in-process
+# `cavpref train` with the native default (docs/reproducibility.md) cannot switch this process to AVX-512
+# kernels part-way through the session, and the suite's in-process runs compute as its subprocesses do (a
+# two-process prep equals the in-process build bit for bit only so).
+if platform.machine().lower() in ("x86_64", "amd64"):
+    for _var, _value in AVX2_ENV.items():
+        os.environ.setdefault(_var, _value)
 
 
 @pytest.fixture(scope="module")
