@@ -124,6 +124,7 @@ def test_command_line(world, tmp_path, capsys):
         main(["tiny-clap", "--world", str(world), "--out", str(tmp_path / "x"), "--no_such_key", "1"])
 
 
+@pytest.mark.slow  # two training subprocesses per scorer: 26-28 s each in the default suite on 2 busy cores
 @pytest.mark.parametrize("kind", ["tiny-clap", "tiny-clip"])
 def test_same_weights_whatever_the_hash_seed(world, tmp_path, kind):
     """Two processes with different PYTHONHASHSEED train identical scorers: the batches are drawn from sorted
