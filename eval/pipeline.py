@@ -97,8 +97,13 @@ def build_backend(args: EvalArgs):
 
     from cavpref.models import load_model_io
 
+    # a chunk's media are featurised once for all their CircularEval passes (exact: cavpref.models.feature_cache)
     model_io = load_model_io(
-        args.model, model_io=args.model_io, dtype=args.dtype, audio_max_seconds=args.audio_max_seconds
+        args.model,
+        model_io=args.model_io,
+        dtype=args.dtype,
+        audio_max_seconds=args.audio_max_seconds,
+        feature_cache_size=args.chunk_size,
     )
     model_io.model.to(dist_state().device).eval()
     return ModelIOBackend(model_io, generation={"max_new_tokens": args.max_new_tokens, "do_sample": False})

@@ -1,12 +1,16 @@
-"""Collator throughput with and without the decoded-media cache (``media_cache_size``), in one run.
+"""Collator throughput with and without the decoded-media cache (``media_cache_size``) and the feature cache
+(``feature_cache_size``: each distinct clip featurised once), in one run.
 
-    python scripts/bench_collate_cache.py [--out DIR] [--rows 256] [--batch 8] [--epochs 2]
+    python scripts/bench_collate_cache.py [--out DIR] [--rows 256] [--batch 8] [--epochs 2] [--step]
 
 On the quickstart's own data (``cavpref quickstart --preset small`` is run into ``--out`` first, ~20 s, unless a
-quickstart run is there; an existing one is used with its own frame settings): the starting-SFT rows are collated for the tiny Qwen2.5-Omni thinker, ``--epochs`` passes over
-``--rows`` rows in batches of ``--batch``, once with ``cache_size=0`` and once with a cache large enough for
-every clip. The epochs after the first are what the cache speeds up (the first one fills it). Prints rows/s
-per epoch and the ratio; no model forward is timed (see scripts/bench_trainer.py for steps).
+quickstart run is there; an existing one is used with its own frame settings): the starting-SFT rows are collated
+for the run's starting model, ``--epochs`` passes over ``--rows`` rows in batches of ``--batch``, with no cache,
+the decoded-media cache, and both caches (each large enough for every clip). The epochs after the first are what
+the caches speed up (the first one fills them). Prints rows/s per epoch (CPU time of this process, so a busy
+machine moves both columns alike) and the ratios; ``--step`` also times the starting SFT's step on each batch
+(forward and backward of the model, towers trained as in the start) and prints the share collation takes of
+collation + step.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ class BenchArguments:
     epochs: int = field(
         default=2, metadata={"help": "epochs per cache size (the cache pays off from epoch 2)"}
     )
+    step: bool = field(default=False, metadata={"help": "also time the SFT step on each batch"})
 
 
 def main(argv=None) -> int:
@@ -57,33 +62,52 @@ def main(argv=None) -> int:
     )
     if not (out / "start" / ".done.json").exists():
         run(cfg)
-    model_io = load_model_io(str(out / "start"))
     rows = load_from_disk(str(out / "start_data" / "train"))
     rows = rows.select(range(min(args.rows, len(rows))))
     frames = FramePolicy(num_frames=cfg.num_frames, size=(cfg.frame_size, cfg.frame_size))
-    table = {}
-    for cache in (0, 4 * len(rows)):
+    big = 4 * len(rows)
+    configs = {"no cache": (0, 0), "media_cache_size": (big, 0), "media + feature_cache_size": (big, big)}
+    table, steps = {}, {}
+    for name, (media_cache, feature_cache) in configs.items():
+        model_io = load_model_io(str(out / "start"), feature_cache_size=feature_cache)
+        model_io.model.requires_grad_(True)
         col = CAVPrefCollator(
             model_io,
             DEFAULT_SWITCHES,
             method="sft",
             media_root=str(out / "world"),
             frames=frames,
-            cache_size=cache,
+            cache_size=media_cache,
         )
-        per_epoch = []
+        per_epoch, step_s = [], 0.0
         for _ in range(args.epochs):
-            t0 = time.perf_counter()
+            collate_s = step_s = 0.0
             for i in range(0, len(rows), args.batch):
-                col([rows[j] for j in range(i, min(i + args.batch, len(rows)))])
-            per_epoch.append(len(rows) / (time.perf_counter() - t0))
-        table[cache] = per_epoch
-    print("| cache_size | " + " | ".join(f"epoch {e + 1} rows/s" for e in range(args.epochs)) + " |")
+                t0 = time.process_time()
+                batch = col([rows[j] for j in range(i, min(i + args.batch, len(rows)))])
+                collate_s += time.process_time() - t0
+                if args.step:
+                    t0 = time.process_time()
+                    (-model_io.logps(model_io.model, batch["model_inputs"]).sum()).backward()
+                    model_io.model.zero_grad(set_to_none=True)
+                    step_s += time.process_time() - t0
+            per_epoch.append((len(rows) / collate_s, collate_s))
+        table[name], steps[name] = per_epoch, step_s
+    print("| caches | " + " | ".join(f"epoch {e + 1} rows/s" for e in range(args.epochs)) + " |")
     print("|---" * (args.epochs + 1) + "|")
-    for cache, per_epoch in table.items():
-        print(f"| {cache} | " + " | ".join(f"{v:.1f}" for v in per_epoch) + " |")
-    last = args.epochs - 1
-    print(f"\nlast epoch, cached / uncached: {table[4 * len(rows)][last] / table[0][last]:.2f}x")
+    for name, per_epoch in table.items():
+        print(f"| {name} | " + " | ".join(f"{v:.1f}" for v, _ in per_epoch) + " |")
+    last, plain = args.epochs - 1, table["no cache"][args.epochs - 1][0]
+    print()
+    for name in list(configs)[1:]:
+        print(f"last epoch, {name} / no cache: {table[name][last][0] / plain:.2f}x")
+    if args.step:
+        print("\nlast epoch, collation's share of collation + SFT step (CPU time):")
+        for name, per_epoch in table.items():
+            c = per_epoch[last][1]
+            print(
+                f"  {name}: {100 * c / (c + steps[name]):.1f} % (collation {c:.1f} s, step {steps[name]:.1f} s)"
+            )
     return 0
 
 

@@ -70,6 +70,21 @@ def test_every_collator_field_and_the_processor_are_in_the_key(model_io):
     assert cache_key("other data", "weights", col) != base and cache_key("data", "other weights", col) != base
 
 
+def test_runs_of_every_method_on_the_same_data_share_one_entry(model_io):
+    """The precompute pass scores every row the data has whatever the switches' (η, γ): a DPO run (switches all
+    zero) and a CAVPref run read the same entry; a run with another task table does not."""
+    from cavpref.trainer.reference import every_row
+
+    def key(col):
+        return cache_key("data", "weights", every_row(col))
+
+    dpo = CAVPrefCollator(model_io, dict.fromkeys(DEFAULT_SWITCHES, (0, 0)), method="dpo")
+    cavpref = CAVPrefCollator(model_io, DEFAULT_SWITCHES, method="cavpref", calibrated=("y",))
+    assert dpo.switches != cavpref.switches and key(dpo) == key(cavpref)
+    fewer = dict(list(DEFAULT_SWITCHES.items())[:-1])
+    assert key(CAVPrefCollator(model_io, fewer, method="cavpref")) != key(cavpref)
+
+
 def test_a_model_io_that_hides_an_option_fails_naming_it(model_io):
     from cavpref.models.qwen_omni import QwenOmniModelIO
 

@@ -68,6 +68,8 @@ def test_keys_once_missing_from_the_hand_kept_list_now_define_the_run():
         "report_to",
         "output_dir",
         "resume_from_checkpoint",
+        "media_cache_size",
+        "feature_cache_size",
     ):
         assert name not in keys, name
 

@@ -26,6 +26,7 @@ from transformers.utils import logging
 
 from cavpref.media.decode import DecodedMedia
 from cavpref.models.base import AVModelIO, ModelIOError, Row
+from cavpref.models.feature_cache import FeatureCache
 from cavpref.models.common import (
     IGNORE_INDEX,
     EncodedMedia,
@@ -104,6 +105,7 @@ class ChatModelIO(AVModelIO):
         system_prompt: str | None = None,
         max_length: int | None = None,
         shared_prefix: bool = True,
+        feature_cache_size: int = 0,
     ):
         if missing_modality not in ("drop", "zero_dummy"):
             raise ValueError(f"missing_modality must be 'drop' or 'zero_dummy', got {missing_modality!r}")
@@ -116,6 +118,11 @@ class ChatModelIO(AVModelIO):
         self.max_length = max_length if max_length is not None else context_length(model)
         #: score each distinct (prompt, media) prefix once (cavpref/models/shared_prefix.py); exact, so on by default
         self.shared_prefix = shared_prefix
+        #: each distinct decoded media featurised once (cavpref/models/feature_cache.py); exact. Kept as an
+        #: attribute for ``settings()``: like the collator's ``cache_size`` it is part of the reference-cache key
+        #: (a run that changes it recomputes, never reads a wrong entry)
+        self.feature_cache_size = feature_cache_size
+        self.features = FeatureCache(feature_cache_size)
         self.pad_id = (
             self.tokenizer.pad_token_id
             if self.tokenizer.pad_token_id is not None
@@ -152,6 +159,7 @@ class ChatModelIO(AVModelIO):
             "system_prompt": cfg.system_prompt,
             "max_length": cfg.model_max_length,
             "shared_prefix": cfg.shared_prefix,
+            "feature_cache_size": cfg.feature_cache_size,
         }
 
     # ----- hooks ---------------------------------------------------------------------------------------------
@@ -238,7 +246,7 @@ class ChatModelIO(AVModelIO):
             else:
                 keys[key], first[key] = len(encoded), i
                 try:
-                    encoded.append(self.encode_media(row.media))
+                    encoded.append(self.features.get(row.media, self.encode_media))
                 except ModelIOError:
                     raise
                 except Exception as err:  # processor failures: name the row

@@ -17,6 +17,7 @@ Not ``trl.ModelConfig`` (TRL's model arguments for text LMs): hence the name.
 
 from __future__ import annotations
 
+from typing import ClassVar
 from dataclasses import dataclass, field, fields
 
 import torch
@@ -38,6 +39,11 @@ DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up
 @dataclass
 class AVModelArguments(MediaArguments):
     """How to load, feed and fine-tune one audio-visual LLM (the frame fields come from ``MediaArguments``)."""
+
+    # keys that may change on resume (cavpref/resume_guard.py: every other key defines the run), with why
+    MAY_CHANGE_ON_RESUME: ClassVar[dict[str, str]] = {
+        "feature_cache_size": "model inputs kept in memory: the same values (tests/test_feature_cache.py)",
+    }
 
     model_name_or_path: str = field(default="", metadata={"help": "HF hub id or local folder"})
     model_io: str | None = field(
@@ -66,6 +72,14 @@ class AVModelArguments(MediaArguments):
             "help": "score each distinct (prompt, media) prefix once: one packed sequence per prefix with a block "
             "attention mask (exact; falls back to full rows, with a logged reason, on attention kernels "
             "without 4D masks such as flash_attention_2)"
+        },
+    )
+    feature_cache_size: int = field(
+        default=0,
+        metadata={
+            "help": "distinct decoded media whose model inputs (video patches, audio features) are kept and reused "
+            "per process, keyed by their content (exact; ~0.6 MB each at the perceiving quickstart's sizes); 0 = "
+            "featurise every batch's media afresh"
         },
     )
     use_audio_in_video: bool = field(

@@ -74,6 +74,7 @@ class QwenOmniModelIO(ChatModelIO):
         cap_pixels_per_frame: bool | None = True,
         audio_max_seconds: float | None = 30.0,
         shared_prefix: bool = True,
+        feature_cache_size: int = 0,
     ):
         super().__init__(
             processor,
@@ -82,6 +83,7 @@ class QwenOmniModelIO(ChatModelIO):
             system_prompt=system_prompt,
             max_length=max_length,
             shared_prefix=shared_prefix,
+            feature_cache_size=feature_cache_size,
         )
         self.use_audio_in_video = use_audio_in_video
         self.video_fps = video_fps

@@ -76,6 +76,16 @@ def cache_key(dataset_fingerprint: str, model_hash: str, collator: Any) -> str:
     return Hasher.hash((dataset_fingerprint, model_hash, type(collator).__qualname__, fields))
 
 
+def every_row(collator: Any) -> Any:
+    """The precompute pass's collator: every row the data has (``method="all"``), whatever the run's method. That
+    pass reads only the switch table's tasks, never their (η, γ) (``CAVPrefCollator.slots_for``), so the values
+    are zeroed: runs of every method on the same data and reference (DPO's switches are all zero, CAVPref's are
+    not) compute the same values and share one cache entry."""
+    return dataclasses.replace(
+        collator, method="all", calibrated=(), switches=dict.fromkeys(collator.switches, (0, 0))
+    )
+
+
 class _Indexed(torch.utils.data.Dataset):
     """Rows with their position, so precomputed values land on the right row even when some are skipped."""
 
@@ -108,7 +118,7 @@ def precompute_reference_logps(
     Cached under ``cache_dir/<name>-<cache_key>`` (every process computes the same key; rank 0's is used)."""
     if not isinstance(dataset, Dataset):
         raise TypeError("precomputed reference log-probs need a map-style datasets.Dataset")
-    all_rows = dataclasses.replace(collator, method="all", calibrated=())
+    all_rows = every_row(collator)
     key = [cache_key(generate_fingerprint(dataset), model_hash, all_rows)]
     broadcast_object_list(key, from_process=0)
     entry = os.path.join(cache_dir, f"{name}-{key[0]}")

@@ -74,6 +74,7 @@ def recipe(
         "dataloader_persistent_workers": cfg.dataloader_workers > 0,
         "report_to": "none",
         "media_cache_size": 2048,  # a decoded 4-s world clip is 0.33 MB; clips recur across tasks and epochs
+        "feature_cache_size": 2048,  # ... and so do their model inputs (~0.55 MB each): featurised once (exact)
         # model keys (AVModelArguments): flat, like every recipe
         "model_name_or_path": str(model),
         "dtype": "float32",

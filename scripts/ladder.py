@@ -1,0 +1,463 @@
+"""The learnability ladder (issue 38): can preference training teach the quickstart's start to notice a perturbed
+stream, and could anything?
+
+    python scripts/ladder.py --source runs/qsp --out runs/ladder [--parts start ceiling] [--worker]
+    python scripts/ladder.py --source runs/qsp --out runs/ladder --parts start ceiling curves [--budgets 120 240 …]
+    python scripts/ladder.py --source runs/qsp --out runs/ladder --parts decisive --decisive_steps 1920
+    python scripts/ladder.py --source runs/qsp --out runs/ladder --report_only   (tables and PNGs only)
+    python scripts/ladder_report.py --out runs/ladder [--option_score sum]   (the same, with the ladder's keys)
+
+``--source`` is a finished ``cavpref quickstart`` run (its world, scored prep and starting model are read,
+never written). Every run below starts from that start; every evaluation is the quickstart's (test split,
+instruction setting, CircularEval, option likelihood) on **all** test items, recording every option-scoring
+protocol (``cavpref.eval.option_score``); ``--option_score`` only picks the one the tables and plots read.
+
+Parts (``--parts``):
+
+- ``start``: the start evaluated.
+- ``ceiling``: SFT from the start on every *perturbed* training item's correct response, each with its clean
+  twin's (CLEAN, same record and setting) answer — balanced one to one (COT-Stitch / COT-Swap / CAT have no
+  twin and enter alone). What a supervised learner reaches on this world: the ceiling of the curves.
+- ``curves``: DPO, CAVPref w/o Robustness, CAVPref (calibrated β), CAVPref (fixed β) and CAVPref with the
+  paper's anchor (``anchor_response: chosen``), each on the paper's mix (the 9 tasks) and with CLEAN's rows
+  added (``--mixes``).
+- ``decisive``: ``--decisive_methods`` over ``--decisive_seeds`` at ``--decisive_steps`` (seed 0 is the curve's
+  checkpoint: the same run).
+
+**Curve points are checkpoints of one run.** Every run trains at a constant learning rate after
+``--warmup_steps`` (``constant_with_warmup``) and saves every ``--save_every`` steps; the data order depends
+only on (seed, epoch) (``PreferenceBatchSampler``), so the checkpoint at step N *is* the run with
+``max_steps = N`` (checked bit for bit, docs/results.md) at a fraction of the cost of separate runs. Each run
+goes to ``--budgets`` and on to at least ``--epochs`` epochs of its own data.
+
+Resumable stage by stage: each stage is a folder with a ``.done.json`` marker (with its wall time); a killed
+run resumes its training from its last checkpoint. Two processes share the work (the second with
+``--worker``): each takes the next stage nobody holds (a lock per stage); evaluations of saved checkpoints go
+first. Writes ``ladder.md``, ``ladder.json`` and ``plots/`` in ``--out``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import resource
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import NamedTuple
+
+from cavpref.data_prep.build.rotation import rotate_preference
+from cavpref.eval.option_score import OPTION_SCORES
+from datasets import Dataset, DatasetDict, load_from_disk
+from tqdm.auto import tqdm
+
+from cavpref.apps.quickstart import QuickstartConfig, Stage, eval_stage, recipe, say, train_stage
+from cavpref.data import CLEAN_TASK, TASKS, BenchmarkItem, PreferenceExample
+from cavpref.parsing import parse_args
+from cavpref.prompts import n_passes, rotate_response, rotated_view, rotation_for
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ladder_report import write_report
+
+# ladder method -> (cavpref train method, quickstart recipe overrides, label); β as the quickstart sets it
+METHODS = {
+    "ceiling": ("sft", {}, "Ceiling (SFT, perturbed + clean twins)"),
+    "ceiling_rot": ("sft", {}, "Ceiling, every rotation"),
+    "dpo": ("dpo", {}, "DPO"),
+    "cavpref_norobust": ("cavpref_norobust", {}, "CAVPref w/o Robustness"),
+    "cavpref": ("cavpref", {}, "CAVPref"),
+    "cavpref_fixed_beta": ("cavpref_fixed_beta", {}, "CAVPref (fixed β)"),
+    "cavpref_paper_anchor": ("cavpref", {"anchor_response": "chosen"}, "CAVPref (anchor = chosen)"),
+}
+CURVE_METHODS = tuple(m for m in METHODS if not m.startswith("ceiling"))
+MIXES = {"paper": list(TASKS), "clean": [*TASKS, CLEAN_TASK]}
+
+
+@dataclass
+class LadderConfig:
+    source: str = field(default="", metadata={"help": "a finished `cavpref quickstart` run (read only)"})
+    out: str = field(default="", metadata={"help": "the ladder's folder (every stage writes below it)"})
+    parts: list[str] = field(
+        default_factory=lambda: ["start", "ceiling"],
+        metadata={
+            "help": "start | ceiling | ceiling_rot (the ceiling's rows under every CircularEval rotation) | curves | "
+            "decisive (any of them, run in this order)"
+        },
+    )
+    budgets: list[int] = field(
+        default_factory=lambda: [120, 480, 960, 1920],
+        metadata={"help": "optimizer steps at which every run is evaluated (multiples of save_every)"},
+    )
+    epochs: float = field(
+        default=2.0, metadata={"help": "every run also trains to at least this many epochs of its own data"}
+    )
+    save_every: int = field(default=120, metadata={"help": "checkpoint spacing (steps)"})
+    warmup_steps: int = field(
+        default=6,
+        metadata={"help": "linear warm-up, then a constant learning rate (the quickstart's 120//20)"},
+    )
+    methods: list[str] = field(
+        default_factory=lambda: list(CURVE_METHODS),
+        metadata={"help": f"curve methods: {list(CURVE_METHODS)}"},
+    )
+    mixes: list[str] = field(
+        default_factory=lambda: list(MIXES), metadata={"help": "paper (the 9 tasks) | clean (+ CLEAN's rows)"}
+    )
+    option_score: str = field(
+        default="per_token",
+        metadata={
+            "help": "the protocol the tables and plots read (all three are recorded)",
+            "choices": list(OPTION_SCORES),
+        },
+    )
+    decisive_steps: int = field(default=0, metadata={"help": "budget of the decisive table (0: not run)"})
+    decisive_seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata={"help": "seeds"})
+    decisive_methods: list[str] = field(
+        default_factory=lambda: ["ceiling", *CURVE_METHODS],
+        metadata={"help": "methods of the decisive table"},
+    )
+    decisive_mixes: list[str] = field(default_factory=lambda: list(MIXES), metadata={"help": "their mixes"})
+    precompute_ref: bool = field(
+        default=True,
+        metadata={
+            "help": "preference runs read the start's reference log-probs from one cache per mix, computed once "
+            "(stage ref/<mix>), instead of a reference forward at every step"
+        },
+    )
+    worker: bool = field(default=False, metadata={"help": "a second process: takes stages, writes no report"})
+    report_only: bool = field(default=False, metadata={"help": "write ladder.md / ladder.json / plots only"})
+
+    def __post_init__(self):
+        if not self.source or not self.out:
+            raise ValueError("--source (a finished quickstart run) and --out are required")
+        for name, given, known in (
+            ("parts", self.parts, ("start", "ceiling", "ceiling_rot", "curves", "decisive")),
+            ("methods", self.methods, CURVE_METHODS),
+            ("mixes", self.mixes, MIXES),
+            ("decisive_methods", self.decisive_methods, METHODS),
+            ("decisive_mixes", self.decisive_mixes, MIXES),
+        ):
+            if unknown := sorted(set(given) - set(known)):
+                raise ValueError(f"--{name}: unknown {unknown}; choose from {list(known)}")
+        if bad := [b for b in (*self.budgets, self.decisive_steps) if b % self.save_every]:
+            raise ValueError(
+                f"--budgets / --decisive_steps {bad}: not multiples of --save_every {self.save_every}"
+            )
+
+
+class Job(NamedTuple):
+    """One stage (a NamedTuple, not a dataclass: the script's only argument class is ``LadderConfig``)."""
+
+    name: str  # stage folder under --out
+    run: Callable[[Stage], None]
+    ready: Callable[[], bool] = lambda: True
+    kind: str = "train"  # eval stages go first
+
+
+def source_config(cfg: LadderConfig) -> QuickstartConfig:
+    """The source run's quickstart keys, writing under the ladder and evaluating every test item. Keys this
+    version no longer has are left out: the ladder reads only the training and evaluation keys, and the source's
+    world, prep and start are read from its folders, never rebuilt."""
+    keys = json.loads((Path(cfg.source) / "quickstart_config.json").read_text())
+    known = {f.name for f in fields(QuickstartConfig)}
+    return replace(
+        QuickstartConfig(**{k: v for k, v in keys.items() if k in known}), out=cfg.out, eval_limit=0
+    )
+
+
+def ceiling_order(ids: list[str], tasks: list[str]) -> tuple[list[int], int]:
+    """The ceiling's training rows as indices into the preference rows: every perturbed row (its chosen
+    response is the correct one) followed by its clean twin (the CLEAN row of the same record and setting,
+    id ``CLEAN:<setting>:<record>``), one to one; and how many twins were found."""
+    clean = {i: n for n, (i, t) in enumerate(zip(ids, tasks)) if t == CLEAN_TASK}
+    order, twins = [], 0
+    for n, (i, t) in enumerate(zip(ids, tasks)):
+        if t == CLEAN_TASK:
+            continue
+        order.append(n)
+        twin = clean.get(f"{CLEAN_TASK}:{i.split(':', 1)[1]}")
+        if twin is not None:
+            order.append(twin)
+            twins += 1
+    return order, twins
+
+
+def ceiling_data(qcfg, stage: Stage, prefs_dir: Path) -> None:
+    """``ceiling/data``: the ceiling's rows saved as a dataset (``ceiling_order``)."""
+    prefs = load_from_disk(str(prefs_dir))["train"]
+    order, twins = ceiling_order(prefs["id"], prefs["task"])
+    DatasetDict({"train": prefs.select(order)}).save_to_disk(str(stage.dir))
+    stage.finish(perturbed=len(order) - twins, clean_twins=twins, rows=len(order))
+
+
+def every_rotation(rows, items: dict, seed: int) -> list[dict]:
+    """Each preference row under every CircularEval rotation of its item (ids ``<id>:rot<k>``). Prep showed the
+    row under one rotation drawn from (seed, id); its responses are moved back to the item's own letters and
+    rotated again by prep's own ``rotate_preference`` — and rotating back to the drawn rotation must give the
+    row prep wrote (checked, so a wrong seed or item fails loudly)."""
+    out = []
+    for row in rows:
+        pref, item = PreferenceExample.from_row(row), items[row["id"]]
+        drawn = rotation_for(seed, pref.id, item.options)
+        back = {new: old for old, new in rotated_view(item, drawn)[1].items()}
+        anchors = {
+            name: None if pair is None else replace(pair, response=rotate_response(pair.response, back))
+            for name, pair in (("visual", pref.visual), ("audio", pref.audio))
+        }
+        orig = replace(
+            pref,
+            chosen=rotate_response(pref.chosen, back),
+            rejected=rotate_response(pref.rejected, back),
+            **anchors,
+        )
+        again = rotate_preference(orig, item, drawn)
+        if (again.prompt, again.chosen, again.rejected) != (pref.prompt, pref.chosen, pref.rejected):
+            raise ValueError(
+                f"preference row {pref.id!r}: not under rotation {drawn} of its item (seed {seed}?)"
+            )
+        for k in range(n_passes(item.options)):
+            out.append({**rotate_preference(orig, item, k).to_row(), "id": f"{pref.id}:rot{k}"})
+    return out
+
+
+def ceiling_rot_data(qcfg, stage: Stage, prefs_dir: Path, data: Path) -> None:
+    """``ceiling_rot/data``: the ceiling's rows (``ceiling_order``) under every rotation (``every_rotation``)."""
+    prefs = load_from_disk(str(prefs_dir))["train"]
+    order, _ = ceiling_order(prefs["id"], prefs["task"])
+    items = {}
+    for task in {*prefs["task"]}:
+        for row in load_from_disk(str(data / "benchmark" / task))["train"]:
+            items[row["id"]] = BenchmarkItem.from_row(row)
+    rows = every_rotation(prefs.select(order), items, qcfg.seed)
+    DatasetDict({"train": Dataset.from_list(rows)}).save_to_disk(str(stage.dir))
+    stage.finish(rows=len(rows), from_rows=len(order))
+
+
+def run_steps(cfg: LadderConfig, rows: int, batch: int) -> int:
+    """The run's last step: the largest budget or ``epochs`` epochs, up to a multiple of ``save_every``."""
+    need = max(max(cfg.budgets), math.ceil(cfg.epochs * rows / batch))
+    return cfg.save_every * math.ceil(need / cfg.save_every)
+
+
+def points(cfg: LadderConfig, last: int) -> list[int]:
+    return sorted({*cfg.budgets, last})
+
+
+def checkpoint(run: Path, step: int) -> Path:
+    return run / f"checkpoint-{step}"
+
+
+def saved(run: Path, step: int) -> bool:
+    return (checkpoint(run, step) / "trainer_state.json").exists()  # written last by the Trainer
+
+
+def prune(run: Path, keep: list[int]) -> None:
+    """After a run: drop the checkpoints no point needs, and the optimizer state of all but the last."""
+    for ckpt in run.glob("checkpoint-*"):
+        step = int(ckpt.name.split("-")[1])
+        if step not in keep:
+            shutil.rmtree(ckpt)
+        elif step != max(keep):
+            for f in ("optimizer.pt", "scheduler.pt"):
+                (ckpt / f).unlink(missing_ok=True)
+
+
+def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
+    """Every stage of ``cfg.parts`` in order."""
+    src, root = Path(cfg.source), Path(cfg.out)
+    data, world, start, prefs = src / "data", src / "world", src / "start", src / "data" / "preferences"
+    train_rows = load_from_disk(str(prefs))["train"]
+    ids, tasks = train_rows["id"], train_rows["task"]
+    n_rows = {mix: sum(t in MIXES[mix] for t in tasks) for mix in MIXES}
+    n_rows["ceiling"] = len(ceiling_order(ids, tasks)[0])
+    jobs: list[Job] = []
+
+    def evaluate(name: str, model: Path, label: str, ready=lambda: True) -> None:
+        jobs.append(Job(name, lambda st: eval_stage(qcfg, st, model, data, world, label), ready, "eval"))
+
+    ref_cache = root / "ref_cache"
+
+    def reference(mix: str, overrides: dict) -> str:
+        """Stage ``ref/<mix>[/<anchor>]``: the start's reference log-probs of every row of the mix, cached once
+        for every run on it (a 1-step DPO run computes them; its model is not kept)."""
+        anchor = overrides.get("anchor_response")
+        name = f"ref/{mix}" + (f"/{anchor}" if anchor else "")
+        if not any(j.name == name for j in jobs):
+            rec = recipe(
+                qcfg,
+                method="dpo",
+                model=start,
+                train=prefs,
+                world=world,
+                out=root / name / "run",
+                steps=1,
+                lr=qcfg.pref_learning_rate,
+                tasks=MIXES[mix],
+                precompute_ref_log_probs=True,
+                ref_cache_dir=str(ref_cache),
+                save_strategy="no",
+                **overrides,
+            )
+
+            def go(st: Stage) -> None:
+                train_stage(qcfg, st, rec)
+                shutil.rmtree(root / name / "run")
+
+            jobs.append(Job(name, go))
+        return name
+
+    def train(
+        name: str, method: str, train_dir: Path, tasks: list[str], rows: int, seed: int, steps=None, mix=None
+    ):
+        kind, overrides, label = METHODS[method]
+        ref, needs = {}, f"{method}/data" if method.startswith("ceiling") else None
+        if cfg.precompute_ref and kind != "sft":
+            ref = {"precompute_ref_log_probs": True, "ref_cache_dir": str(ref_cache)}
+            needs = reference(mix, overrides)
+        last = steps or run_steps(cfg, rows, qcfg.batch_size)
+        run = root / name
+        rec = recipe(
+            qcfg,
+            method=kind,
+            model=start,
+            train=train_dir,
+            world=world,
+            out=run,
+            steps=last,
+            lr=qcfg.pref_learning_rate,
+            tasks=tasks,
+            seed=seed,
+            lr_scheduler_type="constant_with_warmup",
+            warmup_steps=cfg.warmup_steps,
+            save_steps=cfg.save_every,
+            save_total_limit=None,
+            **ref,
+            **overrides,
+        )
+        keep = [last] if steps else points(cfg, last)
+
+        def go(st: Stage) -> None:
+            train_stage(qcfg, st, rec)
+            prune(run, keep)
+
+        ready = (lambda: Stage(root, needs).done) if needs else (lambda: True)
+        jobs.append(Job(name, go, ready))
+        for step in keep:
+            evaluate(
+                f"{name}/eval/{step:05d}",
+                checkpoint(run, step),
+                f"{label} s{seed} @{step}",
+                lambda step=step: saved(run, step),
+            )
+
+    ceiling_dir = root / "ceiling" / "data"
+    if "start" in cfg.parts:
+        evaluate("start/eval", start, "ZS (start)")
+    if "ceiling" in cfg.parts:
+        jobs.append(Job("ceiling/data", lambda st: ceiling_data(qcfg, st, prefs)))
+        train("ceiling/run", "ceiling", ceiling_dir, MIXES["clean"], n_rows["ceiling"], qcfg.seed)
+    if "ceiling_rot" in cfg.parts:  # the same optimizer steps as the ceiling, over its rows' every rotation
+        jobs.append(Job("ceiling_rot/data", lambda st: ceiling_rot_data(qcfg, st, prefs, data)))
+        rot_dir = root / "ceiling_rot" / "data"
+        train("ceiling_rot/run", "ceiling_rot", rot_dir, MIXES["clean"], n_rows["ceiling"], qcfg.seed)
+    if "curves" in cfg.parts:
+        for mix in cfg.mixes:
+            for method in cfg.methods:
+                train(f"curves/{mix}/{method}", method, prefs, MIXES[mix], n_rows[mix], qcfg.seed, mix=mix)
+    if "decisive" in cfg.parts and cfg.decisive_steps:
+        for seed in cfg.decisive_seeds:
+            if seed == qcfg.seed:
+                continue  # the curves' checkpoint at decisive_steps is this run (see the module docstring)
+            for mix in cfg.decisive_mixes:
+                for method in cfg.decisive_methods:
+                    if method == "ceiling" and mix != cfg.decisive_mixes[0]:
+                        continue  # one ceiling per seed: it has its own data
+                    train_dir, tasks = (
+                        (ceiling_dir, MIXES["clean"]) if method == "ceiling" else (prefs, MIXES[mix])
+                    )
+                    name = f"decisive/{seed}/{'ceiling' if method == 'ceiling' else f'{mix}/{method}'}"
+                    train(name, method, train_dir, tasks, 0, seed, steps=cfg.decisive_steps, mix=mix)
+    return jobs
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process and its finished children (data-loader workers): the stage's
+    cost on a shared machine, where wall time mostly measures the load."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _claim(root: Path, name: str):
+    """A non-blocking lock on stage ``name`` (released when the process dies), or None if another holds it."""
+    path = root / ".locks" / f"{name.replace('/', '__')}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "w")  # noqa: SIM115 - the open file holds the lock while the stage runs
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fh
+    except BlockingIOError:
+        fh.close()
+        return None
+
+
+def run_jobs(jobs: list[Job], root: Path, poll_s: float = 60.0) -> None:
+    """Run every job not done yet, evaluations first, skipping those another process holds; wait while the
+    rest are held or not ready (a checkpoint still training)."""
+    bar = tqdm(total=len(jobs), desc="ladder stages", unit="stage")
+    while True:
+        todo = [j for j in jobs if not Stage(root, j.name).done]
+        bar.n = len(jobs) - len(todo)
+        bar.refresh()
+        if not todo:
+            break
+        ran = held = False
+        for job in sorted(todo, key=lambda j: j.kind != "eval"):
+            if not job.ready():
+                continue
+            lock = _claim(root, job.name)
+            if lock is None:
+                held = True
+                continue
+            with lock:
+                stage = Stage(root, job.name)
+                if stage.done:
+                    continue
+                stage.dir.mkdir(parents=True, exist_ok=True)
+                say(f"{job.name}: running ...")
+                t0, c0 = time.perf_counter(), cpu_seconds()
+                job.run(stage)
+                info = {
+                    **stage.info(),
+                    "seconds": round(time.perf_counter() - t0, 1),
+                    "cpu_seconds": round(cpu_seconds() - c0, 1),
+                }
+                stage.finish(**info)
+                say(f"{job.name}: finished in {info['seconds']:.0f} s ({info['cpu_seconds']:.0f} CPU s)")
+            ran = True
+            break
+        if not ran and not held:  # nothing runs here or elsewhere, and what is left cannot start
+            raise RuntimeError(f"ladder: stages that cannot start: {[j.name for j in todo]}")
+        if not ran:
+            time.sleep(poll_s)
+    bar.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    (cfg,) = parse_args([LadderConfig], sys.argv[1:] if argv is None else argv, prog="scripts/ladder.py")
+    qcfg = source_config(cfg)
+    root = Path(cfg.out)
+    root.mkdir(parents=True, exist_ok=True)
+    if not cfg.report_only:
+        (root / "ladder_config.json").write_text(json.dumps(asdict(cfg), indent=1))
+        run_jobs(plan(cfg, qcfg), root)
+    if not cfg.worker:
+        say(f"report: {write_report(cfg, qcfg, root, METHODS, MIXES)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

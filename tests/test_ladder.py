@@ -1,0 +1,164 @@
+"""scripts/ladder.py (issue 38): the ceiling's rows, the budgets, the pruning and the report's reading of
+results.json, with hand-computed numbers; the whole ladder on a ``--preset small`` quickstart is the slow test."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from script_module import script
+
+
+def test_ceiling_rows_pair_each_perturbed_row_with_its_clean_twin():
+    ladder = script("ladder")
+    ids = [
+        "CLEAN:base:r1",  # 0
+        "MVIT:base:r1",  # 1 -> twin 0
+        "CAT:base:e1",  # 2 no twin (event record)
+        "MAIT:base:r1",  # 3 -> twin 0 again
+        "MVIT:instruction:r1",  # 4 -> no CLEAN:instruction:r1 here
+        "CLEAN:instruction:r2",  # 5 never a twin: not in the ceiling
+    ]
+    tasks = [i.split(":")[0] for i in ids]
+    assert ladder.ceiling_order(ids, tasks) == ([1, 0, 2, 3, 0, 4], 2)
+
+
+def test_every_run_reaches_the_largest_budget_and_two_epochs():
+    ladder = script("ladder")
+    cfg = ladder.LadderConfig(source="s", out="o")
+    assert cfg.budgets == [120, 480, 960, 1920]
+    assert ladder.run_steps(cfg, 7742, 8) == 2040  # 2 epochs = 1935.5 steps -> the next multiple of 120
+    assert ladder.run_steps(cfg, 9196, 8) == 2400  # 2299 -> 2400
+    assert ladder.run_steps(cfg, 100, 8) == 1920  # a small set: the largest budget
+    assert ladder.points(cfg, 2040) == [120, 480, 960, 1920, 2040]
+    with pytest.raises(ValueError, match="not multiples of --save_every"):
+        ladder.LadderConfig(source="s", out="o", budgets=[100])
+    with pytest.raises(ValueError, match="unknown"):
+        ladder.LadderConfig(source="s", out="o", methods=["ppo"])
+
+
+def test_prune_keeps_the_points_and_the_last_optimizer(tmp_path):
+    ladder = script("ladder")
+    for step in (120, 240, 360, 480):
+        ck = tmp_path / f"checkpoint-{step}"
+        ck.mkdir()
+        for f in ("model.safetensors", "optimizer.pt", "scheduler.pt"):
+            (ck / f).write_text("x")
+    ladder.prune(tmp_path, [120, 480])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-120", "checkpoint-480"]
+    assert sorted(p.name for p in (tmp_path / "checkpoint-120").iterdir()) == ["model.safetensors"]
+    assert len(list((tmp_path / "checkpoint-480").iterdir())) == 3  # the last one can still be resumed
+
+
+def _results(vanilla: dict[str, float], n: int = 100) -> dict:
+    tasks = {t: {"n": n, "vanilla": v, "circular": v / 2} for t, v in vanilla.items()}
+    trust = {"paired": {"n": 10, "circular": 30.0}, "false_abstention": 5.0, "tasks": {}}
+    view = {"settings": {"instruction": {"tasks": tasks}}, "trust": {"settings": {"instruction": trust}}}
+    return {"by_option_score": {"per_token": view}}
+
+
+def test_cells_and_the_side_of_chance():
+    report = script("ladder_report")
+    res = _results({"MVIT": 40.0, "MAIT": 10.0, "MVT": 25.0, "MAT": 45.0, "CLEAN": 80.0})
+    got = report.cells(res, "per_token")
+    assert got["MVIT"] == 20.0 and got["CLEAN"] == 40.0  # circular
+    assert got["modality"] == pytest.approx((20 + 5 + 12.5 + 22.5) / 4)
+    assert got["rest"] is None and got["paired trust"] == 30.0 and got["false abstention"] == 5.0
+    # 40 of 100 at chance 1/4: P(X >= 40) = 0.0007 (above); 10 of 100: below; 25 of 100: chance
+    sides = report.against_chance(res, "per_token", {"MVIT": 0.25, "MAIT": 0.25, "MVT": 0.25, "ICIT": 0.2})
+    assert {t: s["side"] for t, s in sides.items()} == {"MVIT": "above", "MAIT": "below", "MVT": "chance"}
+
+
+@pytest.mark.slow
+def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
+    """A --preset small quickstart, then every part of the ladder at tiny budgets: stage markers with wall times, the
+    report and plots; the checkpoint at step N is bit for bit the run trained to N steps."""
+    from cavpref.apps.quickstart import QuickstartConfig, run
+
+    run(QuickstartConfig(out=str(tmp_path / "qs"), preset="small"))
+    ladder = script("ladder")
+    args = ["--source", str(tmp_path / "qs"), "--out", str(tmp_path / "lad"), "--budgets", "2", "4"]
+    args += [
+        "--save_every",
+        "2",
+        "--epochs",
+        "0",
+        "--warmup_steps",
+        "1",
+        "--methods",
+        "dpo",
+        "cavpref_paper_anchor",
+    ]
+    args += [
+        "--parts",
+        "start",
+        "ceiling",
+        "curves",
+        "decisive",
+        "--decisive_steps",
+        "2",
+        "--decisive_seeds",
+        "0",
+        "1",
+    ]
+    args += ["--decisive_methods", "ceiling", "dpo", "--decisive_mixes", "clean"]
+    assert ladder.main(args) == 0
+    lad = tmp_path / "lad"
+    done = {str(p.parent.relative_to(lad)) for p in lad.glob("**/.done.json")}
+    assert {"start/eval", "ceiling/data", "ceiling/run", "ceiling/run/eval/00004", "curves/paper/dpo"} <= done
+    assert {
+        "curves/clean/cavpref_paper_anchor/eval/00002",
+        "decisive/1/ceiling",
+        "decisive/1/clean/dpo/eval/00002",
+    } <= done
+    assert all("seconds" in json.loads((lad / d / ".done.json").read_text()) for d in done)
+    text = (lad / "ladder.md").read_text()
+    assert "## Which option score moves" in text and "## Decisive table" in text
+    assert (lad / "plots" / "ladder_paired_trust.png").stat().st_size > 0
+    # re-rendered from the stages' results under another protocol, with the ladder's own keys
+    assert script("ladder_report").main(["--out", str(lad), "--option_score", "sum"]) == 0
+    assert "likelihood read **sum**" in (lad / "ladder.md").read_text()
+    # every preference run read the reference log-probs its mix's ref stage cached (the reference-cache key,
+    # derived from the collator and the model I/O's settings, is the same): no run added an entry of its own
+    refs = list(lad.glob("ref/**/.done.json"))
+    assert len(refs) == 4 and len(list((lad / "ref_cache").iterdir())) == len(refs)
+    rec = json.loads((lad / "ceiling" / "data" / ".done.json").read_text())
+    assert rec["rows"] == rec["perturbed"] + rec["clean_twins"] and rec["clean_twins"] > 0
+    # seed 1's 2-step DPO run (its own run folder) vs seed 0's: a different run; seed 0's 2-step checkpoint
+    # equals a fresh 2-step run of the same recipe
+    recipe = lad / "recipes" / "curves__clean__dpo.yaml"
+    fresh = tmp_path / "fresh"
+    from cavpref.train import main as train_main
+
+    assert train_main([str(recipe), "--output_dir", str(fresh), "--max_steps", "2"]) == 0
+    a = (lad / "curves" / "clean" / "dpo" / "checkpoint-2" / "model.safetensors").read_bytes()
+    assert (fresh / "model.safetensors").read_bytes() == a
+
+
+def test_every_rotation_moves_the_responses_with_their_options():
+    """A row prep showed under its drawn rotation comes back under every rotation, the chosen answer at the
+    letter its text moved to (pass k shows option k+1's text under A); a wrong seed is refused."""
+    from dataclasses import replace
+
+    from cavpref.data import BenchmarkItem, PreferenceExample
+    from cavpref.data_prep.build.rotation import rotate_preference
+    from cavpref.prompts import rotation_for
+
+    ladder = script("ladder")
+    options = {"A": "x", "B": "y", "C": "None of the above"}
+    item = BenchmarkItem("MVIT:i:r1", "MVIT", "avqa", "Count", "Q?", options, "C", "instruction", 0, "", "C")
+    orig = PreferenceExample("MVIT:i:r1", "MVIT", "avqa", "Count", "", "{}", "C. None of the above", "A. x")
+    shown = rotate_preference(
+        replace(orig, media='{"op":"source","path":"a.mp4"}'), item, rotation_for(0, item.id, options)
+    )
+    rows = ladder.every_rotation([shown.to_row()], {item.id: item}, seed=0)
+    assert [(r["id"], r["chosen"], r["rejected"]) for r in rows] == [
+        ("MVIT:i:r1:rot0", "C. None of the above", "A. x"),
+        ("MVIT:i:r1:rot1", "B. None of the above", "C. x"),
+        ("MVIT:i:r1:rot2", "A. None of the above", "B. x"),
+    ]
+    other = next(
+        s for s in range(1, 50) if rotation_for(s, item.id, options) != rotation_for(0, item.id, options)
+    )
+    with pytest.raises(ValueError, match="not under rotation"):
+        ladder.every_rotation([shown.to_row()], {item.id: item}, seed=other)
