@@ -69,6 +69,17 @@ def test_cells_and_the_side_of_chance():
     assert {t: s["side"] for t, s in sides.items()} == {"MVIT": "above", "MAIT": "below", "MVT": "chance"}
 
 
+def test_pooled_auroc_and_the_option_mix():
+    diag = script("ladder_diagnose")
+    # perturbed margins 2, 0 against clean 1, 0: (2>1) + (2>0) + (0<1) + (0=0: half) = 2.5 of 4 pairs
+    assert diag.pooled_auroc([2.0, 0.0], [1.0, 0.0]) == 62.5
+    assert diag.pooled_auroc([3.0], [1.0, 2.0]) == 100.0
+    music = {"cello", "accordion"}
+    assert diag.option_mix(["Cello", "Accordion"], music) == "one kind"
+    assert diag.option_mix(["Bird", "Car", "On the left"], music) == "one kind"  # no instrument at all
+    assert diag.option_mix(["Car", "Right", "Cello", "Accordion"], music) == "mixed"
+
+
 @pytest.mark.slow
 def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     """A --preset small quickstart, then every part of the ladder at tiny budgets: stage markers with wall times, the
@@ -133,6 +144,9 @@ def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     assert train_main([str(recipe), "--output_dir", str(fresh), "--max_steps", "2"]) == 0
     a = (lad / "curves" / "clean" / "dpo" / "checkpoint-2" / "model.safetensors").read_bytes()
     assert (fresh / "model.safetensors").read_bytes() == a
+    # the diagnosis reads the same evaluations: one row per run, the clean items counted by option mix
+    runs = [str(lad / "start" / "eval"), str(lad / "ceiling" / "run" / "eval" / "00004")]
+    assert script("ladder_diagnose").main(["--source", str(tmp_path / "qs"), "--runs", *runs]) == 0
 
 
 def test_every_rotation_moves_the_responses_with_their_options():

@@ -399,3 +399,27 @@ def test_clean_keeps_media_and_answer():
     for pref in prefs.values():
         assert pref.visual is None and pref.audio is None and pref.chosen != pref.rejected
         assert pref.chosen.split(".")[0] in "ABCD"
+
+
+def test_same_group_distractors_keep_to_the_answers_kind():
+    """T3's Localization mixes places, instruments and animals (as the embedded world's does): by default an
+    instrument answer may be offered a place or an animal; ``distractors: same_group`` offers only the
+    answer's T2 group (places: no group) and never a wording of the answer itself ("in the middle")."""
+    mixed = {"Localization": ["left", "right", "middle", "in the middle", "piano", "guitar", "dog", "cat"]}
+    tables = LookupTables(t1=make_tables().t1, t2=GROUPS, t3=mixed)
+    recs = [
+        music(0, "00000001", "What is the left instrument?", "piano", "Localization"),
+        music(1, "00000002", "Where is the loudest instrument?", "middle", "Localization"),
+    ]
+
+    def offered(options):
+        items, _ = GENERATORS["CLEAN"](recs, tables, seed=0, settings=("base",), options=options)
+        return {i.meta["record"].split(":")[-1]: {norm(t) for t in i.options.values()} for i in items}
+
+    same = offered(TaskOptions(distractors="same_group"))
+    assert same["0"] == {"piano", "guitar"}  # the only other instrument in T3's Localization
+    assert same["1"] == {"middle", "left", "right"}  # no "in the middle", no instrument, no animal
+    by_category = offered(TaskOptions())  # the default: any T3 answer of the category
+    assert len(by_category["0"]) == 4 and by_category["0"] - {"piano", "guitar"}  # a place or an animal
+    with pytest.raises(ValueError, match="distractors"):
+        TaskOptions(distractors="same_kind")

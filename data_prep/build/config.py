@@ -74,6 +74,13 @@ class PrepConfig(OutputArguments):
         default=4,
         metadata={"help": "options per item before None of the above is appended"},
     )
+    distractors: Literal["category", "same_group"] = field(
+        default="category",
+        metadata={
+            "help": "distractors of QA records without options (MUSIC-AVQA): any T3 answer of the question's "
+            "category (paper A.2), or only those in the answer's T2 group (no instrument question offered 'Car')"
+        },
+    )
     probes: int = field(default=64, metadata={"help": "random candidates tried per unrelated partner clip"})
     min_partner_check: Literal["t1", "disjoint", "unchecked"] = field(
         default="disjoint",
@@ -211,6 +218,7 @@ class PrepConfig(OutputArguments):
             )
         return TaskOptions(
             num_options=self.num_options,
+            distractors=self.distractors,
             probes=self.probes,
             min_partner_check=self.min_partner_check,
             quiet_gain=self.quiet_gain,

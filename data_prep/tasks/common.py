@@ -51,11 +51,15 @@ class LLMConfig:
     on_failure: str = "template"  # an endpoint error: "template" (fall back, counted in stats.json) | "error"
 
 
+DISTRACTORS = ("category", "same_group")
+
+
 @dataclass
 class TaskOptions:
     """Knobs shared by the generators (all have paper-faithful defaults)."""
 
     num_options: int = 4  # options before "None of the above" is appended
+    distractors: str = "category"  # QA records without options: "category" (T3, paper A.2) or "same_group"
     probes: int = 64  # random candidates tried when looking for an unrelated partner clip
     min_partner_check: str = "disjoint"  # weakest accepted partner relation, one of CHECK_LEVELS
     quiet_gain: float = 0.3  # CAT overlay: gain of the quiet event
@@ -73,6 +77,8 @@ class TaskOptions:
             raise ValueError(f"negatives must be 'template' or 'llm', not {self.negatives!r}")
         if self.num_options < 3:
             raise ValueError(f"num_options must be at least 3, not {self.num_options}")
+        if self.distractors not in DISTRACTORS:
+            raise ValueError(f"distractors must be one of {DISTRACTORS}, not {self.distractors!r}")
 
     def sources_of(self, task: str) -> tuple[str, ...]:
         return tuple((self.sources or {}).get(task, task_spec(task).sources))

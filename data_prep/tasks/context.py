@@ -325,7 +325,11 @@ def plausible_options(record: QARecord, ctx: Context, rng: random.Random) -> lis
     """The record's answer among plausible options (the answer first), or a skip reason.
 
     AVQA keeps its own four options; yes/no questions get Yes/No; otherwise the answer plus distractors
-    from T3 for the question's category (paper A.2), without yes/no unless the answer is one of them.
+    from T3 for the question's category (paper A.2), without yes/no unless the answer is one of them. With
+    ``distractors: same_group`` only those in the answer's T2 group (or, for an answer in no group, in none),
+    and none whose words hold the answer's or are held by them ("middle" / "In the middle"): a category's T3
+    vocabulary mixes kinds (MUSIC-AVQA's Temporal: instruments, "Right", "Car"), and an instrument question
+    offered "Car" reads like ICIT's irrelevant options (docs/results.md, the ladder's ceiling).
     """
     answer = record.answer
     if not answer:
@@ -340,7 +344,24 @@ def plausible_options(record: QARecord, ctx: Context, rng: random.Random) -> lis
     if norm(answer) in YES_NO:
         return [answer, "no" if norm(answer) == "yes" else "yes"]
     vocab = [v for v in ctx.view.vocab(record.category) if norm(v) != norm(answer) and norm(v) not in YES_NO]
+    if ctx.options.distractors == "same_group":
+        group, words = ctx.view.group(answer), norm(answer).split()
+        vocab = [
+            v
+            for v in vocab
+            if ctx.view.group(v) == group
+            and not _contains(norm(v).split(), words)
+            and not _contains(words, norm(v).split())  # "middle" vs "In the middle": one place, two options
+        ]
+        if not vocab:
+            return f"no distractors for category {record.category!r} in T3 in the answer's T2 group ({group})"
     if not vocab:
         return f"no distractors for category {record.category!r} in T3"
     k = min(ctx.options.num_options - 1, len(vocab))
     return [answer] + rng.sample(vocab, k)
+
+
+def _contains(words: list[str], part: list[str]) -> bool:
+    """Whether ``part`` occurs in ``words`` as consecutive words."""
+    n = len(part)
+    return any(words[i : i + n] == part for i in range(len(words) - n + 1))
