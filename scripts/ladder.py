@@ -56,7 +56,7 @@ from datasets import Dataset, DatasetDict, load_from_disk
 from tqdm.auto import tqdm
 
 from cavpref.apps.quickstart import QuickstartConfig, Stage, eval_stage, recipe, say, train_stage
-from cavpref.data import CLEAN_TASK, TASKS, BenchmarkItem, PreferenceExample
+from cavpref.data import CLEAN_TASK, NONE_OF_THE_ABOVE, TASKS, BenchmarkItem, PreferenceExample
 from cavpref.parsing import parse_args
 from cavpref.prompts import n_passes, rotate_response, rotated_view, rotation_for
 
@@ -74,7 +74,7 @@ METHODS = {
     "cavpref_paper_anchor": ("cavpref", {"anchor_response": "chosen"}, "CAVPref (anchor = chosen)"),
 }
 CURVE_METHODS = tuple(m for m in METHODS if not m.startswith("ceiling"))
-MIXES = {"paper": list(TASKS), "clean": [*TASKS, CLEAN_TASK]}
+MIXES = {"paper": list(TASKS), "clean": [*TASKS, CLEAN_TASK], "clean_abstain": [*TASKS, CLEAN_TASK]}
 
 
 @dataclass
@@ -105,7 +105,11 @@ class LadderConfig:
         metadata={"help": f"curve methods: {list(CURVE_METHODS)}"},
     )
     mixes: list[str] = field(
-        default_factory=lambda: list(MIXES), metadata={"help": "paper (the 9 tasks) | clean (+ CLEAN's rows)"}
+        default_factory=lambda: list(MIXES),
+        metadata={
+            "help": "paper (the 9 tasks) | clean (+ CLEAN's rows: a wrong option rejected) | clean_abstain (+ "
+            "CLEAN's rows with abstaining rejected: clean_abstain_rows)"
+        },
     )
     option_score: str = field(
         default="per_token",
@@ -237,6 +241,36 @@ def ceiling_rot_data(qcfg, stage: Stage, prefs_dir: Path, data: Path) -> None:
     stage.finish(rows=len(rows), from_rows=len(order))
 
 
+def clean_abstain_rows(
+    ids: list[str], tasks: list[str], chosen: list[str], prompts: list[str]
+) -> dict[int, str]:
+    """Row index -> new rejected response of every CLEAN row that has a perturbed twin: abstaining where
+    answering is right. In the instruction setting that is the row's own "None of the above" option (its letter
+    in the row's rotated prompt); in the base setting the twin's abstention sentence (the first perturbed twin in
+    task order). The ``clean`` mix's CLEAN rows reject a wrong option, so nothing in it ever penalises
+    abstaining on a clean item; this mix does."""
+    twin: dict[str, str] = {}
+    for i, t, c in sorted(zip(ids, tasks, chosen), key=lambda x: TASKS.index(x[1]) if x[1] in TASKS else 99):
+        if t != CLEAN_TASK:
+            twin.setdefault(i.split(":", 1)[1], c)
+    out = {}
+    for n, (i, t, prompt) in enumerate(zip(ids, tasks, prompts)):
+        if t != CLEAN_TASK or i.split(":", 1)[1] not in twin:
+            continue
+        none = [x.split(". ", 1)[0] for x in prompt.splitlines() if x.endswith(f". {NONE_OF_THE_ABOVE}")]
+        out[n] = f"{none[-1]}. {NONE_OF_THE_ABOVE}" if none else twin[i.split(":", 1)[1]]
+    return out
+
+
+def clean_abstain_data(stage: Stage, prefs_dir: Path) -> None:
+    """``mixes/clean_abstain/data``: the preference rows with ``clean_abstain_rows``' rejected responses."""
+    prefs = load_from_disk(str(prefs_dir))["train"]
+    new = clean_abstain_rows(prefs["id"], prefs["task"], prefs["chosen"], prefs["prompt"])
+    rows = prefs.map(lambda row, n: {"rejected": new.get(n, row["rejected"])}, with_indices=True)
+    DatasetDict({"train": rows}).save_to_disk(str(stage.dir))
+    stage.finish(rows=len(rows), clean_rows_changed=len(new))
+
+
 def run_steps(cfg: LadderConfig, rows: int, batch: int) -> int:
     """The run's last step: the largest budget or ``epochs`` epochs, up to a multiple of ``save_every``."""
     need = max(max(cfg.budgets), math.ceil(cfg.epochs * rows / batch))
@@ -275,6 +309,9 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
     n_rows = {mix: sum(t in MIXES[mix] for t in tasks) for mix in MIXES}
     n_rows["ceiling"] = len(ceiling_order(ids, tasks)[0])
     jobs: list[Job] = []
+    mix_dir = {mix: prefs for mix in MIXES} | {"clean_abstain": root / "mixes" / "clean_abstain" / "data"}
+    if {"clean_abstain"} & {*cfg.mixes, *cfg.decisive_mixes}:
+        jobs.append(Job("mixes/clean_abstain/data", lambda st: clean_abstain_data(st, prefs)))
 
     def evaluate(name: str, model: Path, label: str, ready=lambda: True) -> None:
         jobs.append(Job(name, lambda st: eval_stage(qcfg, st, model, data, world, label), ready, "eval"))
@@ -291,7 +328,7 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
                 qcfg,
                 method="dpo",
                 model=start,
-                train=prefs,
+                train=mix_dir[mix],
                 world=world,
                 out=root / name / "run",
                 steps=1,
@@ -307,7 +344,8 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
                 train_stage(qcfg, st, rec)
                 shutil.rmtree(root / name / "run")
 
-            jobs.append(Job(name, go))
+            data_job = None if mix_dir[mix] == prefs else f"mixes/{mix}/data"
+            jobs.append(Job(name, go, lambda: data_job is None or Stage(root, data_job).done))
         return name
 
     def train(
@@ -367,7 +405,15 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
     if "curves" in cfg.parts:
         for mix in cfg.mixes:
             for method in cfg.methods:
-                train(f"curves/{mix}/{method}", method, prefs, MIXES[mix], n_rows[mix], qcfg.seed, mix=mix)
+                train(
+                    f"curves/{mix}/{method}",
+                    method,
+                    mix_dir[mix],
+                    MIXES[mix],
+                    n_rows[mix],
+                    qcfg.seed,
+                    mix=mix,
+                )
     if "decisive" in cfg.parts and cfg.decisive_steps:
         for seed in cfg.decisive_seeds:
             if seed == qcfg.seed:
@@ -377,7 +423,7 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
                     if method == "ceiling" and mix != cfg.decisive_mixes[0]:
                         continue  # one ceiling per seed: it has its own data
                     train_dir, tasks = (
-                        (ceiling_dir, MIXES["clean"]) if method == "ceiling" else (prefs, MIXES[mix])
+                        (ceiling_dir, MIXES["clean"]) if method == "ceiling" else (mix_dir[mix], MIXES[mix])
                     )
                     name = f"decisive/{seed}/{'ceiling' if method == 'ceiling' else f'{mix}/{method}'}"
                     train(name, method, train_dir, tasks, 0, seed, steps=cfg.decisive_steps, mix=mix)

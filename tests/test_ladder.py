@@ -23,6 +23,28 @@ def test_ceiling_rows_pair_each_perturbed_row_with_its_clean_twin():
     assert ladder.ceiling_order(ids, tasks) == ([1, 0, 2, 3, 0, 4], 2)
 
 
+def test_clean_rows_that_reject_abstaining():
+    """Each CLEAN row with a perturbed twin rejects abstaining: its own "None of the above" letter in the
+    instruction setting, the first twin's (task order) abstention sentence in the base setting; a CLEAN row
+    without a twin keeps its rejected response."""
+    ladder = script("ladder")
+    ids = ["CLEAN:base:r1", "MVIT:base:r1", "MCIT:base:r1", "CLEAN:instruction:r1", "MAIT:instruction:r1"]
+    ids += ["CLEAN:base:r2", "CAT:base:e1"]
+    tasks = [i.split(":")[0] for i in ids]
+    chosen = ["A. Bird", "The visual is incompatible.", "None of the above: no option is correct."]
+    chosen += ["C. Bird", "B. None of the above", "A. Dog", "A. x"]
+    prompts = ["Q?\nA. Bird\nB. Car", "Q?", "Q?"]
+    prompts += [
+        "Q?\nA. Car\nB. None of the above\nC. Bird\nIf none is right, answer None of the above.",
+        "Q?",
+    ]
+    prompts += ["Q?", "Q?"]
+    assert ladder.clean_abstain_rows(ids, tasks, chosen, prompts) == {
+        0: "None of the above: no option is correct.",  # MCIT comes before MVIT
+        3: "B. None of the above",  # the CLEAN row's own letter, not its twin's
+    }
+
+
 def test_every_run_reaches_the_largest_budget_and_two_epochs():
     ladder = script("ladder")
     cfg = ladder.LadderConfig(source="s", out="o")
@@ -132,7 +154,7 @@ def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     # every preference run read the reference log-probs its mix's ref stage cached (the reference-cache key,
     # derived from the collator and the model I/O's settings, is the same): no run added an entry of its own
     refs = list(lad.glob("ref/**/.done.json"))
-    assert len(refs) == 4 and len(list((lad / "ref_cache").iterdir())) == len(refs)
+    assert len(refs) == 6 and len(list((lad / "ref_cache").iterdir())) == len(refs)
     rec = json.loads((lad / "ceiling" / "data" / ".done.json").read_text())
     assert rec["rows"] == rec["perturbed"] + rec["clean_twins"] and rec["clean_twins"] > 0
     # seed 1's 2-step DPO run (its own run folder) vs seed 0's: a different run; seed 0's 2-step checkpoint
