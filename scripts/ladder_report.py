@@ -215,13 +215,15 @@ def curve(root: Path, run: str, protocol: str, batch: int) -> list[tuple[int, di
 def plot(
     curves: dict[str, list], ceilings: dict[str, list], key: str, refs: dict[str, float], path: Path
 ) -> Path:
-    """``key`` against training rows seen: one line per run (dashed: with CLEAN's rows), the ceilings in black,
-    the reference levels as dotted lines."""
+    """``key`` against training rows seen: one line per run (dashed: with CLEAN's rows; dash-dotted: CLEAN's
+    rows rejecting abstention), the ceilings in black, the reference levels as dotted lines."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     for label, pts in curves.items():
         if pts:
-            style = "--" if "+CLEAN" in label else "-"
+            style = (
+                "-." if label.endswith(MIX_LABELS["clean_abstain"]) else "--" if "+CLEAN" in label else "-"
+            )
             ax.plot([x for x, _ in pts], [c[key] for _, c in pts], style, marker="o", ms=3, label=label)
     for (label, pts), style in zip(ceilings.items(), ("-", "--")):
         ax.plot([x for x, _ in pts], [c[key] for _, c in pts], "k" + style, lw=2.5, marker="s", label=label)
@@ -389,8 +391,11 @@ def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
     return root / "ladder.md"
 
 
+MIX_LABELS = {"paper": "", "clean": " +CLEAN", "clean_abstain": " +CLEAN rejecting abstention"}
+
+
 def _label(methods: dict, method: str, mix: str) -> str:
-    return methods[method][2] + (" +CLEAN" if mix == "clean" else "")
+    return methods[method][2] + MIX_LABELS[mix]
 
 
 def _anchor(root: Path, runs: dict, methods: dict, protocol: str, batch: int) -> list[str]:
