@@ -19,8 +19,9 @@ Parts (``--parts``):
   twin's (CLEAN, same record and setting) answer — balanced one to one (COT-Stitch / COT-Swap / CAT have no
   twin and enter alone). What a supervised learner reaches on this world: the ceiling of the curves.
 - ``curves``: DPO, CAVPref w/o Robustness, CAVPref (calibrated β), CAVPref (fixed β) and CAVPref with the
-  paper's anchor (``anchor_response: chosen``), each on the paper's mix (the 9 tasks) and with CLEAN's rows
-  added (``--mixes``).
+  paper's anchor (``anchor_response: chosen``), each on the paper's mix (the 9 tasks), with CLEAN's rows added
+  as prep builds them (a wrong option rejected), or with CLEAN's rows rejecting abstention (``clean_abstain``,
+  ``clean_abstain_rows``) (``--mixes``).
 - ``decisive``: ``--decisive_methods`` over ``--decisive_seeds`` at ``--decisive_steps`` (seed 0 is the curve's
   checkpoint: the same run).
 
@@ -250,7 +251,9 @@ def clean_abstain_rows(
     task order). The ``clean`` mix's CLEAN rows reject a wrong option, so nothing in it ever penalises
     abstaining on a clean item; this mix does."""
     twin: dict[str, str] = {}
-    for i, t, c in sorted(zip(ids, tasks, chosen), key=lambda x: TASKS.index(x[1]) if x[1] in TASKS else 99):
+    for i, t, c in sorted(
+        zip(ids, tasks, chosen), key=lambda x: TASKS.index(x[1]) if x[1] in TASKS else len(TASKS)
+    ):
         if t != CLEAN_TASK:
             twin.setdefault(i.split(":", 1)[1], c)
     out = {}
