@@ -98,9 +98,18 @@ def main(argv: list[str] | None = None) -> int:
     (args,) = parse_args(
         [DiagnoseArguments], sys.argv[1:] if argv is None else argv, prog="ladder_diagnose.py"
     )
+    if not args.runs:
+        raise ValueError("--runs: name at least one `cavpref eval avtrustbench` output folder")
     data = Path(args.source) / "data"
-    tables = json.loads((data / "lookup_tables.json").read_text())
-    instruments = {x.lower() for x in tables["t2"]["Music"]}
+    tables_file = data / "lookup_tables.json"
+    if not tables_file.is_file():
+        raise FileNotFoundError(f"{tables_file}: not found; --source must be a finished quickstart run")
+    music = json.loads(tables_file.read_text()).get("t2", {}).get("Music")
+    if music is None:
+        raise ValueError(
+            f"{tables_file}: field 't2' has no 'Music' group (the instrument names the option mix reads)"
+        )
+    instruments = {x.lower() for x in music}
     items = {i.id: i for i in load_items(str(data), split=args.split).items if i.setting == "instruction"}
     stats = {run: diagnose(Path(run), items, instruments, args.option_score) for run in args.runs}
     groups = sorted({g for s in stats.values() for g in s["clean by group"]})

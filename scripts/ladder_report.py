@@ -395,7 +395,7 @@ MIX_LABELS = {"paper": "", "clean": " +CLEAN", "clean_abstain": " +CLEAN rejecti
 
 
 def _label(methods: dict, method: str, mix: str) -> str:
-    return methods[method][2] + MIX_LABELS[mix]
+    return methods[method][2] + MIX_LABELS.get(mix, f" [{mix}]")  # a new mix still gets a label of its own
 
 
 def _anchor(root: Path, runs: dict, methods: dict, protocol: str, batch: int) -> list[str]:

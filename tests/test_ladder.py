@@ -102,6 +102,18 @@ def test_pooled_auroc_and_the_option_mix():
     assert diag.option_mix(["Car", "Right", "Cello", "Accordion"], music) == "mixed"
 
 
+def test_the_diagnosis_names_what_is_missing(tmp_path):
+    diag = script("ladder_diagnose")
+    with pytest.raises(ValueError, match="--runs"):
+        diag.main(["--source", str(tmp_path)])
+    with pytest.raises(FileNotFoundError, match="lookup_tables.json"):
+        diag.main(["--source", str(tmp_path), "--runs", "r"])
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "lookup_tables.json").write_text('{"t2": {"Animal": ["Dog"]}}')
+    with pytest.raises(ValueError, match="'Music'"):
+        diag.main(["--source", str(tmp_path), "--runs", "r"])
+
+
 @pytest.mark.slow
 def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     """A --preset small quickstart, then every part of the ladder at tiny budgets: stage markers with wall times, the
