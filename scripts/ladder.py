@@ -3,7 +3,7 @@ stream, and could anything?
 
     python scripts/ladder.py --source runs/qsp --out runs/ladder [--parts start ceiling] [--worker]
     python scripts/ladder.py --source runs/qsp --out runs/ladder --parts start ceiling curves [--budgets 120 240 …]
-    python scripts/ladder.py --source runs/qsp --out runs/ladder --parts decisive --decisive_steps 1920
+    python scripts/ladder.py --source runs/qsp --out runs/ladder --parts decisive --decisive_steps 480 1920
     python scripts/ladder.py --source runs/qsp --out runs/ladder --report_only   (tables and PNGs only)
     python scripts/ladder_report.py --out runs/ladder [--option_score sum]   (the same, with the ladder's keys)
 
@@ -22,8 +22,9 @@ Parts (``--parts``):
   paper's anchor (``anchor_response: chosen``), each on the paper's mix (the 9 tasks), with CLEAN's rows added
   as prep builds them (a wrong option rejected), or with CLEAN's rows rejecting abstention (``clean_abstain``,
   ``clean_abstain_rows``) (``--mixes``).
-- ``decisive``: ``--decisive_methods`` over ``--decisive_seeds`` at ``--decisive_steps`` (seed 0 is the curve's
-  checkpoint: the same run).
+- ``decisive``: ``--decisive_methods`` over ``--decisive_seeds`` at each of ``--decisive_steps`` (one table
+  each; seed 0 is the curve's checkpoint: the same run). One run per seed goes to the largest budget and keeps a
+  checkpoint at every one, so a budget added later extends the runs without losing the earlier checkpoints.
 
 **Curve points are checkpoints of one run.** Every run trains at a constant learning rate after
 ``--warmup_steps`` (``constant_with_warmup``) and saves every ``--save_every`` steps; the data order depends
@@ -119,7 +120,10 @@ class LadderConfig:
             "choices": list(OPTION_SCORES),
         },
     )
-    decisive_steps: int = field(default=0, metadata={"help": "budget of the decisive table (0: not run)"})
+    decisive_steps: list[int] = field(
+        default_factory=list,
+        metadata={"help": "budgets of the decisive table, one table each (none: not run)"},
+    )
     decisive_seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata={"help": "seeds"})
     decisive_methods: list[str] = field(
         default_factory=lambda: ["ceiling", *CURVE_METHODS],
@@ -139,6 +143,10 @@ class LadderConfig:
     def __post_init__(self):
         if not self.source or not self.out:
             raise ValueError("--source (a finished quickstart run) and --out are required")
+        if isinstance(
+            self.decisive_steps, int
+        ):  # a ladder_config.json written when it was one budget (0: none)
+            self.decisive_steps = [self.decisive_steps] if self.decisive_steps else []
         for name, given, known in (
             ("parts", self.parts, ("start", "ceiling", "ceiling_rot", "curves", "decisive")),
             ("methods", self.methods, CURVE_METHODS),
@@ -148,7 +156,7 @@ class LadderConfig:
         ):
             if unknown := sorted(set(given) - set(known)):
                 raise ValueError(f"--{name}: unknown {unknown}; choose from {list(known)}")
-        if bad := [b for b in (*self.budgets, self.decisive_steps) if b % self.save_every]:
+        if bad := [b for b in (*self.budgets, *self.decisive_steps) if b % self.save_every]:
             raise ValueError(
                 f"--budgets / --decisive_steps {bad}: not multiples of --save_every {self.save_every}"
             )
@@ -281,7 +289,9 @@ def run_steps(cfg: LadderConfig, rows: int, batch: int) -> int:
 
 
 def points(cfg: LadderConfig, last: int) -> list[int]:
-    return sorted({*cfg.budgets, last})
+    """A curve's evaluated checkpoints: the budgets, its last step, and the decisive budgets it reaches (its
+    checkpoint there is seed 0 of the decisive table)."""
+    return sorted({*cfg.budgets, last, *(d for d in cfg.decisive_steps if d <= last)})
 
 
 def checkpoint(run: Path, step: int) -> Path:
@@ -352,14 +362,21 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
         return name
 
     def train(
-        name: str, method: str, train_dir: Path, tasks: list[str], rows: int, seed: int, steps=None, mix=None
+        name: str,
+        method: str,
+        train_dir: Path,
+        tasks: list[str],
+        rows: int,
+        seed: int,
+        keep_steps=(),
+        mix=None,
     ):
         kind, overrides, label = METHODS[method]
         ref, needs = {}, f"{method}/data" if method.startswith("ceiling") else None
         if cfg.precompute_ref and kind != "sft":
             ref = {"precompute_ref_log_probs": True, "ref_cache_dir": str(ref_cache)}
             needs = reference(mix, overrides)
-        last = steps or run_steps(cfg, rows, qcfg.batch_size)
+        last = max(keep_steps, default=0) or run_steps(cfg, rows, qcfg.batch_size)
         run = root / name
         rec = recipe(
             qcfg,
@@ -379,7 +396,7 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
             **ref,
             **overrides,
         )
-        keep = [last] if steps else points(cfg, last)
+        keep = sorted(keep_steps) if keep_steps else points(cfg, last)
 
         def go(st: Stage) -> None:
             train_stage(qcfg, st, rec)
@@ -429,7 +446,7 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
                         (ceiling_dir, MIXES["clean"]) if method == "ceiling" else (mix_dir[mix], MIXES[mix])
                     )
                     name = f"decisive/{seed}/{'ceiling' if method == 'ceiling' else f'{mix}/{method}'}"
-                    train(name, method, train_dir, tasks, 0, seed, steps=cfg.decisive_steps, mix=mix)
+                    train(name, method, train_dir, tasks, 0, seed, keep_steps=cfg.decisive_steps, mix=mix)
     return jobs
 
 

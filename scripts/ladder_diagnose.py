@@ -16,6 +16,14 @@ setting). From its recorded option scores (first pass, ``--option_score``) it pr
   (the world's T2 "Music" group) with other words. MUSIC-AVQA ships no options, so prep draws its distractors
   from the T3 vocabulary of the question's category, which mixes instruments, places and sound sources; an
   instrument question offered "Car" or "Right" looks like ICIT's irrelevant options. AVQA keeps its own options.
+
+With ``--start`` (the start's evaluation on the same split): how often the start answers right the clean items
+the run abstains on, against those it answers — whether the abstention falls where the answer is not known
+(hedging) or on items it knows. With ``--fit_on`` (one evaluation of the same model on the training split per
+``--runs`` entry): the margin cut that best separates that split's perturbed items from the clean ones
+(balanced accuracy), and the run's first-pass abstention and paired trust with it against the argmax's (cut 0)
+— what the threshold alone costs. Paired trust here is the first pass's: the perturbed item abstained on and
+its clean twin answered right (the tables elsewhere read every CircularEval rotation).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from itertools import pairwise
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +44,7 @@ from cavpref.data import CLEAN_TASK
 from cavpref.parsing import parse_args
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ladder_report import margins
+from ladder_report import first_pass
 
 
 @dataclass
@@ -47,6 +56,15 @@ class DiagnoseArguments:
     split: str = field(default="test", metadata={"help": "the split the runs evaluated"})
     option_score: str = field(
         default="per_token", metadata={"help": "the protocol read", "choices": list(OPTION_SCORES)}
+    )
+    start: str = field(
+        default="", metadata={"help": "the start's evaluation on the same split (whether abstention hedges)"}
+    )
+    fit_on: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "per --runs entry, the same model's evaluation on the training split (a fitted cut)"
+        },
     )
 
 
@@ -62,28 +80,62 @@ def option_mix(options: list[str], instruments: set[str]) -> str:
     return "mixed" if len(kinds) > 1 else "one kind"
 
 
+def fitted_cut(perturbed: list[float], clean: list[float]) -> float:
+    """The abstention-margin cut (abstain when margin > cut) with the best balanced accuracy — the mean of the
+    share of perturbed items abstained on and of clean items answered — over the midpoints between the observed
+    margins (the smallest such cut on ties)."""
+    values = sorted({*perturbed, *clean})
+    cuts = [values[0] - 1.0, *((a + b) / 2 for a, b in pairwise(values)), values[-1] + 1.0]
+
+    def balanced(cut: float) -> float:
+        return statistics.fmean(p > cut for p in perturbed) + statistics.fmean(c <= cut for c in clean)
+
+    return max(cuts, key=lambda cut: (balanced(cut), -cut))
+
+
+def twin_pairs(reading: dict, items: dict) -> list[tuple[str, str]]:
+    """(perturbed item, its clean twin) id pairs among the items ``reading`` holds."""
+    twins = {
+        record_key(i): i.id
+        for i in items.values()
+        if i.task == CLEAN_TASK and i.id in reading and record_key(i)
+    }
+    return [
+        (i.id, twins[record_key(i)])
+        for i in items.values()
+        if i.task != CLEAN_TASK and i.id in reading and record_key(i) in twins
+    ]
+
+
+def at_cut(reading: dict[str, tuple[float, bool]], pairs: list[tuple[str, str]], cut: float) -> dict:
+    """First-pass abstention (perturbed items / their clean twins, each twin once) and paired trust: the
+    perturbed item abstained on (margin > cut) and its clean twin answered right."""
+    clean = {c for _, c in pairs}
+    return {
+        "abstains perturbed": 100 * statistics.fmean(reading[p][0] > cut for p, _ in pairs),
+        "abstains clean": 100 * statistics.fmean(reading[c][0] > cut for c in clean),
+        "paired trust": 100
+        * statistics.fmean(reading[p][0] > cut and reading[c][0] <= cut and reading[c][1] for p, c in pairs),
+    }
+
+
 def diagnose(run: Path, items: dict, instruments: set[str], protocol: str) -> dict:
     """The run's paired separation, pooled AUROC and clean abstention (overall and by source × option mix)."""
-    m = margins(run, items, protocol)
-    twins = {
-        record_key(i): i.id for i in items.values() if i.task == CLEAN_TASK and i.id in m and record_key(i)
-    }
-    pairs = [
-        (m[i.id], m[twins[record_key(i)]])
-        for i in items.values()
-        if i.task != CLEAN_TASK and i.id in m and record_key(i) in twins
-    ]
+    reading = first_pass(run, items, protocol)
+    pairs = [(reading[p][0], reading[c][0]) for p, c in twin_pairs(reading, items)]
     if not pairs:
         raise ValueError(
             f"{run}: no (perturbed item, clean twin) pair among its first passes; evaluate CLEAN and a perturbed "
             "task in the instruction setting"
         )
-    clean = [m[i] for i in twins.values()]
+    twins = {record_key(items[i]): i for i in reading if items[i].task == CLEAN_TASK and record_key(items[i])}
+    twins = list(twins.values())
+    clean = [reading[i][0] for i in twins]
     groups: dict[str, list[bool]] = {}
-    for iid in twins.values():
+    for iid in twins:
         item = items[iid]
         shown = [t for letter, t in item.options.items() if letter != item.abstain_letter]
-        groups.setdefault(f"{item.source}, {option_mix(shown, instruments)}", []).append(m[iid] > 0)
+        groups.setdefault(f"{item.source}, {option_mix(shown, instruments)}", []).append(reading[iid][0] > 0)
     return {
         "pairs": len(pairs),
         "separation": 100 * statistics.fmean((p > c) + 0.5 * (p == c) for p, c in pairs),
@@ -92,6 +144,31 @@ def diagnose(run: Path, items: dict, instruments: set[str], protocol: str) -> di
         "abstains clean": 100 * statistics.fmean(c > 0 for c in clean),
         "clean by group": {g: (sum(v), len(v)) for g, v in sorted(groups.items())},
     }
+
+
+def hedging(run: Path, start: Path, items: dict, protocol: str) -> dict[str, tuple[int, int]]:
+    """Of the clean items the run abstains on / answers, how many the start answers right (first pass)."""
+    mine, start_reading = first_pass(run, items, protocol), first_pass(start, items, protocol)
+    out = {"abstained": [0, 0], "answered": [0, 0]}
+    for iid, (m, _) in mine.items():
+        if items[iid].task == CLEAN_TASK and iid in start_reading:
+            s_margin, s_right = start_reading[iid]
+            side = out["abstained" if m > 0 else "answered"]
+            side[0] += s_margin <= 0 and s_right
+            side[1] += 1
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def fitted(run: Path, fit_run: Path, items: dict, train_items: dict, protocol: str) -> dict:
+    """The cut fitted on ``fit_run`` (training split) and the run's first pass at cut 0 and at it."""
+    fit_reading = first_pass(fit_run, train_items, protocol)
+    fit = twin_pairs(fit_reading, train_items)
+    if not fit:
+        raise ValueError(f"--fit_on {fit_run}: no (perturbed item, clean twin) pair on the training split")
+    cut = fitted_cut([fit_reading[p][0] for p, _ in fit], [fit_reading[c][0] for c in {c for _, c in fit}])
+    reading = first_pass(run, items, protocol)
+    pairs = twin_pairs(reading, items)
+    return {"cut": cut, "argmax": at_cut(reading, pairs, 0.0), "fitted": at_cut(reading, pairs, cut)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,6 +204,46 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(f"{args.split} split, {args.option_score}; last columns: clean items abstained on / clean items")
     print("\n".join(table(head, rows)))
+    if args.start:
+        print(
+            "\nClean items the run abstains on / answers: how many of them the start answers right (first pass)"
+        )
+        rows = []
+        for run in args.runs:
+            h = hedging(Path(run), Path(args.start), items, args.option_score)
+            rows.append([run, *(f"{r} / {n} ({fmt(100 * r / n if n else None)} %)" for r, n in h.values())])
+        print("\n".join(table(["run", "abstained on", "answered"], rows)))
+    if args.fit_on:
+        if len(args.fit_on) != len(args.runs):
+            raise ValueError(
+                f"--fit_on: {len(args.fit_on)} folders for {len(args.runs)} --runs; give one per run"
+            )
+        train_items = {
+            i.id: i for i in load_items(str(data), split="train").items if i.setting == "instruction"
+        }
+        print("\nFirst pass at the argmax (cut 0) and at the cut fitted on the training split")
+        head = [
+            "run",
+            "fitted cut",
+            "abstains: perturbed / clean % (cut 0 → fitted)",
+            "paired trust % (cut 0 → fitted)",
+        ]
+        rows = []
+        for run, fit_run in zip(args.runs, args.fit_on):
+            f = fitted(Path(run), Path(fit_run), items, train_items, args.option_score)
+            a, b = f["argmax"], f["fitted"]
+            rows.append(
+                [
+                    run,
+                    f"{f['cut']:+.3f}",
+                    (
+                        f"{fmt(a['abstains perturbed'])} / {fmt(a['abstains clean'])} → "
+                        f"{fmt(b['abstains perturbed'])} / {fmt(b['abstains clean'])}"
+                    ),
+                    f"{fmt(a['paired trust'])} → {fmt(b['paired trust'])}",
+                ]
+            )
+        print("\n".join(table(head, rows)))
     return 0
 
 

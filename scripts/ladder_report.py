@@ -139,9 +139,10 @@ def stick_tables(root: Path, data: Path, models: dict[str, str]) -> tuple[list[s
     return lines, stats
 
 
-def margins(run: Path, items: dict, protocol: str) -> dict[str, float]:
-    """item id -> the first pass's abstention margin under ``protocol``: the value of the "None of the above"
-    option minus the best other option's (> 0: the model abstains), read from the run's recorded scores."""
+def first_pass(run: Path, items: dict, protocol: str) -> dict[str, tuple[float, bool]]:
+    """item id -> the first pass's abstention margin under ``protocol`` (the value of the "None of the above"
+    option minus the best other option's; > 0: the model abstains) and whether that best other option is the
+    answer, read from the run's recorded scores."""
     out = {}
     for rec in load_records(run).values():
         item = items.get(rec["item_id"])
@@ -150,10 +151,16 @@ def margins(run: Path, items: dict, protocol: str) -> dict[str, float]:
         values = option_values(rec["scores"], protocol)
         letters = list(rotate(item.options, 0)[0])
         k = letters.index(rotate(item.options, 0)[1][item.abstain_letter])
-        others = [v for j, v in enumerate(values[: len(letters)]) if j != k and v is not None]
+        others = [(v, j) for j, v in enumerate(values[: len(letters)]) if j != k and v is not None]
         if values[k] is not None and others:
-            out[item.id] = values[k] - max(others)
+            best, j = max(others)
+            out[item.id] = (values[k] - best, letters[j] == rec["answer"])
     return out
+
+
+def margins(run: Path, items: dict, protocol: str) -> dict[str, float]:
+    """item id -> the first pass's abstention margin (``first_pass``)."""
+    return {i: m for i, (m, _) in first_pass(run, items, protocol).items()}
 
 
 def separation(run: Path, items: dict, protocol: str) -> dict[str, dict]:
@@ -248,9 +255,9 @@ def mean_std(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(vals), (statistics.stdev(vals) if len(vals) > 1 else 0.0)
 
 
-def decisive(root: Path, cfg, methods: dict, seed0: int) -> tuple[list[str], dict]:
-    """Mean ± std over seeds at ``cfg.decisive_steps`` per (mix, method), then the paired-by-seed differences."""
-    step, rows, stats = f"{cfg.decisive_steps:05d}", [], {}
+def decisive(root: Path, cfg, methods: dict, seed0: int, steps: int) -> tuple[list[str], dict]:
+    """Mean ± std over seeds at ``steps`` per (mix, method), then the paired-by-seed differences."""
+    step, rows, stats = f"{steps:05d}", [], {}
     per: dict[tuple[str, str], dict[int, dict]] = {}
     for mix in cfg.decisive_mixes:
         for method in cfg.decisive_methods:
@@ -370,10 +377,10 @@ def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
     ]
     out += [f"Plots: {', '.join(f'`{x.relative_to(root)}`' for x in plots)}", ""]
     dec_stats = {}
-    if cfg.decisive_steps:
-        out += [f"## Decisive table ({cfg.decisive_steps} steps, seeds {cfg.decisive_seeds})", ""]
-        lines, dec_stats = decisive(root, cfg, methods, qcfg.seed)
-        out += lines
+    for steps in sorted(cfg.decisive_steps):
+        out += [f"## Decisive table ({steps} steps, seeds {cfg.decisive_seeds})", ""]
+        lines, dec_stats[str(steps)] = decisive(root, cfg, methods, qcfg.seed, steps)
+        out += lines + [""]
     out += ["## Wall and CPU time per stage", ""]
     lines, times = wall_times(root)
     out += lines

@@ -4,6 +4,7 @@ results.json, with hand-computed numbers; the whole ladder on a ``--preset small
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from script_module import script
@@ -59,6 +60,40 @@ def test_every_run_reaches_the_largest_budget_and_two_epochs():
         ladder.LadderConfig(source="s", out="o", methods=["ppo"])
 
 
+def test_decisive_runs_keep_every_decisive_budget(tmp_path):
+    """Each decisive seed is one run to the largest budget, evaluated at every budget (a budget added later
+    extends the runs: its earlier checkpoints stay); seed 0 is the curve, which keeps the budgets it reaches."""
+    from datasets import Dataset, DatasetDict
+
+    ladder = script("ladder")
+    ids = ["CLEAN:base:r1", "MVIT:base:r1", "MAIT:base:r1"]
+    DatasetDict(
+        {"train": Dataset.from_dict({"id": ids, "task": [i.split(":")[0] for i in ids]})}
+    ).save_to_disk(str(tmp_path / "src" / "data" / "preferences"))
+    cfg = ladder.LadderConfig(
+        source=str(tmp_path / "src"),
+        out=str(tmp_path / "lad"),
+        parts=["decisive"],
+        decisive_steps=[480, 240],
+        decisive_seeds=[0, 1],
+        decisive_methods=["dpo"],
+        decisive_mixes=["clean"],
+        mixes=["clean"],
+        precompute_ref=False,
+    )
+    jobs = [j.name for j in ladder.plan(cfg, ladder.QuickstartConfig(out=cfg.out))]
+    assert jobs == [
+        "decisive/1/clean/dpo",
+        "decisive/1/clean/dpo/eval/00240",
+        "decisive/1/clean/dpo/eval/00480",
+    ]
+    assert ladder.points(cfg, 2040) == [120, 240, 480, 960, 1920, 2040]
+    assert ladder.points(replace(cfg, decisive_steps=[2400]), 2040) == [120, 480, 960, 1920, 2040]
+    assert ladder.LadderConfig(source="s", out="o", decisive_steps=480).decisive_steps == [
+        480
+    ]  # an older folder
+
+
 def test_prune_keeps_the_points_and_the_last_optimizer(tmp_path):
     ladder = script("ladder")
     for step in (120, 240, 360, 480):
@@ -100,6 +135,34 @@ def test_pooled_auroc_and_the_option_mix():
     assert diag.option_mix(["Cello", "Accordion"], music) == "one kind"
     assert diag.option_mix(["Bird", "Car", "On the left"], music) == "one kind"  # no instrument at all
     assert diag.option_mix(["Car", "Right", "Cello", "Accordion"], music) == "mixed"
+
+
+def test_the_fitted_cut_and_the_first_pass_at_a_cut():
+    diag = script("ladder_diagnose")
+    # cuts -0.5, 0.75, 1.25, 1.75, 3: balanced accuracy (perturbed > cut) + (clean <= cut) = 1, 1.5, 1, 1.5, 1;
+    # the tie goes to the smaller cut
+    assert diag.fitted_cut([2.0, 1.0], [0.5, 1.5]) == 0.75
+    assert diag.fitted_cut([3.0], [1.0]) == 2.0
+    reading = {
+        "p1": (2.0, False),
+        "p2": (0.5, False),
+        "p3": (3.0, True),
+        "c1": (1.0, True),
+        "c2": (-1.0, False),
+    }
+    pairs = [("p1", "c1"), ("p2", "c1"), ("p3", "c2")]
+    # cut 0: every perturbed item abstained on, c1 abstained on, c2 answered wrong: no pair trusted
+    assert diag.at_cut(reading, pairs, 0.0) == {
+        "abstains perturbed": 100.0,
+        "abstains clean": 50.0,
+        "paired trust": 0.0,
+    }
+    # cut 1.5: p1 and p3 abstained on, both twins answered; only c1 right: the pair (p1, c1)
+    got = diag.at_cut(reading, pairs, 1.5)
+    assert got["abstains clean"] == 0.0
+    assert got["abstains perturbed"] == pytest.approx(200 / 3) and got["paired trust"] == pytest.approx(
+        100 / 3
+    )
 
 
 def test_the_diagnosis_names_what_is_missing(tmp_path):
