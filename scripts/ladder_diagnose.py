@@ -22,8 +22,8 @@ the run abstains on, against those it answers — whether the abstention falls w
 (hedging) or on items it knows. With ``--fit_on`` (one evaluation of the same model on the training split per
 ``--runs`` entry): the margin cut that best separates that split's perturbed items from the clean ones
 (balanced accuracy), and the run's first-pass abstention and paired trust with it against the argmax's (cut 0)
-— what the threshold alone costs. Paired trust here is the first pass's: the perturbed item abstained on and
-its clean twin answered right (the tables elsewhere read every CircularEval rotation).
+— what the threshold alone costs: first-pass abstention, and paired trust (the perturbed item abstained on
+and its clean twin answered right) on the first pass (vanilla) and on every CircularEval pass (circular).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from cavpref.data import CLEAN_TASK
 from cavpref.parsing import parse_args
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ladder_report import first_pass
+from ladder_report import first_pass, readings
 
 
 @dataclass
@@ -107,15 +107,23 @@ def twin_pairs(reading: dict, items: dict) -> list[tuple[str, str]]:
     ]
 
 
-def at_cut(reading: dict[str, tuple[float, bool]], pairs: list[tuple[str, str]], cut: float) -> dict:
-    """First-pass abstention (perturbed items / their clean twins, each twin once) and paired trust: the
-    perturbed item abstained on (margin > cut) and its clean twin answered right."""
+def at_cut(reading: dict[str, list[tuple[float, bool]]], pairs: list[tuple[str, str]], cut: float) -> dict:
+    """Abstention on the first pass (perturbed items / their clean twins, each twin once) and paired trust,
+    vanilla (first pass) and circular (every pass), when the model abstains on a margin > ``cut``: the
+    perturbed item abstained on and its clean twin answered right."""
+
+    def right(item: str, perturbed: bool, passes: slice) -> bool:
+        return all((m > cut) if perturbed else (m <= cut and ok) for m, ok in reading[item][passes])
+
     clean = {c for _, c in pairs}
     return {
-        "abstains perturbed": 100 * statistics.fmean(reading[p][0] > cut for p, _ in pairs),
-        "abstains clean": 100 * statistics.fmean(reading[c][0] > cut for c in clean),
-        "paired trust": 100
-        * statistics.fmean(reading[p][0] > cut and reading[c][0] <= cut and reading[c][1] for p, c in pairs),
+        "abstains perturbed": 100 * statistics.fmean(reading[p][0][0] > cut for p, _ in pairs),
+        "abstains clean": 100 * statistics.fmean(reading[c][0][0] > cut for c in clean),
+        **{
+            f"paired trust, {name}": 100
+            * statistics.fmean(right(p, True, passes) and right(c, False, passes) for p, c in pairs)
+            for name, passes in (("vanilla", slice(0, 1)), ("circular", slice(None)))
+        },
     }
 
 
@@ -166,7 +174,7 @@ def fitted(run: Path, fit_run: Path, items: dict, train_items: dict, protocol: s
     if not fit:
         raise ValueError(f"--fit_on {fit_run}: no (perturbed item, clean twin) pair on the training split")
     cut = fitted_cut([fit_reading[p][0] for p, _ in fit], [fit_reading[c][0] for c in {c for _, c in fit}])
-    reading = first_pass(run, items, protocol)
+    reading = readings(run, items, protocol)
     pairs = twin_pairs(reading, items)
     return {"cut": cut, "argmax": at_cut(reading, pairs, 0.0), "fitted": at_cut(reading, pairs, cut)}
 
@@ -221,12 +229,12 @@ def main(argv: list[str] | None = None) -> int:
         train_items = {
             i.id: i for i in load_items(str(data), split="train").items if i.setting == "instruction"
         }
-        print("\nFirst pass at the argmax (cut 0) and at the cut fitted on the training split")
+        print("\nAt the argmax (cut 0) and at the cut fitted on the training split")
         head = [
             "run",
             "fitted cut",
             "abstains: perturbed / clean % (cut 0 → fitted)",
-            "paired trust % (cut 0 → fitted)",
+            *(f"paired trust, {m} % (cut 0 → fitted)" for m in ("vanilla", "circular")),
         ]
         rows = []
         for run, fit_run in zip(args.runs, args.fit_on):
@@ -240,7 +248,10 @@ def main(argv: list[str] | None = None) -> int:
                         f"{fmt(a['abstains perturbed'])} / {fmt(a['abstains clean'])} → "
                         f"{fmt(b['abstains perturbed'])} / {fmt(b['abstains clean'])}"
                     ),
-                    f"{fmt(a['paired trust'])} → {fmt(b['paired trust'])}",
+                    *(
+                        f"{fmt(a[f'paired trust, {m}'])} → {fmt(b[f'paired trust, {m}'])}"
+                        for m in ("vanilla", "circular")
+                    ),
                 ]
             )
         print("\n".join(table(head, rows)))

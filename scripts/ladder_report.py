@@ -139,23 +139,31 @@ def stick_tables(root: Path, data: Path, models: dict[str, str]) -> tuple[list[s
     return lines, stats
 
 
-def first_pass(run: Path, items: dict, protocol: str) -> dict[str, tuple[float, bool]]:
-    """item id -> the first pass's abstention margin under ``protocol`` (the value of the "None of the above"
-    option minus the best other option's; > 0: the model abstains) and whether that best other option is the
-    answer, read from the run's recorded scores."""
-    out = {}
+def readings(run: Path, items: dict, protocol: str) -> dict[str, list[tuple[float, bool]]]:
+    """item id -> per CircularEval pass (in pass order), the abstention margin under ``protocol`` (the value of
+    the "None of the above" option minus the best other option's; > 0: the model abstains) and whether that
+    best other option is the answer, read from the run's recorded scores and its ``pin_abstain`` setting."""
+    config = run / "results.json"
+    pin = config.is_file() and bool(json.loads(config.read_text()).get("config", {}).get("pin_abstain"))
+    passes: dict[str, dict[int, tuple[float, bool]]] = {}
     for rec in load_records(run).values():
         item = items.get(rec["item_id"])
-        if rec["status"] != "ok" or rec["pass"] != 0 or item is None or item.abstain_letter is None:
+        if rec["status"] != "ok" or item is None or item.abstain_letter is None:
             continue
         values = option_values(rec["scores"], protocol)
-        letters = list(rotate(item.options, 0)[0])
-        k = letters.index(rotate(item.options, 0)[1][item.abstain_letter])
+        shown, new_of = rotate(item.options, rec["rotation"], pin=item.abstain_letter if pin else None)
+        letters = list(shown)
+        k = letters.index(new_of[item.abstain_letter])
         others = [(v, j) for j, v in enumerate(values[: len(letters)]) if j != k and v is not None]
         if values[k] is not None and others:
             best, j = max(others)
-            out[item.id] = (values[k] - best, letters[j] == rec["answer"])
-    return out
+            passes.setdefault(item.id, {})[rec["pass"]] = (values[k] - best, letters[j] == rec["answer"])
+    return {i: [by_pass[p] for p in sorted(by_pass)] for i, by_pass in passes.items() if 0 in by_pass}
+
+
+def first_pass(run: Path, items: dict, protocol: str) -> dict[str, tuple[float, bool]]:
+    """item id -> the first pass's (margin, best other option right) (``readings``)."""
+    return {i: r[0] for i, r in readings(run, items, protocol).items()}
 
 
 def margins(run: Path, items: dict, protocol: str) -> dict[str, float]:

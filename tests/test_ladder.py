@@ -143,26 +143,32 @@ def test_the_fitted_cut_and_the_first_pass_at_a_cut():
     # the tie goes to the smaller cut
     assert diag.fitted_cut([2.0, 1.0], [0.5, 1.5]) == 0.75
     assert diag.fitted_cut([3.0], [1.0]) == 2.0
-    reading = {
-        "p1": (2.0, False),
-        "p2": (0.5, False),
-        "p3": (3.0, True),
-        "c1": (1.0, True),
-        "c2": (-1.0, False),
+    # per item, its passes' (margin, best other option right)
+    reading = {"p1": [(2.0, False), (1.8, False)], "p2": [(0.5, False), (3.0, False)]}
+    reading |= {
+        "p3": [(3.0, True), (2.0, True)],
+        "c1": [(1.0, True), (1.2, False)],
+        "c2": [(-1.0, False)] * 2,
     }
     pairs = [("p1", "c1"), ("p2", "c1"), ("p3", "c2")]
     # cut 0: every perturbed item abstained on, c1 abstained on, c2 answered wrong: no pair trusted
     assert diag.at_cut(reading, pairs, 0.0) == {
         "abstains perturbed": 100.0,
         "abstains clean": 50.0,
-        "paired trust": 0.0,
+        "paired trust, vanilla": 0.0,
+        "paired trust, circular": 0.0,
     }
-    # cut 1.5: p1 and p3 abstained on, both twins answered; only c1 right: the pair (p1, c1)
+    # cut 1.5, first pass: p1 and p3 abstained on, both twins answered, only c1 right: the pair (p1, c1);
+    # every pass: c1's second pass picks a wrong option, so no pair holds
     got = diag.at_cut(reading, pairs, 1.5)
-    assert got["abstains clean"] == 0.0
-    assert got["abstains perturbed"] == pytest.approx(200 / 3) and got["paired trust"] == pytest.approx(
-        100 / 3
-    )
+    assert got["abstains clean"] == 0.0 and got["paired trust, circular"] == 0.0
+    assert got["abstains perturbed"] == pytest.approx(200 / 3)
+    assert got["paired trust, vanilla"] == pytest.approx(100 / 3)
+    reading["c1"][1] = (
+        1.2,
+        True,
+    )  # right on every pass now: (p1, c1) holds circularly, p2's first pass does not
+    assert diag.at_cut(reading, pairs, 1.5)["paired trust, circular"] == pytest.approx(100 / 3)
 
 
 def test_the_diagnosis_names_what_is_missing(tmp_path):
