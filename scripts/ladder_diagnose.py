@@ -44,7 +44,7 @@ from cavpref.data import CLEAN_TASK
 from cavpref.parsing import parse_args
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ladder_report import first_pass, readings
+from ladder_margins import first_pass, readings, twin_pairs
 
 
 @dataclass
@@ -91,20 +91,6 @@ def fitted_cut(perturbed: list[float], clean: list[float]) -> float:
         return statistics.fmean(p > cut for p in perturbed) + statistics.fmean(c <= cut for c in clean)
 
     return max(cuts, key=lambda cut: (balanced(cut), -cut))
-
-
-def twin_pairs(reading: dict, items: dict) -> list[tuple[str, str]]:
-    """(perturbed item, its clean twin) id pairs among the items ``reading`` holds."""
-    twins = {
-        record_key(i): i.id
-        for i in items.values()
-        if i.task == CLEAN_TASK and i.id in reading and record_key(i)
-    }
-    return [
-        (i.id, twins[record_key(i)])
-        for i in items.values()
-        if i.task != CLEAN_TASK and i.id in reading and record_key(i) in twins
-    ]
 
 
 def at_cut(reading: dict[str, list[tuple[float, bool]]], pairs: list[tuple[str, str]], cut: float) -> dict:

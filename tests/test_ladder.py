@@ -1,4 +1,4 @@
-"""scripts/ladder.py (issue 38): the ceiling's rows, the budgets, the pruning and the report's reading of
+"""scripts/ladder.py and its modules (issue 38): the ceiling's rows, the budgets, the pruning and the reading of
 results.json, with hand-computed numbers; the whole ladder on a ``--preset small`` quickstart is the slow test."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from script_module import script
 
 
 def test_ceiling_rows_pair_each_perturbed_row_with_its_clean_twin():
-    ladder = script("ladder")
+    ladder_rows = script("ladder_rows")
     ids = [
         "CLEAN:base:r1",  # 0
         "MVIT:base:r1",  # 1 -> twin 0
@@ -21,14 +21,14 @@ def test_ceiling_rows_pair_each_perturbed_row_with_its_clean_twin():
         "CLEAN:instruction:r2",  # 5 never a twin: not in the ceiling
     ]
     tasks = [i.split(":")[0] for i in ids]
-    assert ladder.ceiling_order(ids, tasks) == ([1, 0, 2, 3, 0, 4], 2)
+    assert ladder_rows.ceiling_order(ids, tasks) == ([1, 0, 2, 3, 0, 4], 2)
 
 
 def test_clean_rows_that_reject_abstaining():
     """Each CLEAN row with a perturbed twin rejects abstaining: its own "None of the above" letter in the
     instruction setting, the first twin's (task order) abstention sentence in the base setting; a CLEAN row
     without a twin keeps its rejected response."""
-    ladder = script("ladder")
+    ladder_rows = script("ladder_rows")
     ids = ["CLEAN:base:r1", "MVIT:base:r1", "MCIT:base:r1", "CLEAN:instruction:r1", "MAIT:instruction:r1"]
     ids += ["CLEAN:base:r2", "CAT:base:e1"]
     tasks = [i.split(":")[0] for i in ids]
@@ -40,7 +40,7 @@ def test_clean_rows_that_reject_abstaining():
         "Q?",
     ]
     prompts += ["Q?", "Q?"]
-    assert ladder.clean_abstain_rows(ids, tasks, chosen, prompts) == {
+    assert ladder_rows.clean_abstain_rows(ids, tasks, chosen, prompts) == {
         0: "None of the above: no option is correct.",  # MCIT comes before MVIT
         3: "B. None of the above",  # the CLEAN row's own letter, not its twin's
     }
@@ -261,14 +261,14 @@ def test_every_rotation_moves_the_responses_with_their_options():
     from cavpref.data_prep.build.rotation import rotate_preference
     from cavpref.prompts import rotation_for
 
-    ladder = script("ladder")
+    ladder_rows = script("ladder_rows")
     options = {"A": "x", "B": "y", "C": "None of the above"}
     item = BenchmarkItem("MVIT:i:r1", "MVIT", "avqa", "Count", "Q?", options, "C", "instruction", 0, "", "C")
     orig = PreferenceExample("MVIT:i:r1", "MVIT", "avqa", "Count", "", "{}", "C. None of the above", "A. x")
     shown = rotate_preference(
         replace(orig, media='{"op":"source","path":"a.mp4"}'), item, rotation_for(0, item.id, options)
     )
-    rows = ladder.every_rotation([shown.to_row()], {item.id: item}, seed=0)
+    rows = ladder_rows.every_rotation([shown.to_row()], {item.id: item}, seed=0)
     assert [(r["id"], r["chosen"], r["rejected"]) for r in rows] == [
         ("MVIT:i:r1:rot0", "C. None of the above", "A. x"),
         ("MVIT:i:r1:rot1", "B. None of the above", "C. x"),
@@ -278,4 +278,4 @@ def test_every_rotation_moves_the_responses_with_their_options():
         s for s in range(1, 50) if rotation_for(s, item.id, options) != rotation_for(0, item.id, options)
     )
     with pytest.raises(ValueError, match="not under rotation"):
-        ladder.every_rotation([shown.to_row()], {item.id: item}, seed=other)
+        ladder_rows.every_rotation([shown.to_row()], {item.id: item}, seed=other)
