@@ -18,6 +18,9 @@ Parts (``--parts``):
 - ``ceiling``: SFT from the start on every *perturbed* training item's correct response, each with its clean
   twin's (CLEAN, same record and setting) answer — balanced one to one (COT-Stitch / COT-Swap / CAT have no
   twin and enter alone). What a supervised learner reaches on this world: the ceiling of the curves.
+- ``ceiling_weighted``: the ceiling's rows with each clean twin ``--ceiling_clean_copies`` times — the same
+  supervision with a cost on abstaining where an answer is wanted (the balanced ceiling's abstention sits off
+  by a constant its own training items measure: ``scripts/ladder_diagnose.py --fit_on``).
 - ``curves``: DPO, CAVPref w/o Robustness, CAVPref (calibrated β), CAVPref (fixed β) and CAVPref with the
   paper's anchor (``anchor_response: chosen``), each on the paper's mix (the 9 tasks), with CLEAN's rows added
   as prep builds them (a wrong option rejected), or with CLEAN's rows rejecting abstention (``clean_abstain``,
@@ -68,6 +71,7 @@ from ladder_rows import ceiling_data, ceiling_order, ceiling_rot_data, clean_abs
 METHODS = {
     "ceiling": ("sft", {}, "Ceiling (SFT, perturbed + clean twins)"),
     "ceiling_rot": ("sft", {}, "Ceiling, every rotation"),
+    "ceiling_weighted": ("sft", {}, "Ceiling, clean twins weighted"),
     "dpo": ("dpo", {}, "DPO"),
     "cavpref_norobust": ("cavpref_norobust", {}, "CAVPref w/o Robustness"),
     "cavpref": ("cavpref", {}, "CAVPref"),
@@ -85,8 +89,9 @@ class LadderConfig:
     parts: list[str] = field(
         default_factory=lambda: ["start", "ceiling"],
         metadata={
-            "help": "start | ceiling | ceiling_rot (the ceiling's rows under every CircularEval rotation) | curves | "
-            "decisive (any of them, run in this order)"
+            "help": "start | ceiling | ceiling_rot (the ceiling's rows under every CircularEval rotation) | "
+            "ceiling_weighted (each clean twin --ceiling_clean_copies times) | curves | decisive (any of them, "
+            "run in this order)"
         },
     )
     budgets: list[int] = field(
@@ -100,6 +105,14 @@ class LadderConfig:
     warmup_steps: int = field(
         default=6,
         metadata={"help": "linear warm-up, then a constant learning rate (the quickstart's 120//20)"},
+    )
+    ceiling_clean_copies: int = field(
+        default=4,
+        metadata={
+            "help": "ceiling_weighted: each clean twin this many times per perturbed row, a cost on abstaining "
+            "where the answer is wanted (the balanced ceiling abstains on a third of clean items; the cut its "
+            "own training items want is worth about 4:1 in the odds of the answer letter, docs/results.md)"
+        },
     )
     methods: list[str] = field(
         default_factory=lambda: list(CURVE_METHODS),
@@ -147,14 +160,20 @@ class LadderConfig:
         ):  # a ladder_config.json written when it was one budget (0: none)
             self.decisive_steps = [self.decisive_steps] if self.decisive_steps else []
         for name, given, known in (
-            ("parts", self.parts, ("start", "ceiling", "ceiling_rot", "curves", "decisive")),
+            (
+                "parts",
+                self.parts,
+                ("start", "ceiling", "ceiling_rot", "ceiling_weighted", "curves", "decisive"),
+            ),
             ("methods", self.methods, CURVE_METHODS),
             ("mixes", self.mixes, MIXES),
-            ("decisive_methods", self.decisive_methods, METHODS),
+            ("decisive_methods", self.decisive_methods, ("ceiling", *CURVE_METHODS)),
             ("decisive_mixes", self.decisive_mixes, MIXES),
         ):
             if unknown := sorted(set(given) - set(known)):
                 raise ValueError(f"--{name}: unknown {unknown}; choose from {list(known)}")
+        if self.ceiling_clean_copies < 1:
+            raise ValueError(f"--ceiling_clean_copies {self.ceiling_clean_copies}: at least 1")
         if bad := [b for b in (*self.budgets, *self.decisive_steps) if b % self.save_every]:
             raise ValueError(
                 f"--budgets / --decisive_steps {bad}: not multiples of --save_every {self.save_every}"
@@ -220,6 +239,7 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
     ids, tasks = train_rows["id"], train_rows["task"]
     n_rows = {mix: sum(t in MIXES[mix] for t in tasks) for mix in MIXES}
     n_rows["ceiling"] = len(ceiling_order(ids, tasks)[0])
+    n_rows["ceiling_weighted"] = len(ceiling_order(ids, tasks, cfg.ceiling_clean_copies)[0])
     jobs: list[Job] = []
     mix_dir = {mix: prefs for mix in MIXES} | {"clean_abstain": root / "mixes" / "clean_abstain" / "data"}
     if {"clean_abstain"} & {*cfg.mixes, *cfg.decisive_mixes}:
@@ -321,6 +341,18 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
         jobs.append(Job("ceiling_rot/data", lambda st: ceiling_rot_data(qcfg, st, prefs, data)))
         rot_dir = root / "ceiling_rot" / "data"
         train("ceiling_rot/run", "ceiling_rot", rot_dir, MIXES["clean"], n_rows["ceiling"], qcfg.seed)
+    if "ceiling_weighted" in cfg.parts:  # the ceiling's rows with every clean twin ceiling_clean_copies times
+        copies = cfg.ceiling_clean_copies
+        jobs.append(Job("ceiling_weighted/data", lambda st: ceiling_data(qcfg, st, prefs, copies)))
+        w_dir = root / "ceiling_weighted" / "data"
+        train(
+            "ceiling_weighted/run",
+            "ceiling_weighted",
+            w_dir,
+            MIXES["clean"],
+            n_rows["ceiling_weighted"],
+            qcfg.seed,
+        )
     if "curves" in cfg.parts:
         for mix in cfg.mixes:
             for method in cfg.methods:

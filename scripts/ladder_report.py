@@ -247,7 +247,11 @@ def wall_times(root: Path) -> tuple[list[str], dict]:
     return table(["stage", "wall s", "CPU s"], rows), times
 
 
-CEILINGS = {"ceiling": "ceiling/run", "ceiling_rot": "ceiling_rot/run"}
+CEILINGS = {
+    "ceiling": "ceiling/run",
+    "ceiling_rot": "ceiling_rot/run",
+    "ceiling_weighted": "ceiling_weighted/run",
+}
 
 
 def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:

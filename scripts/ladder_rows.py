@@ -15,10 +15,10 @@ from cavpref.data import CLEAN_TASK, NONE_OF_THE_ABOVE, TASKS, BenchmarkItem, Pr
 from cavpref.prompts import n_passes, rotate_response, rotated_view, rotation_for
 
 
-def ceiling_order(ids: list[str], tasks: list[str]) -> tuple[list[int], int]:
+def ceiling_order(ids: list[str], tasks: list[str], clean_copies: int = 1) -> tuple[list[int], int]:
     """The ceiling's training rows as indices into the preference rows: every perturbed row (its chosen
     response is the correct one) followed by its clean twin (the CLEAN row of the same record and setting,
-    id ``CLEAN:<setting>:<record>``), one to one; and how many twins were found."""
+    id ``CLEAN:<setting>:<record>``) — one to one, or ``clean_copies`` times; and how many twins were found."""
     clean = {i: n for n, (i, t) in enumerate(zip(ids, tasks)) if t == CLEAN_TASK}
     order, twins = [], 0
     for n, (i, t) in enumerate(zip(ids, tasks)):
@@ -27,17 +27,19 @@ def ceiling_order(ids: list[str], tasks: list[str]) -> tuple[list[int], int]:
         order.append(n)
         twin = clean.get(f"{CLEAN_TASK}:{i.split(':', 1)[1]}")
         if twin is not None:
-            order.append(twin)
+            order += [twin] * clean_copies
             twins += 1
     return order, twins
 
 
-def ceiling_data(qcfg, stage: Stage, prefs_dir: Path) -> None:
-    """``ceiling/data``: the ceiling's rows saved as a dataset (``ceiling_order``)."""
+def ceiling_data(qcfg, stage: Stage, prefs_dir: Path, clean_copies: int = 1) -> None:
+    """``ceiling/data`` (``ceiling_weighted/data`` with ``clean_copies`` > 1): the ceiling's rows saved as a
+    dataset (``ceiling_order``)."""
     prefs = load_from_disk(str(prefs_dir))["train"]
-    order, twins = ceiling_order(prefs["id"], prefs["task"])
+    order, twins = ceiling_order(prefs["id"], prefs["task"], clean_copies)
     DatasetDict({"train": prefs.select(order)}).save_to_disk(str(stage.dir))
-    stage.finish(perturbed=len(order) - twins, clean_twins=twins, rows=len(order))
+    perturbed = len(order) - twins * clean_copies
+    stage.finish(perturbed=perturbed, clean_twins=twins, clean_copies=clean_copies, rows=len(order))
 
 
 def every_rotation(rows, items: dict, seed: int) -> list[dict]:

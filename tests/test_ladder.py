@@ -22,6 +22,7 @@ def test_ceiling_rows_pair_each_perturbed_row_with_its_clean_twin():
     ]
     tasks = [i.split(":")[0] for i in ids]
     assert ladder_rows.ceiling_order(ids, tasks) == ([1, 0, 2, 3, 0, 4], 2)
+    assert ladder_rows.ceiling_order(ids, tasks, clean_copies=3) == ([1, 0, 0, 0, 2, 3, 0, 0, 0, 4], 2)
 
 
 def test_clean_rows_that_reject_abstaining():
@@ -207,10 +208,12 @@ def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
         "--parts",
         "start",
         "ceiling",
+        "ceiling_weighted",
         "curves",
         "decisive",
         "--decisive_steps",
         "2",
+        "4",
         "--decisive_seeds",
         "0",
         "1",
@@ -224,10 +227,13 @@ def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
         "curves/clean/cavpref_paper_anchor/eval/00002",
         "decisive/1/ceiling",
         "decisive/1/clean/dpo/eval/00002",
+        "decisive/1/clean/dpo/eval/00004",  # one run per seed, evaluated at both decisive budgets
+        "ceiling_weighted/run/eval/00004",
     } <= done
     assert all("seconds" in json.loads((lad / d / ".done.json").read_text()) for d in done)
     text = (lad / "ladder.md").read_text()
-    assert "## Which option score moves" in text and "## Decisive table" in text
+    assert "## Which option score moves" in text and "## Decisive table (2 steps" in text
+    assert "## Decisive table (4 steps" in text
     assert (lad / "plots" / "ladder_paired_trust.png").stat().st_size > 0
     # re-rendered from the stages' results under another protocol, with the ladder's own keys
     assert script("ladder_report").main(["--out", str(lad), "--option_score", "sum"]) == 0
@@ -238,6 +244,12 @@ def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     assert len(refs) == 6 and len(list((lad / "ref_cache").iterdir())) == len(refs)
     rec = json.loads((lad / "ceiling" / "data" / ".done.json").read_text())
     assert rec["rows"] == rec["perturbed"] + rec["clean_twins"] and rec["clean_twins"] > 0
+    weighted = json.loads((lad / "ceiling_weighted" / "data" / ".done.json").read_text())
+    assert (
+        weighted["rows"] == weighted["perturbed"] + 4 * weighted["clean_twins"]
+        and weighted["clean_copies"] == 4
+    )
+    assert (weighted["perturbed"], weighted["clean_twins"]) == (rec["perturbed"], rec["clean_twins"])
     # seed 1's 2-step DPO run (its own run folder) vs seed 0's: a different run; seed 0's 2-step checkpoint
     # equals a fresh 2-step run of the same recipe
     recipe = lad / "recipes" / "curves__clean__dpo.yaml"
