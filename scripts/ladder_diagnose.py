@@ -23,7 +23,9 @@ the run abstains on, against those it answers — whether the abstention falls w
 ``--runs`` entry): the margin cut that best separates that split's perturbed items from the clean ones
 (balanced accuracy), and the run's first-pass abstention and paired trust with it against the argmax's (cut 0)
 — what the threshold alone costs: first-pass abstention, and paired trust (the perturbed item abstained on
-and its clean twin answered right) on the first pass (vanilla) and on every CircularEval pass (circular).
+and its clean twin answered right) on the first pass (vanilla) and on every CircularEval pass (circular; a lower
+bound at the fitted cut, as CircularEval did not run the passes after an item's first failure at the run's own
+cut — the pairs left open are counted).
 """
 
 from __future__ import annotations
@@ -93,23 +95,31 @@ def fitted_cut(perturbed: list[float], clean: list[float]) -> float:
     return max(cuts, key=lambda cut: (balanced(cut), -cut))
 
 
-def at_cut(reading: dict[str, list[tuple[float, bool]]], pairs: list[tuple[str, str]], cut: float) -> dict:
+def at_cut(
+    reading: dict[str, list[tuple[float, bool] | None]], pairs: list[tuple[str, str]], cut: float
+) -> dict:
     """Abstention on the first pass (perturbed items / their clean twins, each twin once) and paired trust,
     vanilla (first pass) and circular (every pass), when the model abstains on a margin > ``cut``: the
-    perturbed item abstained on and its clean twin answered right."""
+    perturbed item abstained on and its clean twin answered right. A pass the evaluation never ran (None) counts
+    as wrong, so away from the cut the run used the circular figure is a lower bound; ``undecided`` counts the
+    pairs right on every pass that ran but missing one."""
 
-    def right(item: str, perturbed: bool, passes: slice) -> bool:
-        return all((m > cut) if perturbed else (m <= cut and ok) for m, ok in reading[item][passes])
+    def right(item: str, perturbed: bool, passes: slice) -> bool | None:
+        known = [x for x in reading[item][passes] if x is not None]
+        ok = all((m > cut) if perturbed else (m <= cut and good) for m, good in known)
+        return ok and (None if len(known) < len(reading[item][passes]) else True)
 
     clean = {c for _, c in pairs}
+    circular = [(right(p, True, slice(None)), right(c, False, slice(None))) for p, c in pairs]
     return {
         "abstains perturbed": 100 * statistics.fmean(reading[p][0][0] > cut for p, _ in pairs),
         "abstains clean": 100 * statistics.fmean(reading[c][0][0] > cut for c in clean),
-        **{
-            f"paired trust, {name}": 100
-            * statistics.fmean(right(p, True, passes) and right(c, False, passes) for p, c in pairs)
-            for name, passes in (("vanilla", slice(0, 1)), ("circular", slice(None)))
-        },
+        "paired trust, vanilla": 100
+        * statistics.fmean(
+            bool(right(p, True, slice(0, 1)) and right(c, False, slice(0, 1))) for p, c in pairs
+        ),
+        "paired trust, circular": 100 * statistics.fmean(a is True and b is True for a, b in circular),
+        "undecided": sum(a is not False and b is not False and None in (a, b) for a, b in circular),
     }
 
 
@@ -162,7 +172,12 @@ def fitted(run: Path, fit_run: Path, items: dict, train_items: dict, protocol: s
     cut = fitted_cut([fit_reading[p][0] for p, _ in fit], [fit_reading[c][0] for c in {c for _, c in fit}])
     reading = readings(run, items, protocol)
     pairs = twin_pairs(reading, items)
-    return {"cut": cut, "argmax": at_cut(reading, pairs, 0.0), "fitted": at_cut(reading, pairs, cut)}
+    return {
+        "cut": cut,
+        "pairs": len(pairs),
+        "argmax": at_cut(reading, pairs, 0.0),
+        "fitted": at_cut(reading, pairs, cut),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
             "run",
             "fitted cut",
             "abstains: perturbed / clean % (cut 0 → fitted)",
-            *(f"paired trust, {m} % (cut 0 → fitted)" for m in ("vanilla", "circular")),
+            "paired trust, vanilla % (cut 0 → fitted)",
+            "paired trust, circular % (cut 0 → fitted; pairs a pass never run leaves open)",
         ]
         rows = []
         for run, fit_run in zip(args.runs, args.fit_on):
@@ -234,9 +250,10 @@ def main(argv: list[str] | None = None) -> int:
                         f"{fmt(a['abstains perturbed'])} / {fmt(a['abstains clean'])} → "
                         f"{fmt(b['abstains perturbed'])} / {fmt(b['abstains clean'])}"
                     ),
-                    *(
-                        f"{fmt(a[f'paired trust, {m}'])} → {fmt(b[f'paired trust, {m}'])}"
-                        for m in ("vanilla", "circular")
+                    f"{fmt(a['paired trust, vanilla'])} → {fmt(b['paired trust, vanilla'])}",
+                    (
+                        f"{fmt(a['paired trust, circular'])} → ≥ {fmt(b['paired trust, circular'])} "
+                        f"({b['undecided']} of {f['pairs']} open)"
                     ),
                 ]
             )

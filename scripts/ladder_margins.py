@@ -18,15 +18,17 @@ from cavpref.eval.option_score import option_values
 from cavpref.eval.runner import load_records
 
 from cavpref.data import CLEAN_TASK, TASKS
-from cavpref.prompts import rotate
+from cavpref.prompts import n_passes, rotate
 
 
-def readings(run: Path, items: dict, protocol: str) -> dict[str, list[tuple[float, bool]]]:
+def readings(run: Path, items: dict, protocol: str) -> dict[str, list[tuple[float, bool] | None]]:
     """item id -> per CircularEval pass (in pass order), the abstention margin under ``protocol`` (the value of
     the "None of the above" option minus the best other option's; > 0: the model abstains) and whether that
-    best other option is the answer, read from the run's recorded scores and its ``pin_abstain`` setting."""
+    best other option is the answer, read from the run's recorded scores and its ``pin_abstain`` setting. A pass
+    the evaluation never ran is None: CircularEval stops an item at the first pass every protocol got wrong."""
     config = run / "results.json"
-    pin = config.is_file() and bool(json.loads(config.read_text()).get("config", {}).get("pin_abstain"))
+    settings = json.loads(config.read_text()).get("config", {}) if config.is_file() else {}
+    pin, circular = bool(settings.get("pin_abstain")), settings.get("circular", True)
     passes: dict[str, dict[int, tuple[float, bool]]] = {}
     for rec in load_records(run).values():
         item = items.get(rec["item_id"])
@@ -40,7 +42,14 @@ def readings(run: Path, items: dict, protocol: str) -> dict[str, list[tuple[floa
         if values[k] is not None and others:
             best, j = max(others)
             passes.setdefault(item.id, {})[rec["pass"]] = (values[k] - best, letters[j] == rec["answer"])
-    return {i: [by_pass[p] for p in sorted(by_pass)] for i, by_pass in passes.items() if 0 in by_pass}
+    out = {}
+    for i, by_pass in passes.items():
+        if 0 in by_pass:
+            total = n_passes(
+                items[i].options, circular=circular, pin=items[i].abstain_letter if pin else None
+            )
+            out[i] = [by_pass.get(p) for p in range(total)]
+    return out
 
 
 def first_pass(run: Path, items: dict, protocol: str) -> dict[str, tuple[float, bool]]:

@@ -158,6 +158,7 @@ def test_the_fitted_cut_and_the_first_pass_at_a_cut():
         "abstains clean": 50.0,
         "paired trust, vanilla": 0.0,
         "paired trust, circular": 0.0,
+        "undecided": 0,
     }
     # cut 1.5, first pass: p1 and p3 abstained on, both twins answered, only c1 right: the pair (p1, c1);
     # every pass: c1's second pass picks a wrong option, so no pair holds
@@ -165,11 +166,14 @@ def test_the_fitted_cut_and_the_first_pass_at_a_cut():
     assert got["abstains clean"] == 0.0 and got["paired trust, circular"] == 0.0
     assert got["abstains perturbed"] == pytest.approx(200 / 3)
     assert got["paired trust, vanilla"] == pytest.approx(100 / 3)
-    reading["c1"][1] = (
-        1.2,
-        True,
-    )  # right on every pass now: (p1, c1) holds circularly, p2's first pass does not
+    reading["c1"][1] = (1.2, True)  # right on every pass: (p1, c1) holds circularly, p2's first pass does not
     assert diag.at_cut(reading, pairs, 1.5)["paired trust, circular"] == pytest.approx(100 / 3)
+    # a pass the evaluation never ran (it stopped the item at its first failure at the run's own cut) counts as
+    # wrong: the circular figure is a lower bound, and the pair it leaves open is counted
+    reading["c1"][1] = None
+    got = diag.at_cut(reading, pairs, 1.5)
+    assert got["paired trust, circular"] == 0.0 and got["undecided"] == 1
+    assert got["paired trust, vanilla"] == pytest.approx(100 / 3)
 
 
 def test_the_diagnosis_names_what_is_missing(tmp_path):
