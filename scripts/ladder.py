@@ -155,9 +155,8 @@ class LadderConfig:
     def __post_init__(self):
         if not self.source or not self.out:
             raise ValueError("--source (a finished quickstart run) and --out are required")
-        if isinstance(
-            self.decisive_steps, int
-        ):  # a ladder_config.json written when it was one budget (0: none)
+        # a ladder_config.json written when the decisive table had one budget (0: none)
+        if isinstance(self.decisive_steps, int):
             self.decisive_steps = [self.decisive_steps] if self.decisive_steps else []
         for name, given, known in (
             (
