@@ -24,7 +24,7 @@ Parts (``--parts``):
 - ``curves``: DPO, CAVPref w/o Robustness, CAVPref (calibrated β), CAVPref (fixed β) and CAVPref with the
   paper's anchor (``anchor_response: chosen``), each on the paper's mix (the 9 tasks), with CLEAN's rows added
   as prep builds them (a wrong option rejected), or with CLEAN's rows rejecting abstention (``clean_abstain``,
-  ``ladder_rows.clean_abstain_rows``) (``--mixes``).
+  ``ladder_lib.rows.clean_abstain_rows``) (``--mixes``).
 - ``decisive``: ``--decisive_methods`` over ``--decisive_seeds`` at each of ``--decisive_steps`` (one table
   each; seed 0 is the curve's checkpoint: the same run). One run per seed goes to the largest budget and keeps a
   checkpoint at every one, so a budget added later extends the runs without losing the earlier checkpoints.
@@ -65,7 +65,7 @@ from cavpref.parsing import parse_args
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ladder_report import write_report
-from ladder_rows import ceiling_data, ceiling_order, ceiling_rot_data, clean_abstain_data
+from ladder_lib.rows import ceiling_data, ceiling_order, ceiling_rot_data, clean_abstain_data
 
 # ladder method -> (cavpref train method, quickstart recipe overrides, label); β as the quickstart sets it
 METHODS = {

@@ -46,7 +46,7 @@ from cavpref.data import CLEAN_TASK
 from cavpref.parsing import parse_args
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ladder_margins import first_pass, readings, twin_pairs
+from ladder_lib.margins import first_pass, readings, twin_pairs
 
 
 @dataclass

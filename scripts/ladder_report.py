@@ -27,7 +27,7 @@ from cavpref.parsing import parse_args
 from cavpref.plotting import pyplot
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ladder_margins import separation, test_items
+from ladder_lib.margins import separation, test_items
 
 MODALITY = ("MVIT", "MAIT", "MVT", "MAT")
 REST = tuple(t for t in TASKS if t not in MODALITY)

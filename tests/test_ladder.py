@@ -3,6 +3,7 @@ results.json, with hand-computed numbers; the whole ladder on a ``--preset small
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import replace
 
@@ -10,8 +11,14 @@ import pytest
 from script_module import script
 
 
+def rows_module():
+    """``scripts/ladder_lib/rows.py`` (importing ``ladder.py`` puts ``scripts/`` on the path)."""
+    script("ladder")
+    return importlib.import_module("ladder_lib.rows")
+
+
 def test_ceiling_rows_pair_each_perturbed_row_with_its_clean_twin():
-    ladder_rows = script("ladder_rows")
+    ladder_rows = rows_module()
     ids = [
         "CLEAN:base:r1",  # 0
         "MVIT:base:r1",  # 1 -> twin 0
@@ -29,7 +36,7 @@ def test_clean_rows_that_reject_abstaining():
     """Each CLEAN row with a perturbed twin rejects abstaining: its own "None of the above" letter in the
     instruction setting, the first twin's (task order) abstention sentence in the base setting; a CLEAN row
     without a twin keeps its rejected response."""
-    ladder_rows = script("ladder_rows")
+    ladder_rows = rows_module()
     ids = ["CLEAN:base:r1", "MVIT:base:r1", "MCIT:base:r1", "CLEAN:instruction:r1", "MAIT:instruction:r1"]
     ids += ["CLEAN:base:r2", "CAT:base:e1"]
     tasks = [i.split(":")[0] for i in ids]
@@ -277,7 +284,7 @@ def test_every_rotation_moves_the_responses_with_their_options():
     from cavpref.data_prep.build.rotation import rotate_preference
     from cavpref.prompts import rotation_for
 
-    ladder_rows = script("ladder_rows")
+    ladder_rows = rows_module()
     options = {"A": "x", "B": "y", "C": "None of the above"}
     item = BenchmarkItem("MVIT:i:r1", "MVIT", "avqa", "Count", "Q?", options, "C", "instruction", 0, "", "C")
     orig = PreferenceExample("MVIT:i:r1", "MVIT", "avqa", "Count", "", "{}", "C. None of the above", "A. x")
