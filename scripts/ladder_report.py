@@ -14,6 +14,7 @@ import json
 import statistics
 import sys
 from dataclasses import dataclass, field, replace
+from itertools import cycle
 from pathlib import Path
 
 from cavpref.eval.option_score import OPTION_SCORES
@@ -167,14 +168,14 @@ def plot(
     """``key`` against training rows seen: one line per run (dashed: with CLEAN's rows; dash-dotted: CLEAN's
     rows rejecting abstention), the ceilings in black, the reference levels as dotted lines."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(8, 6.5))
     for label, pts in curves.items():
         if pts:
             style = (
                 "-." if label.endswith(MIX_LABELS["clean_abstain"]) else "--" if "+CLEAN" in label else "-"
             )
             ax.plot([x for x, _ in pts], [c[key] for _, c in pts], style, marker="o", ms=3, label=label)
-    for (label, pts), style in zip(ceilings.items(), ("-", "--")):
+    for (label, pts), style in zip(ceilings.items(), cycle(("-", "--", ":"))):
         ax.plot([x for x, _ in pts], [c[key] for _, c in pts], "k" + style, lw=2.5, marker="s", label=label)
     for name, value in refs.items():
         ax.axhline(value, color="grey", lw=1, ls=":")
@@ -182,7 +183,7 @@ def plot(
     ax.set_xscale("log")
     ax.set_xlabel("training rows seen (steps × batch)")
     ax.set_ylabel(f"{key} (%, CircularEval)")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.12))  # below: no line hidden
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
