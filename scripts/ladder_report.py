@@ -248,11 +248,9 @@ def wall_times(root: Path) -> tuple[list[str], dict]:
     return table(["stage", "wall s", "CPU s"], rows), times
 
 
-CEILINGS = {
-    "ceiling": "ceiling/run",
-    "ceiling_rot": "ceiling_rot/run",
-    "ceiling_weighted": "ceiling_weighted/run",
-}
+def ceiling_runs(methods: dict) -> dict[str, str]:
+    """Every ceiling method of the ladder (``ceiling*``) -> its run folder, derived from ``methods``."""
+    return {m: f"{m}/run" for m in methods if m.startswith("ceiling")}
 
 
 def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
@@ -274,7 +272,7 @@ def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
         root, data, {"start": "start/eval", "ceiling": _last_eval(root, "ceiling/run")}
     )
     out += stick
-    ceilings = {methods[m][2]: curve(root, run, p, batch) for m, run in CEILINGS.items()}
+    ceilings = {methods[m][2]: curve(root, run, p, batch) for m, run in ceiling_runs(methods).items()}
     ceilings = {label: pts for label, pts in ceilings.items() if pts}
     for label, pts in ceilings.items():
         out += [f"## {label}", ""]
@@ -293,7 +291,7 @@ def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
     items = test_items(data)
     evals = {"start": "start/eval"}
     for label, run in [
-        *((methods[m][2], r) for m, r in CEILINGS.items()),
+        *((methods[m][2], r) for m, r in ceiling_runs(methods).items()),
         *((_label(methods, m, mix), r) for (mix, m), r in runs.items()),
     ]:
         for ev in sorted((root / run / "eval").glob("*")) if (root / run / "eval").is_dir() else []:
