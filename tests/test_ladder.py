@@ -185,6 +185,9 @@ def test_the_fitted_cut_and_the_first_pass_at_a_cut():
 
 def test_the_diagnosis_names_what_is_missing(tmp_path):
     diag = script("ladder_diagnose")
+    script("ladder")
+    with pytest.raises(FileNotFoundError, match=r"records\.rank"):  # a folder that is not an evaluation
+        importlib.import_module("ladder_lib.margins").readings(tmp_path, {}, "per_token")
     with pytest.raises(ValueError, match="--runs"):
         diag.main(["--source", str(tmp_path)])
     with pytest.raises(FileNotFoundError, match="lookup_tables.json"):

@@ -29,8 +29,13 @@ def readings(run: Path, items: dict, protocol: str) -> dict[str, list[tuple[floa
     config = run / "results.json"
     settings = json.loads(config.read_text()).get("config", {}) if config.is_file() else {}
     pin, circular = bool(settings.get("pin_abstain")), settings.get("circular", True)
+    records = load_records(run)
+    if not records:
+        raise FileNotFoundError(
+            f"{run}: no evaluation records (records.rank*.jsonl); name a `cavpref eval avtrustbench` output folder"
+        )
     passes: dict[str, dict[int, tuple[float, bool]]] = {}
-    for rec in load_records(run).values():
+    for rec in records.values():
         item = items.get(rec["item_id"])
         if rec["status"] != "ok" or item is None or item.abstain_letter is None:
             continue
