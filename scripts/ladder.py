@@ -36,7 +36,8 @@ only on (seed, epoch) (``PreferenceBatchSampler``), so the checkpoint at step N 
 goes to ``--budgets`` and on to at least ``--epochs`` epochs of its own data.
 
 Resumable stage by stage: each stage is a folder with a ``.done.json`` marker (with its wall time); a killed
-run resumes its training from its last checkpoint. Two processes share the work (the second with
+run resumes its training from its last checkpoint (``--allow_recipe_change`` where the run was started by an
+older version whose recipe differs). Two processes share the work (the second with
 ``--worker``): each takes the next stage nobody holds (a lock per stage); evaluations of saved checkpoints go
 first. Writes ``ladder.md``, ``ladder.json`` and ``plots/`` in ``--out``.
 """
@@ -147,6 +148,13 @@ class LadderConfig:
         metadata={
             "help": "preference runs read the start's reference log-probs from one cache per mix, computed once "
             "(stage ref/<mix>), instead of a reference forward at every step"
+        },
+    )
+    allow_recipe_change: bool = field(
+        default=False,
+        metadata={
+            "help": "extend runs that an older version started even where a recipe key it writes has changed "
+            "since (passed to cavpref train, which keeps the old run_config.yaml beside the new one)"
         },
     )
     worker: bool = field(default=False, metadata={"help": "a second process: takes stages, writes no report"})
@@ -311,6 +319,7 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
             warmup_steps=cfg.warmup_steps,
             save_steps=cfg.save_every,
             save_total_limit=None,
+            **({"allow_recipe_change": True} if cfg.allow_recipe_change else {}),
             **ref,
             **overrides,
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from script_module import script
@@ -100,6 +101,37 @@ def test_decisive_runs_keep_every_decisive_budget(tmp_path):
     assert ladder.LadderConfig(source="s", out="o", decisive_steps=480).decisive_steps == [
         480
     ]  # an older folder
+
+
+def test_allow_recipe_change_reaches_the_training_runs_only(tmp_path, monkeypatch):
+    """A ladder extended past a code change: the switch goes into the training run's recipe (cavpref train's
+    resume guard reads it), and only when asked."""
+    from datasets import Dataset, DatasetDict
+
+    ladder = script("ladder")
+    ids = ["CLEAN:base:r1", "MVIT:base:r1"]
+    DatasetDict(
+        {"train": Dataset.from_dict({"id": ids, "task": [i.split(":")[0] for i in ids]})}
+    ).save_to_disk(str(tmp_path / "src" / "data" / "preferences"))
+    written = {}
+    monkeypatch.setattr(ladder, "train_stage", lambda qcfg, st, rec: written.setdefault(st.name, rec))
+    for allow in (False, True):
+        cfg = ladder.LadderConfig(
+            source=str(tmp_path / "src"),
+            out=str(tmp_path / f"lad{allow}"),
+            parts=["curves"],
+            methods=["dpo"],
+            mixes=["clean"],
+            budgets=[120],
+            epochs=0,
+            precompute_ref=False,
+            allow_recipe_change=allow,
+        )
+        for job in ladder.plan(cfg, ladder.QuickstartConfig(out=cfg.out)):
+            if job.name == "curves/clean/dpo":
+                job.run(ladder.Stage(Path(cfg.out), job.name))
+        assert written.pop("curves/clean/dpo").get("allow_recipe_change", False) is allow
+        assert not written
 
 
 def test_prune_keeps_the_points_and_the_last_optimizer(tmp_path):
