@@ -319,7 +319,7 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
             warmup_steps=cfg.warmup_steps,
             save_steps=cfg.save_every,
             save_total_limit=None,
-            **({"allow_recipe_change": True} if cfg.allow_recipe_change else {}),
+            allow_recipe_change=cfg.allow_recipe_change,
             **ref,
             **overrides,
         )

@@ -130,7 +130,7 @@ def test_allow_recipe_change_reaches_the_training_runs_only(tmp_path, monkeypatc
         for job in ladder.plan(cfg, ladder.QuickstartConfig(out=cfg.out)):
             if job.name == "curves/clean/dpo":
                 job.run(ladder.Stage(Path(cfg.out), job.name))
-        assert written.pop("curves/clean/dpo").get("allow_recipe_change", False) is allow
+        assert written.pop("curves/clean/dpo")["allow_recipe_change"] is allow
         assert not written
 
 
