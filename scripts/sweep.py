@@ -29,7 +29,7 @@ from cavpref.eval.pipeline import EvalArgs, evaluate
 from cavpref.data import TASKS
 from cavpref.parsing import parse_args
 from cavpref.plotting import pyplot
-from cavpref.train import main as train_main
+from cavpref.apps.train import main as train_main
 
 AXES = ("lambda_y", "lambda_v", "lambda_a", "beta_y", "beta_v", "beta_a", "beta_scale", "beta_offset")
 FIG6_TASK = {"lambda_y": "MCIT", "lambda_v": "MVIT", "lambda_a": "MAIT", "beta_v": "MVIT", "beta_a": "MAIT"}
