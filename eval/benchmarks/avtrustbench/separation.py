@@ -13,11 +13,14 @@ Pure functions of records and items (``tests/test_trust_separation.py`` checks t
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from cavpref.eval.benchmarks.avtrustbench.trust import record_key
 from cavpref.eval.option_score import option_values
+from cavpref.eval.runner import load_records
 
 from cavpref.data import CLEAN_TASK, BenchmarkItem
 from cavpref.prompts import rotate
@@ -43,10 +46,10 @@ def first_pass_margins(
     return out
 
 
-def separation(margins: Mapping[str, float], items: Mapping[str, BenchmarkItem]) -> dict[str, dict]:
-    """Per perturbed task and ``"all"``: ``{pairs, separation, abstain perturbed, abstain clean}`` (%) over
-    the (perturbed, clean twin) pairs both of whose margins are known. The twin is the CLEAN item of the same
-    source record and setting (COT-Stitch / COT-Swap / CAT come from event records: no twin)."""
+def twin_margins(margins: Mapping[str, float], items: Mapping[str, BenchmarkItem]) -> dict[str, list]:
+    """Per perturbed task: (perturbed margin, clean twin margin) for the pairs both of whose margins are known.
+    The twin is the CLEAN item of the same source record and setting (COT-Stitch / COT-Swap / CAT come from
+    event records: no twin)."""
     twins = {
         (i.setting, record_key(i)): i.id
         for i in items.values()
@@ -57,6 +60,39 @@ def separation(margins: Mapping[str, float], items: Mapping[str, BenchmarkItem])
         twin = twins.get((i.setting, record_key(i)))
         if i.task != CLEAN_TASK and i.id in margins and twin is not None:
             pairs.setdefault(i.task, []).append((margins[i.id], margins[twin]))
+    return pairs
+
+
+def pair_scores(margins: Mapping[str, float], items: Mapping[str, BenchmarkItem]) -> list[float]:
+    """Every pair's separation score: 1 when the perturbed item's margin is the larger, ½ on a tie, else 0."""
+    return [(a > b) + 0.5 * (a == b) for ps in twin_margins(margins, items).values() for a, b in ps]
+
+
+def run_pair_scores(run: str | Path, items: Mapping[str, BenchmarkItem]) -> dict[str, list[float]]:
+    """Per setting, the pair scores of a likelihood run folder (its records, its ``option_score`` headline and
+    ``pin_abstain``, from ``results.json``); empty for a generate run (no option scores to read margins from)."""
+    run = Path(run)
+    config = json.loads((run / "results.json").read_text()).get("config", {})
+    if config.get("mode") != "likelihood":
+        return {}
+    margins = first_pass_margins(
+        load_records(run).values(),
+        items,
+        config.get("option_score", "sum"),
+        pin=bool(config.get("pin_abstain")),
+    )
+    out = {}
+    for setting in sorted({i.setting for i in items.values()}):
+        scores = pair_scores(margins, {k: i for k, i in items.items() if i.setting == setting})
+        if scores:
+            out[setting] = scores
+    return out
+
+
+def separation(margins: Mapping[str, float], items: Mapping[str, BenchmarkItem]) -> dict[str, dict]:
+    """Per perturbed task and ``"all"``: ``{pairs, separation, abstain perturbed, abstain clean}`` (%) over
+    the (perturbed, clean twin) pairs (``twin_margins``)."""
+    pairs = twin_margins(margins, items)
     pairs["all"] = [p for task in sorted(pairs) for p in pairs[task]]
     return {
         task: {
@@ -70,4 +106,4 @@ def separation(margins: Mapping[str, float], items: Mapping[str, BenchmarkItem])
     }
 
 
-__all__ = ["first_pass_margins", "separation"]
+__all__ = ["first_pass_margins", "pair_scores", "run_pair_scores", "separation", "twin_margins"]
