@@ -297,7 +297,8 @@ def run(cfg: QuickstartConfig) -> dict:
                 out=root / method,
                 steps=cfg.pref_steps,
                 lr=cfg.pref_learning_rate,
-                tasks=list(TASKS),
+                # CLEAN in the mix, rejecting abstention (prep's clean_rejected): the ladder's lesson
+                tasks=[*TASKS, CLEAN_TASK],
             ),
         ).dir
     runs = {}
