@@ -48,3 +48,11 @@ def test_a_row_and_its_sentence_from_results():
     cells = headline.table_rows({"DPO": row})
     assert cells == [["DPO", "50.00 [23.66, 76.34]", "0.00 [0.00, 27.75]", "62.50 [15.59, 100.00]",
                       "80.00 [49.02, 94.33]", "10 / 10"]]  # fmt: skip
+
+
+def test_wilson_ends_are_exact_and_contain_the_share():
+    assert headline.wilson(10, 10)[1] == 100.0 and headline.wilson(0, 3)[0] == 0.0
+    for n in range(1, 30):
+        for k in range(n + 1):
+            lo, hi = headline.wilson(k, n)
+            assert lo <= 100 * k / n <= hi

@@ -120,8 +120,8 @@ def plot_trust(rows: dict[str, dict], path: Path) -> Path:
         xs = [k + i * width for k in range(len(headline.COLUMNS))]
         entries = [rows[label][c] for c in headline.COLUMNS]
         ys = [e["value"] or 0.0 for e in entries]
-        err = [[y - (e["ci"] or (y, y))[0] for y, e in zip(ys, entries)],
-               [(e["ci"] or (y, y))[1] - y for y, e in zip(ys, entries)]]  # fmt: skip
+        err = [[max(0.0, y - (e["ci"] or (y, y))[0]) for y, e in zip(ys, entries)],
+               [max(0.0, (e["ci"] or (y, y))[1] - y) for y, e in zip(ys, entries)]]  # fmt: skip
         ax.bar(xs, ys, width, yerr=err, capsize=2, label=label)
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(headline.COLUMNS))], headline.HEADERS, fontsize=8)
     ax.set_ylabel("% (95 % interval)")

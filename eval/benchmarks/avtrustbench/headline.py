@@ -37,7 +37,8 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float] | None:
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return 100 * max(0.0, centre - half), 100 * min(1.0, centre + half)
+    lo, hi = (0.0 if k == 0 else centre - half), (1.0 if k == n else centre + half)  # exact ends
+    return 100 * max(0.0, min(lo, p)), 100 * min(1.0, max(hi, p))
 
 
 def mean_interval(scores: Sequence[float], z: float = Z95) -> tuple[float, float] | None:
