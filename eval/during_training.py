@@ -28,18 +28,17 @@ from transformers import TrainerCallback
 
 from cavpref.eval.backends import ModelIOBackend
 from cavpref.eval.benchmarks.avtrustbench.reader import load_items
-from cavpref.eval.benchmarks.avtrustbench.separation import first_pass_margins, separation
 from cavpref.eval.metrics import primary
 from cavpref.eval.pipeline import EvalArgs, evaluate
-from cavpref.eval.runner import load_records
 
 from cavpref.data import CLEAN_TASK
 from cavpref.task_registry import task_names
 
 
-def trust_metrics(results: dict, margins: dict, items: dict) -> dict[str, float]:
+def trust_metrics(results: dict) -> dict[str, float]:
     """The logged numbers of one evaluation: per setting paired trust (circular where run), CLEAN's
-    false-abstention rate and accuracy, and the paired separation over all perturbed tasks."""
+    false-abstention rate and accuracy, and the paired separation over all perturbed tasks (likelihood runs
+    record it: ``metrics.separation``)."""
     out: dict[str, float] = {}
     metrics = results["metrics"]
     for setting, block in (metrics.get("trust") or {}).get("settings", {}).items():
@@ -49,10 +48,8 @@ def trust_metrics(results: dict, margins: dict, items: dict) -> dict[str, float]
         clean = block.get("tasks", {}).get(CLEAN_TASK)
         if clean:
             out[f"trust/{setting}/clean"] = primary(clean)
-    for setting in sorted({i.setting for i in items.values()}):
-        sep = separation(margins, {k: i for k, i in items.items() if i.setting == setting}).get("all")
-        if sep:
-            out[f"trust/{setting}/separation"] = sep["separation"]
+    for setting, sep in metrics.get("separation", {}).items():
+        out[f"trust/{setting}/separation"] = sep["value"]
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -121,9 +118,7 @@ class TrustEvalCallback(TrainerCallback):
                 results = evaluate(eval_args, {"split": self.split}, backend=backend, rank=0, world=1)
             finally:
                 model.train(was_training)
-            items = {i.id: i for i in load_items(self.args["data"], split=self.split).items}
-            margins = first_pass_margins(load_records(out).values(), items, self.args["option_score"])
-            metrics = trust_metrics(results, margins, items)
+            metrics = trust_metrics(results)
             metrics["trust/seconds"] = time.perf_counter() - start
             trainer.log(metrics)
         trainer.accelerator.wait_for_everyone()

@@ -157,7 +157,13 @@ def test_trust_is_scored_during_training_into_the_logs_and_tensorboard(inputs, t
     assert results["metrics"]["trust"]["settings"]["instruction"]["paired"]["circular"] == pytest.approx(
         trust[0]["trust/instruction/paired"]
     )
+    # its report.md (and so report.html) opens with the trust table, separation included (issue 56)
+    report = (run / "trust" / "step-2" / "report.md").read_text()
+    assert report.index("## Trust first") < report.index("## Items")
+    sep = results["metrics"]["separation"]["instruction"]
+    assert sep["n"] >= 1 and f"{sep['value']:.2f}" in report and "| always abstain |" in report
     # the model changed between the two evaluations, so the records are not replayed
+
     assert (run / "trust" / "step-3" / "results.json").is_file()
     events = [str(p) for p in run.rglob("events.out.tfevents.*")]
     assert events, "TensorBoard wrote no event file"

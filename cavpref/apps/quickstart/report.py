@@ -17,8 +17,6 @@ from datasets import load_from_disk
 from cavpref.apps.quickstart.config import LABELS, QuickstartConfig
 from cavpref.data import CATEGORIES, CLEAN_TASK, TASKS, check_limit
 from cavpref.eval.benchmarks.avtrustbench import headline
-from cavpref.eval.benchmarks.avtrustbench.reader import load_items
-from cavpref.eval.benchmarks.avtrustbench.separation import run_pair_scores
 from cavpref.eval.benchmarks.avtrustbench.trust import REFERENCES
 from cavpref.eval.compare import compare
 from cavpref.eval.tables import fmt
@@ -92,17 +90,12 @@ def plot_methods(results: dict[str, dict], path: Path) -> Path:
 SETTINGS = ("instruction", "base")
 
 
-def trust_rows(results: dict[str, dict], runs: dict[str, Path], data: Path) -> dict[str, dict[str, dict]]:
+def trust_rows(results: dict[str, dict]) -> dict[str, dict[str, dict]]:
     """Per setting: {label: headline row} for every method (the start first), then the two reference policies
     computed from the start's items."""
-    items = {i.id: i for i in load_items(str(data), split="test").items}
-    scores = {name: run_pair_scores(runs[name], items) for name in results}
     out = {}
     for setting in SETTINGS:
-        rows = {
-            LABELS.get(n, n): headline.trust_row(r, setting, scores[n].get(setting))
-            for n, r in results.items()
-        }
+        rows = {LABELS.get(n, n): headline.trust_row(r, setting) for n, r in results.items()}
         rows = {k: v for k, v in rows.items() if v["paired"]["n"] or v["clean"]["n"]}
         if rows:
             first = next(iter(results.values()))
@@ -136,10 +129,10 @@ def plot_trust(rows: dict[str, dict], path: Path) -> Path:
     return path
 
 
-def trust_section(results: dict[str, dict], runs: dict[str, Path], root: Path, cells: str) -> list[str]:
+def trust_section(results: dict[str, dict], root: Path, cells: str) -> list[str]:
     """The report's first section: per setting one table (methods, then the reference policies), the PNG, and
     one sentence per trained method saying what training did to its start."""
-    by_setting = trust_rows(results, runs, root / "data")
+    by_setting = trust_rows(results)
     lines = [
         "## What training did to trust",
         "",
@@ -203,7 +196,7 @@ def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timin
         "",
         f"config: `{json.dumps(asdict(cfg))}`",
         "",
-        *trust_section(results, runs, root, cells),
+        *trust_section(results, root, cells),
         (
             f"Starting model (SFT on the clean questions) on CLEAN test, instruction setting: vanilla "
             f"{fmt(task_accuracy(start, CLEAN_TASK, 'vanilla'))} % (chance {chance:.2f} %), circular "

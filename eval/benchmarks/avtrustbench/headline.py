@@ -58,9 +58,14 @@ def _share(pct: float | None, n: int) -> dict:
 
 def trust_row(results: Mapping, setting: str, pair_scores: Sequence[float] | None = None) -> dict:
     """One run's four numbers in ``setting``: ``{paired, false_abstention, clean, separation}``, each
-    ``{value, n, ci}``. ``pair_scores``: the run's per-pair separation scores (1, ½, 0), when known."""
+    ``{value, n, ci}``. ``pair_scores``: per-pair separation scores (1, ½, 0); default: the run's own
+    ``metrics.separation`` (likelihood runs)."""
     metrics = results["metrics"]
-    return _row(metrics.get("trust", {}), metrics, setting, pair_scores)
+    row = _row(metrics.get("trust", {}), metrics, setting, pair_scores)
+    recorded = metrics.get("separation", {}).get(setting)
+    if pair_scores is None and recorded:  # a likelihood run's own (results.json)
+        row["separation"] = {"value": recorded["value"], "n": recorded["n"], "ci": recorded["ci"]}
+    return row
 
 
 def reference_rows(results: Mapping, setting: str) -> dict[str, dict]:

@@ -13,14 +13,11 @@ Pure functions of records and items (``tests/test_trust_separation.py`` checks t
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from cavpref.eval.benchmarks.avtrustbench.trust import record_key
 from cavpref.eval.option_score import option_values
-from cavpref.eval.runner import load_records
 
 from cavpref.data import CLEAN_TASK, BenchmarkItem
 from cavpref.prompts import rotate
@@ -68,27 +65,6 @@ def pair_scores(margins: Mapping[str, float], items: Mapping[str, BenchmarkItem]
     return [(a > b) + 0.5 * (a == b) for ps in twin_margins(margins, items).values() for a, b in ps]
 
 
-def run_pair_scores(run: str | Path, items: Mapping[str, BenchmarkItem]) -> dict[str, list[float]]:
-    """Per setting, the pair scores of a likelihood run folder (its records, its ``option_score`` headline and
-    ``pin_abstain``, from ``results.json``); empty for a generate run (no option scores to read margins from)."""
-    run = Path(run)
-    config = json.loads((run / "results.json").read_text()).get("config", {})
-    if config.get("mode") != "likelihood":
-        return {}
-    margins = first_pass_margins(
-        load_records(run).values(),
-        items,
-        config.get("option_score", "sum"),
-        pin=bool(config.get("pin_abstain")),
-    )
-    out = {}
-    for setting in sorted({i.setting for i in items.values()}):
-        scores = pair_scores(margins, {k: i for k, i in items.items() if i.setting == setting})
-        if scores:
-            out[setting] = scores
-    return out
-
-
 def separation(margins: Mapping[str, float], items: Mapping[str, BenchmarkItem]) -> dict[str, dict]:
     """Per perturbed task and ``"all"``: ``{pairs, separation, abstain perturbed, abstain clean}`` (%) over
     the (perturbed, clean twin) pairs (``twin_margins``)."""
@@ -106,4 +82,4 @@ def separation(margins: Mapping[str, float], items: Mapping[str, BenchmarkItem])
     }
 
 
-__all__ = ["first_pass_margins", "pair_scores", "run_pair_scores", "separation", "twin_margins"]
+__all__ = ["first_pass_margins", "pair_scores", "separation", "twin_margins"]
