@@ -62,9 +62,43 @@ class DataArguments:
         metadata={"help": "train (and evaluate) only on rows of these tasks, e.g. CLEAN for the SFT start"},
     )
 
+    # Trust during training (``cavpref.eval.during_training``): a fixed held-out slice of AVTrustBench items
+    # scored in likelihood mode every N steps, so a λ / β ablation shows trust curves, not only a final number.
+    trust_eval_data: str | None = field(
+        default=None,
+        metadata={
+            "help": "prep folder whose AVTrustBench items are scored during training (trust_eval_steps)"
+        },
+    )
+    trust_eval_steps: int = field(
+        default=0,
+        metadata={
+            "help": "every N optimizer steps (and at the end), score trust_eval_data: paired trust, false "
+            "abstention, separation, CLEAN into logs.jsonl and every report_to logger; 0 = off"
+        },
+    )
+    trust_eval_split: str = field(
+        default="validation", metadata={"help": "split of trust_eval_data's items (test stays held out)"}
+    )
+    trust_eval_limit: int = field(
+        default=8, metadata={"help": "first N items of each task and setting (CLEAN twins included)"}
+    )
+    trust_eval_option_score: str = field(
+        default="per_token", metadata={"help": "how options are read: per_token | sum | letter"}
+    )
+
     # keys that may change on resume (cavpref/resume_guard.py), with why
     MAY_CHANGE_ON_RESUME: ClassVar[dict[str, str]] = dict.fromkeys(
-        ("eval_dataset", "eval_split"), "evaluation only: the trained weights do not depend on it"
+        (
+            "eval_dataset",
+            "eval_split",
+            "trust_eval_data",
+            "trust_eval_steps",
+            "trust_eval_split",
+            "trust_eval_limit",
+            "trust_eval_option_score",
+        ),
+        "evaluation only: the trained weights do not depend on it",
     )
 
     def __post_init__(self):
@@ -91,6 +125,12 @@ class DataArguments:
                 f"DataArguments.train_split {self.train_split!r}: {path} says prep held these clips out for "
                 f"evaluation (test_fraction {manifest['config']['test_fraction']}); train on 'train' (cavpref "
                 "eval reads the test split)"
+            )
+        if self.trust_eval_steps < 0 or self.trust_eval_limit < 1:
+            raise ValueError("DataArguments.trust_eval_steps must be >= 0 and trust_eval_limit >= 1")
+        if self.trust_eval_steps and not self.trust_eval_data:
+            raise ValueError(
+                "DataArguments.trust_eval_steps: name the prep folder to score (trust_eval_data)"
             )
         unknown = sorted(set(self.train_tasks or ()) - set(task_registry.task_names()))
         if unknown:
@@ -390,9 +430,9 @@ def check_paths(train_args, data_args, model_args) -> None:
 USER_ERRORS = (ValueError, FileNotFoundError, KeyError)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, extensions=()) -> int:
     """``cavpref train``; an error in the recipe, a path or the data is one line on stderr and exit code 2
-    (``--debug`` anywhere on the command line: the traceback instead)."""
+    (``--debug`` anywhere on the command line: the traceback instead). ``extensions``: see ``run``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
@@ -400,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
         return 0
     try:
-        return run(argv)
+        return run(argv, extensions=extensions)
     except USER_ERRORS as err:
         if debug:
             raise
@@ -409,9 +449,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def run(argv: list[str]) -> int:
-    """The run itself: parse, check the paths, train, save."""
+def run(argv: list[str], *, extensions=()) -> int:
+    """The run itself: parse, check the paths, train, save.
+
+    ``extensions``: functions ``(trainer, data_args, model_args) -> list of TrainerCallback`` added once the trainer is
+    built. The core trains without the stages; ``cavpref train`` (``cavpref.apps.train``) passes the trust
+    evaluation of ``cavpref.eval`` this way, which the core may not import (tests/test_layering.py)."""
     train_args, data_args, model_args = parse(argv)
+    if data_args.trust_eval_steps and not extensions:
+        raise ValueError(
+            "trust_eval_steps: the trust evaluation runs under `cavpref train` or scripts/train.py "
+            "(cavpref.apps.train.main), not cavpref.train.main"
+        )
     check_paths(train_args, data_args, model_args)
     from cavpref.output_dir import claim_output_dir, release_output_dir
 
@@ -444,6 +493,9 @@ def run(argv: list[str]) -> int:
             train_args.output_dir, resolved, recipe_classes(), train_args.allow_recipe_change, write=False
         )
     trainer = build_trainer(train_args, data_args, model_args)
+    for extend in extensions:
+        for callback in extend(trainer, data_args, model_args) or ():
+            trainer.add_callback(callback)
     if trainer.accelerator.is_main_process:
         if changed:
             check_resume(train_args.output_dir, resolved, recipe_classes(), True)

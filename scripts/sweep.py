@@ -10,7 +10,9 @@ Each axis is varied alone, the others staying at the recipe's values (Fig. 6: λ
 this process, or under ``--launch "accelerate launch --config_file …"``); its evaluation is the eval module's
 ``eval.pipeline.evaluate`` on ``--eval_data``. Without ``--eval_data`` (or with ``--no_eval``) the sweep still
 trains every run and plots its final training metrics (the hook stays: add the data later and re-run; finished
-runs and evaluations are reused). Writes ``sweep.json`` and ``sweep.png`` in ``--out``.
+runs and evaluations are reused). Writes ``sweep.json`` and ``sweep.png`` in ``--out``; when the recipe (or ``--
+--trust_eval_steps N --trust_eval_data PREP``) scores trust during training, also ``sweep_trust.png``: paired trust
+and false abstention over the steps of every run, one panel per axis.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from cavpref.eval.pipeline import EvalArgs, evaluate
 from cavpref.data import TASKS
 from cavpref.parsing import parse_args
 from cavpref.plotting import pyplot
-from cavpref.train import main as train_main
+from cavpref.apps.train import main as train_main
 
 AXES = ("lambda_y", "lambda_v", "lambda_a", "beta_y", "beta_v", "beta_a", "beta_scale", "beta_offset")
 FIG6_TASK = {"lambda_y": "MCIT", "lambda_v": "MVIT", "lambda_a": "MAIT", "beta_v": "MVIT", "beta_a": "MAIT"}
@@ -136,6 +138,45 @@ def training_summary(run_dir: Path) -> dict[str, float]:
     return last
 
 
+def trust_curves(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    """``trust/<setting>/<metric>`` -> [(step, value)] from a run trained with ``trust_eval_steps``
+    (``cavpref.eval.during_training``); empty without it."""
+    curves: dict[str, list[tuple[int, float]]] = {}
+    for line in (run_dir / "logs.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        for key, value in rec.items():
+            if key.startswith("trust/") and key != "trust/seconds" and isinstance(value, (int, float)):
+                curves.setdefault(key, []).append((rec["step"], value))
+    return curves
+
+
+def plot_trust(summary: dict, path: Path, setting: str = "instruction") -> bool:
+    """One panel per axis: paired trust (solid) and false abstention (dashed) over training, one colour per
+    value. False when no run logged trust during training."""
+    axes = [a for a, runs in summary["axes"].items() if any(r.get("trust") for r in runs)]
+    if not axes:
+        return False
+    plt = pyplot()
+    fig, subplots = plt.subplots(1, len(axes), figsize=(4.5 * len(axes), 3.4), squeeze=False)
+    for ax, axis in zip(subplots[0], axes):
+        for n, run in enumerate(summary["axes"][axis]):
+            colour = f"C{n}"
+            for metric, style in (("paired", "-"), ("false_abstention", "--")):
+                points = run.get("trust", {}).get(f"trust/{setting}/{metric}", [])
+                if points:
+                    label = f"{run['value']:g}" if metric == "paired" else None
+                    ax.plot(*zip(*points), style, color=colour, marker=".", label=label)
+        ax.set_title(axis.replace("lambda_", "λ_").replace("beta_", "β_"))
+        ax.set_xlabel("step")
+        ax.set_ylabel(f"{setting}: paired trust — / false abstention -- (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
 def evaluate_run(args, run_dir: Path, task: str | None) -> dict | None:
     """Accuracy (%) per task from the eval module (circular where run, else vanilla); None without data."""
     if args.no_eval or not args.eval_data:
@@ -215,12 +256,16 @@ def main(argv=None) -> int:
                     "value": value,
                     "run": str(run_dir),
                     "train": training_summary(run_dir),
+                    "trust": trust_curves(run_dir),
                     "accuracy": evaluate_run(args, run_dir, tasks.get(axis)),
                 }
             )
             (out / "sweep.json").write_text(json.dumps(summary, indent=1))
     plot(summary, out / "sweep.png")
-    print(f"[sweep] {sum(len(v) for v in grid.values())} runs -> {out / 'sweep.json'}, {out / 'sweep.png'}")
+    written = [out / "sweep.json", out / "sweep.png"]
+    if plot_trust(summary, out / "sweep_trust.png"):
+        written.append(out / "sweep_trust.png")
+    print(f"[sweep] {sum(len(v) for v in grid.values())} runs -> {', '.join(map(str, written))}")
     return 0
 
 

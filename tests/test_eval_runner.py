@@ -247,9 +247,9 @@ def test_likelihood_reports_every_option_score_and_switching_reruns_nothing(back
     by = first["by_option_score"]
     assert set(by) == {"sum", "per_token", "letter"}
     for key in ("overall", "settings", "counts", "trust"):
-        assert first["metrics"][key] == by["sum"][key]  # the default headline is the summed score
+        assert first["metrics"][key] == by["per_token"][key]  # the default headline: per token (issue 56)
     recs = records_of(tmp_path)
-    assert all(set(r["choices"]) == set(by) and r["option_score"] == "sum" for r in recs)
+    assert all(set(r["choices"]) == set(by) and r["option_score"] == "per_token" for r in recs)
     again = evaluate(
         args_for(bench, tmp_path, mode="likelihood", option_score="letter"), backend=backend, rank=0, world=1
     )

@@ -128,8 +128,26 @@ def test_report_has_table5_clean_categories_and_plot(small_run):
     sections = re.split(r"\n## ", report)[1:]
     tables = [s for s in sections if not s.startswith("Stage wall time")]
     cells = "Cells: the first 3 test items of each task, instruction setting (--eval_limit 0: all of them)"
-    assert len(tables) == 4 and all(s.split("\n")[2].startswith(cells) for s in tables), tables
+    assert len(tables) == 5 and all(s.split("\n")[2].startswith(cells) for s in tables), tables
     assert f"CLEAN {evaluated[CLEAN_TASK]['n']}." in report
+
+
+def test_report_leads_with_what_training_did_to_trust(small_run):
+    """Issue 56: the first section is the trust table (start and every method, then the computed reference
+    rows), with its PNG and one sentence per trained method; its numbers are the evaluations' own."""
+    out, _ = small_run
+    report = (out / "report.md").read_text()
+    first = re.split(r"\n## ", report)[1]
+    assert first.startswith("What training did to trust")
+    start = json.loads((out / "eval" / "start" / "results.json").read_text())
+    paired = start["metrics"]["trust"]["settings"]["instruction"]["paired"]
+    row = next(x for x in first.splitlines() if x.startswith("| ZS (start) |") or x.startswith("| start |"))
+    assert row.split(" | ")[1].startswith(f"{paired['circular']:.2f}")
+    for label in ("| always abstain |", "| never abstain |", "| DPO |", "| CAVPref |"):
+        assert label in first, label
+    assert "![trust](plots/trust.png)" in first
+    assert (out / "plots" / "trust.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert re.search(r"- DPO: paired trust [0-9.]+ → [0-9.]+ %, false abstention", first)
 
 
 def test_every_evaluation_has_its_html_report(small_run):

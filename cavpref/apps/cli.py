@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cavpref.data_prep.formats.cli:main",
         "import / export LLaMA-Factory, ms-swift and TRL files (SFT and preference rows)",
     ),
-    "train": ("cavpref.train:main", "train with a recipe (SFT / DPO / CAVPref)"),
+    "train": ("cavpref.apps.train:main", "train with a recipe (SFT / DPO / CAVPref)"),
     "export": (
         "cavpref.models.export:main",
         "a trained thinker (or LoRA adapter) as a full Qwen2.5-Omni checkpoint (talker and token2wav included)",

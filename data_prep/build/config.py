@@ -59,6 +59,15 @@ class PrepConfig(OutputArguments):
             "own, see docs/data_prep.md 'Adding a task', are extra)"
         },
     )
+    clean_rejected: str = field(
+        default="abstain",
+        metadata={
+            "help": "the rejected response of a CLEAN row whose record has a perturbed twin: abstain (its 'None "
+            "of the above' option / the twin's abstention sentence; DPO 0 -> 22.6 % paired trust in the "
+            "ladder, docs/data_prep.md) | wrong_option (a wrong plausible option)",
+            "choices": ["abstain", "wrong_option"],
+        },
+    )
     settings: list[str] = field(
         default_factory=lambda: list(SETTINGS),
         metadata={"help": "prompt settings: base and/or instruction (None of the above + instruction)"},

@@ -18,6 +18,7 @@ from cavpref.data_prep.build.config import PrepConfig
 from cavpref.data_prep.build.fingerprint import _NOT_FINGERPRINTED, fingerprint, versions
 from cavpref.data_prep.build.generate import generate
 from cavpref.data_prep.build.reading import PrepError, read_records, validate
+from cavpref.data_prep.build.clean_rows import reject_abstaining
 from cavpref.data_prep.build.rotation import rotate_preferences
 from cavpref.data_prep.build.splits import assign_splits, in_shard, split_of_paths
 from cavpref.data_prep.build.stats import (
@@ -128,6 +129,13 @@ def _build(config: PrepConfig) -> dict[str, Any]:
 
     items, prefs, skips = generate(valid, tables, config)
     items, prefs, split_dropped = assign_splits(items, prefs, config)
+    if (
+        config.clean_rejected == "abstain"
+    ):  # the ladder's lesson: CLEAN rows penalise abstaining (clean_rows.py)
+        changed = {}
+        for s, p in prefs.items():
+            prefs[s], changed[s] = reject_abstaining(p, items.get(s, []))
+        stats["clean_rows_rejecting_abstention"] = changed
     if config.score:
         prefs = {s: score(p, config) for s, p in prefs.items()}
     if config.rotate_options:  # after scoring: the scores are of the rows as drawn (the quickstart's order)

@@ -24,7 +24,10 @@ from urllib.parse import quote
 
 from cavpref.eval.html_report.rows import FACETS
 
-NUMBER = re.compile(r"[+\-−]?\d[\d.,]*\s*%?(\s*\([+\-−]?\d[\d.,]*\))?(\s*(/|of)\s*[+\-−]?\d[\d.,]*\s*%?)?")
+# a number, optionally with a difference "(+3.1)", a 95 % interval "[22.0, 41.5]" or a count "/ 40"
+NUMBER = re.compile(
+    r"[+\-−]?\d[\d.,]*\s*%?(\s*\([+\-−]?\d[\d.,]*\))?(\s*\[[\d.]+, [\d.]+\])?(\s*(/|of)\s*[+\-−]?\d[\d.,]*\s*%?)?"
+)
 AGGREGATE = {"all", "overall", "items", "avg", "total", "mean", "all items"}
 # Facets a heading may name: what a table is about, never an outcome.
 CONTEXT = ("benchmark", "setting", "source", "task", "dimension", "category")

@@ -34,7 +34,7 @@ from cavpref.models.tiny import build_tiny_qwen_omni
 from cavpref.output_dir import claim_output_dir, release_output_dir
 from cavpref.parsing import parse_args
 from cavpref.train import last_complete_checkpoint
-from cavpref.train import main as train_main
+from cavpref.apps.train import main as train_main
 
 
 def world_stage(cfg: QuickstartConfig, stage: Stage) -> None:
@@ -297,7 +297,8 @@ def run(cfg: QuickstartConfig) -> dict:
                 out=root / method,
                 steps=cfg.pref_steps,
                 lr=cfg.pref_learning_rate,
-                tasks=list(TASKS),
+                # CLEAN in the mix, rejecting abstention (prep's clean_rejected): the ladder's lesson
+                tasks=[*TASKS, CLEAN_TASK],
             ),
         ).dir
     runs = {}

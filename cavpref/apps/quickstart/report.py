@@ -16,6 +16,8 @@ from datasets import load_from_disk
 
 from cavpref.apps.quickstart.config import LABELS, QuickstartConfig
 from cavpref.data import CATEGORIES, CLEAN_TASK, TASKS, check_limit
+from cavpref.eval.benchmarks.avtrustbench import headline
+from cavpref.eval.benchmarks.avtrustbench.trust import REFERENCES
 from cavpref.eval.compare import compare
 from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
@@ -85,6 +87,78 @@ def plot_methods(results: dict[str, dict], path: Path) -> Path:
     return path
 
 
+SETTINGS = ("instruction", "base")
+
+
+def trust_rows(results: dict[str, dict]) -> dict[str, dict[str, dict]]:
+    """Per setting: {label: headline row} for every method (the start first), then the two reference policies
+    computed from the start's items."""
+    out = {}
+    for setting in SETTINGS:
+        rows = {LABELS.get(n, n): headline.trust_row(r, setting) for n, r in results.items()}
+        rows = {k: v for k, v in rows.items() if v["paired"]["n"] or v["clean"]["n"]}
+        if rows:
+            first = next(iter(results.values()))
+            out[setting] = {**rows, **headline.reference_rows(first, setting)}
+    return out
+
+
+def plot_trust(rows: dict[str, dict], path: Path) -> Path:
+    """Bars with 95 % intervals: paired trust, false abstention, separation and CLEAN for every method."""
+    plt = pyplot()
+    labels = list(rows)
+    fig, ax = plt.subplots(figsize=(10, 3.8))
+    width = 0.8 / max(1, len(labels))
+    for i, label in enumerate(labels):
+        xs = [k + i * width for k in range(len(headline.COLUMNS))]
+        entries = [rows[label][c] for c in headline.COLUMNS]
+        ys = [e["value"] or 0.0 for e in entries]
+        err = [[max(0.0, y - (e["ci"] or (y, y))[0]) for y, e in zip(ys, entries)],
+               [max(0.0, (e["ci"] or (y, y))[1] - y) for y, e in zip(ys, entries)]]  # fmt: skip
+        ax.bar(xs, ys, width, yerr=err, capsize=2, label=label)
+    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(headline.COLUMNS))], headline.HEADERS, fontsize=8)
+    ax.set_ylabel("% (95 % interval)")
+    ax.set_ylim(0, 100)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, ncol=min(4, len(labels)))
+    fig.suptitle("What training did to trust (instruction setting, test items)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def trust_section(results: dict[str, dict], root: Path, cells: str) -> list[str]:
+    """The report's first section: per setting one table (methods, then the reference policies), the PNG, and
+    one sentence per trained method saying what training did to its start."""
+    by_setting = trust_rows(results)
+    lines = [
+        "## What training did to trust",
+        "",
+        cells,
+        "",
+        "Paired trust: a perturbed item answered right (abstained where it should) *and* its clean twin answered "
+        "right; blind abstention scores 0. False abstention: CLEAN items abstained on. Separation: over (perturbed, "
+        "clean twin) pairs, how often the perturbed one is the more inclined to abstain (50 % = cannot tell them "
+        "apart). CircularEval; options read "
+        f"`{next(iter(results.values())).get('evaluation', {}).get('option_score', 'generated answers')}`"
+        " (docs/evaluation.md); [95 % interval over items]; the last column counts pairs / CLEAN items.",
+        "",
+    ]
+    for setting, rows in by_setting.items():
+        lines += [f"**{setting} setting**", ""]
+        lines += _table(["Method", *headline.HEADERS, "pairs / CLEAN"], headline.table_rows(rows))
+        if setting == "instruction":
+            methods = [label for label in rows if label not in REFERENCES]
+            plot = plot_trust({m: rows[m] for m in methods}, root / "plots" / "trust.png")
+            lines += [f"![trust]({plot.relative_to(root)})", ""]
+            start = rows[methods[0]]
+            lines += [f"- {headline.sentence(m, start, rows[m])}" for m in methods[1:]]
+            lines.append("")
+    return lines
+
+
 def load_results(runs: dict[str, Path]) -> dict[str, dict]:
     """{method: results.json} of the evaluation stages, in the order given (the starting model first)."""
     return {name: json.loads((path / "results.json").read_text()) for name, path in runs.items()}
@@ -122,6 +196,7 @@ def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timin
         "",
         f"config: `{json.dumps(asdict(cfg))}`",
         "",
+        *trust_section(results, root, cells),
         (
             f"Starting model (SFT on the clean questions) on CLEAN test, instruction setting: vanilla "
             f"{fmt(task_accuracy(start, CLEAN_TASK, 'vanilla'))} % (chance {chance:.2f} %), circular "

@@ -19,6 +19,8 @@ from cavpref.eval import circular as circ
 from cavpref.eval.benchmarks.avtrustbench import report, scoring, sweep, table5
 from cavpref.eval.benchmarks.avtrustbench.metrics import summarize
 from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
+from cavpref.eval.benchmarks.avtrustbench.headline import mean_interval
+from cavpref.eval.benchmarks.avtrustbench.separation import first_pass_margins, pair_scores
 from cavpref.eval.benchmarks.avtrustbench.trust import references, trust_summary
 from cavpref.eval.common import pass_number
 from cavpref.eval.metrics import primary
@@ -202,10 +204,29 @@ class AVTrustBench(Benchmark):
             "trust": trust_summary(main, circular=circular),
             "references": references([i for i in main_items if i.id in evaluated], circular=circular),
         }
+        if self.option_score is not None:  # likelihood: the margins are recorded (separation.py)
+            out["separation"] = self._separation(scored, main_items, evaluated)
         if self.opt.instructions:
             out["instruction_sweep"] = sweep.sweep_metrics(
                 items, outcomes, self.opt.instructions, lambda group: summarize(group, circular=circular)
             )
+        return out
+
+    def _separation(self, scored, items, evaluated: set[str]) -> dict[str, dict]:
+        """Per setting ``{n, value, ci}``: the paired separation of the evaluated items under the headline
+        protocol (``separation.pair_scores``; ci: ``headline.mean_interval``)."""
+        by_id = {i.id: i for i in items if i.id in evaluated}
+        records = [r for it, rs in scored if it.id in by_id for r in rs]
+        margins = first_pass_margins(records, by_id, self.option_score, pin=self.opt.pin_abstain)
+        out = {}
+        for setting in sorted({i.setting for i in by_id.values()}):
+            scores = pair_scores(margins, {k: i for k, i in by_id.items() if i.setting == setting})
+            if scores:
+                out[setting] = {
+                    "n": len(scores),
+                    "value": 100 * sum(scores) / len(scores),
+                    "ci": mean_interval(scores),
+                }
         return out
 
     def extra_results(self, scored, outcomes) -> dict:

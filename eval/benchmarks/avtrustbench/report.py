@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cavpref.eval.benchmarks.avtrustbench import sweep
+from cavpref.eval.benchmarks.avtrustbench import headline, sweep
 from cavpref.eval.benchmarks.avtrustbench.trust import REFERENCES
 from cavpref.eval.metrics import primary
 from cavpref.eval.reports import input_line
@@ -41,6 +41,10 @@ def report_links() -> dict[str, dict[str, str]]:
     links |= {
         name: {"twin": "has twin"} for name in (PAIRS, PAIRED_CIRCULAR, PAIRED_VANILLA, PAIRED, PERTURBED_ALL)
     }
+    # the trust-first table (headline.HEADERS): the pairs, or CLEAN
+    paired, false_abstention, separation, clean = headline.HEADERS
+    links |= {name: {"twin": "has twin"} for name in (paired, separation, "pairs / CLEAN")}
+    links |= {name: {"task": CLEAN_TASK} for name in (false_abstention, clean)}
     return links | {FALSE_ABSTENTION: {"task": CLEAN_TASK}}
 
 
@@ -82,6 +86,7 @@ def render_markdown(results: dict) -> str:
         ),
         "",
     ]
+    out += _trust_first(results, title)
     out += ["## Items", ""] + _counts_table(results)
     for setting, block in m["settings"].items():
         out += [f"## Accuracy per task — {setting} setting", ""]
@@ -321,6 +326,27 @@ def plot(results: dict, out_dir: str | Path) -> list[Path]:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return written + [path]
+
+
+def _trust_first(results: dict, title: str) -> list[str]:
+    """The answer first (``headline``): per setting this run's paired trust, false abstention, separation and
+    CLEAN accuracy with 95 % intervals, beside what "always abstain" / "never abstain" score on its items."""
+    settings = results["metrics"].get("trust", {}).get("settings", {})
+    if not settings:
+        return []
+    out = [
+        "## Trust first",
+        "",
+        "Paired trust: perturbed item right *and* its clean twin right; false abstention: CLEAN items abstained "
+        "on; separation: how often the perturbed item of a pair is the more inclined to abstain (likelihood "
+        "runs). [95 % interval over items]; the last column counts pairs / CLEAN items.",
+        "",
+    ]
+    for setting in settings:
+        rows = {title: headline.trust_row(results, setting), **headline.reference_rows(results, setting)}
+        out += [f"### Trust first — {setting} setting", ""]
+        out += _table(["Run", *headline.HEADERS, "pairs / CLEAN"], headline.table_rows(rows))
+    return out
 
 
 def write_report(results: dict, out_dir: str | Path) -> None:

@@ -1,0 +1,17 @@
+"""``cavpref train`` and ``scripts/train.py``: the core's training run (``cavpref.train``) with the stages'
+extensions added — today the trust evaluation during training (``cavpref.eval.during_training``), which the
+core may not import (tests/test_layering.py)."""
+
+from __future__ import annotations
+
+from cavpref.eval.during_training import trust_callbacks
+
+from cavpref import train
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``cavpref.train.main`` (one-line errors, exit 2) with ``trust_eval_steps`` honoured."""
+    return train.main(argv, extensions=(trust_callbacks,))
+
+
+__all__ = ["main"]

@@ -1,0 +1,62 @@
+"""CLEAN preference rows that reject abstaining (``PrepConfig.clean_rejected: abstain``, the default).
+
+Why: a CLEAN row that rejects a wrong option teaches the answer, but nothing in a mix of such rows and the
+perturbed tasks' rows ever penalises *abstaining* on a clean item — while 7 of the 9 tasks reward it. The
+learnability ladder measured what that does (docs/results.md, "The learnability ladder"; same start and rows,
+per-token reading, 2 epochs, 3 seeds): DPO's paired trust went from 0 % with wrong-option CLEAN rows to
+22.6 ± 5.3 % with CLEAN rows that reject abstaining (its `clean_abstain` mix), false abstention 0.7 ± 0.7 %.
+
+So every CLEAN row whose record has a perturbed twin (the item of an abstaining task built from the same
+source record, in the same setting) rejects the abstention instead: in the instruction setting the row's own
+"None of the above" option (``"<letter>. None of the above"``; the rotation of ``rotate_options`` moves it with
+the letters), in the base setting — which has no such option — the twin's abstention sentence (the first twin in
+task order). ``clean_rejected: wrong_option`` keeps the wrong plausible option. A pure function of the rows and
+items, applied before scoring and rotation (``data_prep/build/pipeline.py``); the same rule as the ladder's
+``clean_abstain`` mix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from cavpref import task_registry
+from cavpref.data import CLEAN_TASK, NONE_OF_THE_ABOVE, TASKS, BenchmarkItem, PreferenceExample
+
+CLEAN_REJECTED = ("abstain", "wrong_option")
+
+
+def twin_key(row_id: str) -> str:
+    """``"<setting>:<record key>"`` of an item / row id ``"<task>:<setting>:<record key>"``."""
+    return row_id.split(":", 1)[1]
+
+
+def _task_order(task: str) -> int:
+    return TASKS.index(task) if task in TASKS else len(TASKS)
+
+
+def reject_abstaining(
+    prefs: Sequence[PreferenceExample], items: Iterable[BenchmarkItem]
+) -> tuple[list[PreferenceExample], int]:
+    """``prefs`` with every twinned CLEAN row's rejected response an abstention (module docstring), and how
+    many rows changed. ``items``: the benchmark items of the same split (the instruction rows' letters)."""
+    by_id = {it.id: it for it in items}
+    twin_abstention: dict[str, str] = {}
+    for p in sorted(prefs, key=lambda p: _task_order(p.task)):
+        if p.task != CLEAN_TASK and task_registry.task_info(p.task).abstains:
+            twin_abstention.setdefault(twin_key(p.id), p.chosen)
+    out, changed = [], 0
+    for p in prefs:
+        sentence = twin_abstention.get(twin_key(p.id)) if p.task == CLEAN_TASK else None
+        if sentence is None:
+            out.append(p)
+            continue
+        item = by_id.get(p.id)
+        letter = item.abstain_letter if item is not None else None
+        rejected = f"{letter}. {NONE_OF_THE_ABOVE}" if letter else sentence
+        out.append(dataclasses.replace(p, rejected=rejected))
+        changed += 1
+    return out, changed
+
+
+__all__ = ["CLEAN_REJECTED", "reject_abstaining", "twin_key"]
