@@ -194,12 +194,21 @@ _NEGATED = re.compile(
 )
 
 
+def _option_label(letter: str, option: str) -> str:
+    """The regex of ``letter``'s labelled option text in every label style the benchmarks' prompts write:
+    "A. text" (AVTrustBench, AURA, MMAR, TraceAV), "(A) text" (MVBench's release), "A) text", "[A] text",
+    "A: text"."""
+    return rf"(?<![A-Za-z0-9])[(\[]?{re.escape(letter)}[).:\]]\s*{re.escape(normalise(option))}"
+
+
 def _without_prompt_lines(text: str, options: Mapping[str, str], prompt: str) -> str:
     """``text`` without the prompt lines of three words or more it repeats (the question, the instruction
-    "… respond with None of the above.") other than option lines: those are what a reply names."""
-    shown = {normalise(f"{letter}. {option}").lower() for letter, option in options.items()}
+    "… respond with None of the above.") other than option lines, in any label style: those are what a
+    reply names. Only "A. text" used to count as an option line, so a reply repeating MVBench's
+    "(A) Drawing on a tablet" lost it and read as "names no option"."""
+    labels = [re.compile(_option_label(x, t), re.IGNORECASE) for x, t in options.items()]
     for line in (normalise(x) for x in prompt.splitlines()):
-        if len(line.split()) >= 3 and line.lower() not in shown:
+        if len(line.split()) >= 3 and not any(label.fullmatch(line) for label in labels):
             text = re.sub(re.escape(line), " ", text, flags=re.IGNORECASE)
     return text
 
@@ -207,8 +216,7 @@ def _without_prompt_lines(text: str, options: Mapping[str, str], prompt: str) ->
 def _without_option_lines(text: str, options: Mapping[str, str]) -> str:
     """``text`` without labelled option texts ("E. None of the above", "(E) None of the above")."""
     for letter, option in options.items():
-        label = rf"(?<![A-Za-z0-9])[(\[]?{re.escape(letter)}[).:\]]\s*{re.escape(normalise(option))}"
-        text = re.sub(label, " ", text, flags=re.IGNORECASE)
+        text = re.sub(_option_label(letter, option), " ", text, flags=re.IGNORECASE)
     return text
 
 
