@@ -70,6 +70,10 @@ def ask(
     ``ChatClient`` (its cache, retries and concurrency bound) and parse each reply with
     ``parse(request index, text)`` (ValueError: unusable). ``cache_tag`` makes identical requests separate
     calls with separate cache entries (``ChatClient.chat``: an MMAR rater is one independent judge request).
+    Requests the endpoint cannot tell apart (the same messages and seed, whatever their tags) are sent one
+    after another in their order here, as MMAR's released script sends its five same-seed raters: the k-th
+    of them gets the endpoint's k-th reply to that body. Sent at once, which reply went to which request
+    depended on which arrived first, so the "runs" reading of a fresh run changed from run to run.
     A reply that does not parse is asked again with the seed moved by ``RETRY_SEED_STEP`` (a new
     request, so not the cached bad reply), at most ``retries`` times; the outcome is deterministic
     given the cache. Transport failures are returned as errors (not cached, so
@@ -92,11 +96,20 @@ def ask(
                     params["seed"] = (seed or 0) + RETRY_SEED_STEP * attempt
                 return client.chat(messages, cache_tag=tag[0] if tag else None, **params)
 
-            futures = [pool.submit(call, i) for i in todo]
+            def in_turn(indices, call=call):
+                return [call(i) for i in indices]
+
+            groups: dict[str, list[int]] = {}
+            for i in todo:
+                groups.setdefault(_identity(requests[i]), []).append(i)
+            futures = [pool.submit(in_turn, indices) for indices in groups.values()]
             bar = tqdm(futures, desc=desc, disable=len(futures) < 32, leave=False)
+            results = {}
+            for indices, fut in zip(groups.values(), bar):
+                results.update(zip(indices, fut.result()))
             again = []
-            for i, fut in zip(todo, bar):
-                res = fut.result()
+            for i in todo:
+                res = results[i]
                 rep = out[i]
                 rep.attempts, rep.text = attempt + 1, res.text
                 if not res.ok:
@@ -109,3 +122,9 @@ def ask(
                     again.append(i)
             todo = again
     return out
+
+
+def _identity(request: tuple) -> str:
+    """What the endpoint sees of a request (its messages and seed; a cache tag is never sent)."""
+    messages, seed, *_ = request
+    return json.dumps([messages, seed], sort_keys=True, ensure_ascii=False, default=str)

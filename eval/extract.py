@@ -3,8 +3,8 @@
 A free-form answer is matched to an option only when the evidence is unambiguous: exactly one option
 letter named (``B``, ``B)``, ``B.``, ``B,``, ``(B)``, "the answer is B"), or, when no letter is named,
 exactly one option text quoted. Anything else (several options, none, a clarification request, a letter
-contradicted by the text that follows it) is left unmatched for step 2, the LLM judge — a heuristic that
-guesses would silently move accuracy, which is what CircularEval is meant to expose.
+contradicted by the text that follows it, an option and an abstention in one first sentence) is left
+unmatched for step 2, the LLM judge — a heuristic that guesses would silently move accuracy, which is what CircularEval is meant to expose.
 
 Abstention is the correct behaviour on most AVTrustBench tasks, so task-specific abstention phrases
 (B.2) are data (``ABSTENTIONS``: the common ones here, each task's from its ``TaskSpec``). An abstention counts as choosing the item's
@@ -194,12 +194,21 @@ _NEGATED = re.compile(
 )
 
 
+def _option_label(letter: str, option: str) -> str:
+    """The regex of ``letter``'s labelled option text in every label style the benchmarks' prompts write:
+    "A. text" (AVTrustBench, AURA, MMAR, TraceAV), "(A) text" (MVBench's release), "A) text", "[A] text",
+    "A: text"."""
+    return rf"(?<![A-Za-z0-9])[(\[]?{re.escape(letter)}[).:\]]\s*{re.escape(normalise(option))}"
+
+
 def _without_prompt_lines(text: str, options: Mapping[str, str], prompt: str) -> str:
     """``text`` without the prompt lines of three words or more it repeats (the question, the instruction
-    "… respond with None of the above.") other than option lines: those are what a reply names."""
-    shown = {normalise(f"{letter}. {option}").lower() for letter, option in options.items()}
+    "… respond with None of the above.") other than option lines, in any label style: those are what a
+    reply names. Only "A. text" used to count as an option line, so a reply repeating MVBench's
+    "(A) Drawing on a tablet" lost it and read as "names no option"."""
+    labels = [re.compile(_option_label(x, t), re.IGNORECASE) for x, t in options.items()]
     for line in (normalise(x) for x in prompt.splitlines()):
-        if len(line.split()) >= 3 and line.lower() not in shown:
+        if len(line.split()) >= 3 and not any(label.fullmatch(line) for label in labels):
             text = re.sub(re.escape(line), " ", text, flags=re.IGNORECASE)
     return text
 
@@ -207,29 +216,54 @@ def _without_prompt_lines(text: str, options: Mapping[str, str], prompt: str) ->
 def _without_option_lines(text: str, options: Mapping[str, str]) -> str:
     """``text`` without labelled option texts ("E. None of the above", "(E) None of the above")."""
     for letter, option in options.items():
-        label = rf"(?<![A-Za-z0-9])[(\[]?{re.escape(letter)}[).:\]]\s*{re.escape(normalise(option))}"
-        text = re.sub(label, " ", text, flags=re.IGNORECASE)
+        text = re.sub(_option_label(letter, option), " ", text, flags=re.IGNORECASE)
     return text
 
 
 def _abstention(
     text: str, options: Mapping[str, str], prompt: str, patterns: Sequence[re.Pattern]
-) -> tuple[str, bool]:
+) -> tuple[str, bool, str]:
     """(``text`` without the prompt lines it echoes and its negated abstention phrases, whether it
-    abstains). A phrase counts only where the response says it, not where it echoes the option list or
-    the instruction, nor where it negates it ("not None of the above; it is Three" names Three): any
-    mention used to be scored as an abstention, which made an echo of the prompt correct on every
-    abstaining task."""
+    abstains, that text without its abstention phrases too). A phrase counts only where the response says
+    it, not where it echoes the option list or the instruction, nor where it negates it ("not None of the
+    above; it is Three" names Three): any mention used to be scored as an abstention, which made an echo of
+    the prompt correct on every abstaining task. The third text is where option texts are looked for, so
+    that "No" in "No option is correct" is no option."""
     text = normalise(_without_prompt_lines(text, options, prompt))
     own = _without_option_lines(text, options)
-    abstained = False
+    abstained, said = False, []
     for pattern in patterns:
         for m in pattern.finditer(own):
             if _NEGATED.search(own[: m.start()]):
                 text = text.replace(m.group(0), " ")
             else:
                 abstained = True
-    return text, abstained
+                said.append(m.group(0))
+    rest = text
+    for phrase in said:
+        rest = rest.replace(phrase, " ")
+    return text, abstained, rest
+
+
+# Where a reply's first sentence ends: ". ", "! ", "? ", "; " or an opening bracket after a space ("Three
+# (None of the above would be wrong)").
+_LEAD_END = re.compile(r"[.!?;](?=\s|$)|\s[(\[]")
+
+
+def _lead(text: str, options: Mapping[str, str], abstain: str, patterns: Sequence[re.Pattern]) -> str | None:
+    """What a reply's first sentence says when it says one thing only: an option's letter (``ABSTAIN`` or
+    the "None of the above" letter for an abstention), else None. It settles a reply that names one option
+    and also abstains: the answer is the one stated first ("Three. (None of the above would be wrong.)" is
+    Three; "None of the above. Three would be wrong." abstains); a first sentence that holds both ("Three,
+    but I cannot answer") is left to step 2."""
+    end = _LEAD_END.search(text.strip())
+    lead = text.strip()[: end.start()] if end else text.strip()
+    lead, abstains, rest = _abstention(lead, options, "", patterns)
+    named = letter_mentions(lead, list(options)) | option_text_mentions(_LABELED.sub(" ", rest), options)
+    if abstains:
+        return abstain if not named - {abstain} else None
+    final = explicit_answer(lead, list(options))
+    return final if final is not None else (next(iter(named)) if len(named) == 1 else None)
 
 
 def match_choice(
@@ -242,31 +276,51 @@ def match_choice(
     prompt: str = "",
 ) -> Extraction:
     """Step 1 of B.2. Returns an Extraction with ``method="heuristic"`` or ``"unparsed"``. ``prompt`` (the
-    text the model was shown) lets an echoed instruction be told from an abstention."""
+    text the model was shown) lets an echoed instruction be told from an abstention. A reply that names
+    one option (by letter or by text) and also abstains is settled by its first sentence (``_lead``), the
+    same for a letter and for an option text: the text used to be looked for only after the abstention
+    had already been returned."""
     text = normalise(strip_reasoning(response))
     if not text:
         return Extraction(None, "unparsed", "empty response")
     abstain = ABSTAIN if abstain_letter is None else abstain_letter
-    text, abstained = _abstention(text, options, prompt, abstention_patterns(task, extra_abstentions))
+    patterns = abstention_patterns(task, extra_abstentions)
+    text, abstained, rest = _abstention(text, options, prompt, patterns)
     letters = letter_mentions(text, list(options))
     final = explicit_answer(text, list(options))
+
+    def conflict(choice: str, rule: str, unparsed: str) -> Extraction:
+        """``choice`` named and an abstention said: the first sentence decides, else step 2."""
+        lead = _lead(text, options, abstain, patterns)
+        if lead == choice:
+            return Extraction(choice, "heuristic", f"{rule} (stated first; an abstention mentioned after)")
+        if lead == abstain:
+            return Extraction(abstain, "heuristic", "abstention (stated first)")
+        return Extraction(None, "unparsed", unparsed)
+
     if final is not None and len(letters) > 1:
         if abstained and final != abstain_letter:
-            return Extraction(None, "unparsed", f"states answer {final} but also abstains")
+            return conflict(final, "explicit answer", f"states answer {final} but also abstains")
         return Extraction(final, "heuristic", "explicit answer")
     if len(letters) == 1:
         (letter,) = letters
-        if abstained and letter != abstain_letter:
-            return Extraction(None, "unparsed", f"names option {letter} but also abstains")
-        texts = option_text_mentions(_LABELED.sub(" ", text), options)
+        texts = option_text_mentions(_LABELED.sub(" ", rest), options)
         if texts and letter not in texts:
             return Extraction(None, "unparsed", f"names option {letter} but quotes {sorted(texts)}")
+        if abstained and letter != abstain_letter:
+            return conflict(letter, "letter", f"names option {letter} but also abstains")
         return Extraction(letter, "heuristic", "letter")
-    if abstained:
-        return Extraction(abstain, "heuristic", "abstention")
-    if letters:
+    if letters and not abstained:
         return Extraction(None, "unparsed", f"names several options {sorted(letters)}")
-    texts = option_text_mentions(text, options)
+    texts = option_text_mentions(rest, options)
+    if abstained:
+        named = texts - {abstain}
+        if len(named) == 1 and not letters:
+            (quoted,) = named
+            return conflict(quoted, "option text", f"quotes option {quoted} but also abstains")
+        if named and not letters:
+            return Extraction(None, "unparsed", f"quotes options {sorted(named)} but also abstains")
+        return Extraction(abstain, "heuristic", "abstention")
     if len(texts) == 1:
         return Extraction(next(iter(texts)), "heuristic", "option text")
     if texts:

@@ -313,7 +313,7 @@ def test_cli_audio_only_run_and_released_predictions(tmp_path, capsys):
     )
     assert m["runs"]["overall"]["CRS"] == pytest.approx(80.0)
     assert set(m["raters"]["modality"]) == {"music", "speech", "sound"}
-    assert "K runs, mean of the middle three" in (run / "report.md").read_text()
+    assert "3 runs, mean of the middle three" in (run / "report.md").read_text()
     rows = check_run_page(run)  # report.html: every item with its raters' scores
     assert "ratings" in {f[0] for r in rows.values() for p in r["passes"] for f in p["fields"]}
     preds = tmp_path / "preds.jsonl"
@@ -535,5 +535,5 @@ def test_five_inference_runs_sample_resume_and_name_their_protocol(tmp_path):
         (i, k) for i in ("q1", "q2") for k in range(5)
     ]
     report = (run / "report.md").read_text()
-    assert "R inference runs, mean of the middle three — the model answered R times" in report
+    assert "5 inference runs, mean of the middle three — the model answered 5 times" in report
     assert "sampling seeds [10, 11, 12, 13, 14]" in report

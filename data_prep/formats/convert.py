@@ -140,6 +140,17 @@ def _write_media(media: str, root: str, folder: Path) -> tuple[list[str], list[s
     return videos, audios
 
 
+def _imported_root(folder: Path, manifest: dict | None) -> str | None:
+    """The media root a ``cavpref data import`` output names (its manifest's ``data_root``), when its rows
+    share one: an import's own output exports without ``--media_root``."""
+    roots = (manifest or {}).get("data_root")
+    if isinstance(roots, list) and len(roots) > 1:
+        raise ValueError(
+            f"{folder}: the imported rows' media are under several roots {roots}: pass --media_root"
+        )
+    return roots[0] if isinstance(roots, list) and roots and Path(roots[0]).is_dir() else None
+
+
 def export_dataset(args: ExportArgs) -> dict[str, Any]:
     """Write ``args.data``'s preference rows as ``args.format`` files into ``args.output_dir``; returns the
     summary also written to ``export.json``."""
@@ -147,7 +158,11 @@ def export_dataset(args: ExportArgs) -> dict[str, Any]:
         raise ValueError("cavpref data export needs --data and --output_dir")
     folder, splits = _preferences(args.data)
     _, manifest = prep_manifest(str(folder))
-    root = args.media_root or ((manifest or {}).get("config") or {}).get("data_root")
+    root = (
+        args.media_root
+        or ((manifest or {}).get("config") or {}).get("data_root")
+        or _imported_root(folder, manifest)
+    )
     if not root:
         raise ValueError(f"{folder}: no prep manifest names the media root: pass --media_root")
     missing = sorted(set(args.splits or ()) - set(splits))
@@ -351,6 +366,7 @@ def _import(args: ImportArgs, files: list[str], layout: Any, out: Path) -> dict[
         "format": args.format,
         "doc": fmt.DOC,
         "tasks": task_registry.task_table(sorted({r.task for r in rows})),
+        "data_root": sorted(roots),  # what `cavpref data export` of this folder resolves media against
     }
     (out / "stats.json").write_text(json.dumps(stats, indent=1, sort_keys=True) + "\n")
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")

@@ -186,6 +186,16 @@ class AVTrustBench(Benchmark):
         )
 
     # ------------------------------------------------------------------------------------------ results
+    def _why_no_clean(self, outcomes) -> str:
+        """The advice that fits: "add CLEAN to --tasks" only when it was not asked for (it used to be
+        printed when it was, and the data held none)."""
+        if CLEAN_TASK not in self.tasks():
+            return "add CLEAN to --tasks"
+        skipped = sum(o.task == CLEAN_TASK for o in outcomes)
+        if skipped:
+            return f"the {skipped} CLEAN item(s) selected were not evaluated: see the skip reasons"
+        return f"{self.args.data} holds no CLEAN items: prep builds them only when its tasks list CLEAN"
+
     def metrics(self, scored, outcomes) -> dict:
         """The accuracies, the paired trust score and abstention rates (``trust``), and the computed
         "always abstain" / "never abstain" rows on the same evaluated items (``references``); with an
@@ -194,10 +204,10 @@ class AVTrustBench(Benchmark):
         items = self._items or [it for it, _ in scored]
         main_items, main = sweep.first_wording(items, outcomes)
         evaluated = {o.item_id for o in main if o.status == "evaluated"}
-        if not any(o.task == CLEAN_TASK for o in main):
+        if not any(o.task == CLEAN_TASK and o.status == "evaluated" for o in main):
             logger.warning(
                 "no CLEAN items evaluated: the paired trust score needs each perturbed item's clean twin "
-                "(add CLEAN to --tasks)"
+                f"({self._why_no_clean(main)})"
             )
         out = {
             **summarize(main, circular=circular),

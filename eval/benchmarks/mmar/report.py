@@ -6,14 +6,24 @@ from __future__ import annotations
 from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
 
-
 NAMES = {
-    "raters": "one answer per item, K raters per answer, trimmed mean (the released evaluation_rubrics.py)",
-    "runs": "K runs, mean of the middle three — the runs are the K ratings of one answer (the model answered once)",
-    "inference_runs": "R inference runs, mean of the middle three — the model answered R times (sampling "
-    "seeds below), each answer rated by the K raters (trimmed mean)",
+    "raters": "one answer per item, {K} raters per answer, trimmed mean (the released evaluation_rubrics.py)",
+    "runs": "{K} runs, mean of the middle three — the runs are the {K} ratings of one answer (the model answered "
+    "once)",
+    "inference_runs": "{R} inference runs, mean of the middle three — the model answered {R} times (sampling "
+    "seeds below), each answer rated by the {K} raters (trimmed mean)",
     "accuracy": "no judge: accuracy only (one answer per item)",
 }
+
+
+def heading(protocol: str, results: dict) -> str:
+    """A protocol's heading with this run's numbers: K raters (the judge's), R inference runs (the
+    block's own count); the letters used to be printed as they are ("R inference runs")."""
+    evaluation = results.get("evaluation") or {}
+    raters = (evaluation.get("judge") or {}).get("raters")
+    runs = ((results["metrics"].get("inference_runs") or {}).get("overall") or {}).get("runs")
+    name = NAMES.get(protocol, protocol)
+    return name.replace("{K}", str(raters or "K")).replace("{R}", str(runs or "R"))
 
 
 def section(results: dict) -> list[str]:
@@ -21,7 +31,7 @@ def section(results: dict) -> list[str]:
     runs = (results.get("evaluation") or {}).get("inference_runs")
     out = []
     for protocol, block in m.items():
-        out += [f"## {NAMES.get(protocol, protocol)}", ""]
+        out += [f"## {heading(protocol, results)}", ""]
         if protocol == "inference_runs" and runs:
             out += [
                 f"Runs: {runs['runs']}, sampling seeds {runs['seeds']}, temperature {runs['temperature']}.",

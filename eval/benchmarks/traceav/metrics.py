@@ -141,10 +141,11 @@ def traceav_metrics(records: Sequence[TraceRecord]) -> dict[str, Any]:
 
 def error_entropy(records: Sequence[TraceRecord]) -> dict[str, Any]:
     """Shannon entropy (bits) of the error-answer distribution: over the wrong predictions, the frequency
-    of each pattern (the sorted tuple of predicted letters; an abstention is the empty pattern)."""
+    of each pattern (the sorted tuple of predicted letters; an abstention is the empty pattern). Summed as
+    p log2(1/p): the negated sum of p log2 p is -0.0 for a single pattern, printed "-0.000"."""
     wrong = Counter(tuple(sorted(r.predicted)) for r in records if not r.correct)
     n = sum(wrong.values())
-    bits = -sum(c / n * math.log2(c / n) for c in wrong.values()) if n else None
+    bits = sum(c / n * math.log2(n / c) for c in wrong.values()) if n else None
     return {"bits": bits, "errors": n, "patterns": len(wrong)}
 
 
