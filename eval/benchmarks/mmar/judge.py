@@ -5,7 +5,9 @@ A rater is one independent judge request: rater k of an answer is its own call w
 ``seed = base_seed + k``, ``official`` sends all K with ``base_seed`` as the released script does (five
 identical calls; a seeded judge answers them alike). So a fresh run makes exactly K calls per correct
 answer, whatever the thread timing, and a rerun makes none (each rating comes back from the cache). A reply that does not parse (wrong length, a score
-outside the criterion's choices) is asked again with the seed moved, as the released script re-asks.
+outside the criterion's choices) is asked again with the seed moved. The released script re-asks with
+the same seed; against a seeded, deterministic judge that repeats the same unparsable reply, so the project
+differs here on purpose (only unparsable replies are affected; parsed ratings are the script's).
 A wrong answer gets no judge call (r_i = 0). Every rating keeps the judge's reply and the per-criterion
 scores, so ``mmar.mmar_metrics`` recomputes both variance protocols offline; an item whose K ratings are
 not all valid stays unscored with the error recorded, and a resumed run asks again for what failed in
