@@ -227,9 +227,7 @@ BAD = [
                             {"role": "assistant", "content": "b"}], "videos": ["v.mp4"]}, "system", "a system prompt"),
     ("swift", {"messages": [{"role": "user", "content": "<video>a"}, {"role": "assistant", "content": "b"}],
                "videos": ["../v.mp4"]}, "videos", "outside the data root"),
-    ("swift", {"messages": [{"role": "user", "content": "<video>a"}, {"role": "assistant", "content": "b"}],
-               "videos": ["v.mp4"], "rejected_videos": ["w.mp4"], "rejected_response": "c"},
-     "rejected_videos", "differs from the chosen side's files"),
+    # rejected_videos that differ from the chosen side's are an anchor pair now (tests/test_formats_conditional.py)
     ("swift", {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], "label": True},
      "label", "KTO rows have no preference pair"),
     ("swift", {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]},

@@ -42,6 +42,11 @@ class Turn:
     audios: list[str] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)  # cavpref_* columns, as stored
     system: str | None = None
+    # ms-swift's rejected_videos / rejected_audios where they differ from the chosen side's files: the same
+    # response under other media, a CAVPref anchor pair (``formats/conditional.py``); None: not given / equal
+    rejected_videos: list[str] | None = None
+    rejected_audios: list[str] | None = None
+    use_audio_in_video: bool | None = None  # the row's own column; None: the import's --use_audio_in_video
 
 
 class Fail:
