@@ -28,6 +28,10 @@ CARRIED = ("prompt", "chosen", "rejected")  # the format's own fields hold these
 EXTRA_COLUMNS = tuple(
     EXTRA_PREFIX + k for k in PREFERENCE_FEATURES if k not in CARRIED
 )  # the row's other columns
+# the row's ``use_audio_in_video``: a column of its own in ms-swift (``FLAG``), a cavpref_* column elsewhere; a
+# file exported before the column existed lacks it (None: the recipe's flag)
+FLAG = "use_audio_in_video"
+OPTIONAL_EXTRAS = (EXTRA_PREFIX + FLAG,)
 
 
 @dataclass

@@ -216,11 +216,18 @@ def _export(args: ExportArgs, folder: Path, splits, root: str, out: Path) -> dic
             found = common.spec_files(from_json(example.media))
             extras = {EXTRA_PREFIX + k: v for k, v in example.to_row().items() if k not in common.CARRIED}
             rejected = example.rejected if args.kind == "preference" else None
+            flag = (
+                extras.pop(EXTRA_PREFIX + common.FLAG) if common.FLAG in getattr(fmt, "NATIVE", ()) else None
+            )
             anchors: list[Turn] = []
             if args.anchor_rows and args.kind == "preference":  # the anchors as ms-swift rows
                 kinds, anchors = conditional.export_rows(example, files_of)
                 extras = conditional.main_row_extras(extras, kinds)
-            rows.append(fmt.write_row(Turn(example.prompt, example.chosen, rejected, videos, audios, extras)))
+                for turn in anchors:  # shown as their row is
+                    turn.use_audio_in_video = flag
+            main = Turn(example.prompt, example.chosen, rejected, videos, audios, extras)
+            main.use_audio_in_video = flag
+            rows.append(fmt.write_row(main))
             rows.extend(fmt.write_row(t) for t in anchors)
             counts["materialized rows" if found is None else "rows with whole-file media"] += 1
             if anchors:
@@ -242,7 +249,9 @@ def _export(args: ExportArgs, folder: Path, splits, root: str, out: Path) -> dic
         "files": files,
         "rows": {s: len(splits[s]) for s in files},
         "media": dict(counts) | {"files written": sum(len(v) + len(a) for v, a in written.values())},
-        "cavpref_columns": list(EXTRA_COLUMNS),
+        "cavpref_columns": [
+            c for c in EXTRA_COLUMNS if c[len(EXTRA_PREFIX) :] not in getattr(fmt, "NATIVE", ())
+        ],
     }
     (out / "export.json").write_text(json.dumps(summary, indent=1) + "\n")
     from cavpref.data_prep.cards import export_card
@@ -270,11 +279,14 @@ def _example(turn: Turn, args: ImportArgs, paths: tuple[list[str], list[str]], r
     if turn.extras:  # written by cavpref: the row comes back from its own columns, the visible text wins
         in_rows = turn.extras.get(conditional.IN_ROWS) or []  # anchors that follow as conditional rows
         spared = {f"{EXTRA_PREFIX}{k}_{p}" for k in in_rows for p in ("response", "clean", "perturbed")}
+        spared |= set(common.OPTIONAL_EXTRAS)
         missing = [c for c in EXTRA_COLUMNS if c not in turn.extras and c not in spared]
         if missing:
             raise fail(missing[0], "missing", "a row with cavpref_* columns needs all of them")
         row = {k[len(EXTRA_PREFIX) :]: v for k, v in turn.extras.items() if k != conditional.IN_ROWS}
         row.update(prompt=turn.prompt, chosen=turn.chosen, rejected=turn.rejected or "")
+        if turn.use_audio_in_video is not None:  # the format's own column (ms-swift) wins
+            row[common.FLAG] = turn.use_audio_in_video
         try:
             return PreferenceExample.from_row(row), "from cavpref_* columns"
         except (ValueError, TypeError) as err:
@@ -295,6 +307,7 @@ def _example(turn: Turn, args: ImportArgs, paths: tuple[list[str], list[str]], r
         chosen=turn.chosen,
         rejected=turn.rejected or "",
         source_ids=sorted({s.path for s in sources(media)}),
+        use_audio_in_video=turn.use_audio_in_video,  # the row's own, for the model I/O; None: the recipe's
     )
     return example, how
 

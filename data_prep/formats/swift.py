@@ -11,7 +11,8 @@ they say nothing; different, they are ms-swift's conditional preference — the 
 (its DPO example ``"images": ["cat.png"], "rejected_images": ["dog.png"]`` with no ``rejected_response``) —
 which is a CAVPref anchor pair: the response under the row's media vs under the given media
 (``formats/conditional.py`` turns them into the row's visual or audio anchor, and writes cavpref's anchors
-back out as such rows). A per-row ``use_audio_in_video`` column (bool) is read and written as cavpref's own.
+back out as such rows). A per-row ``use_audio_in_video`` column (bool) is read and written as the row's own
+(``PreferenceExample.use_audio_in_video``: the model I/O honours it; absent: the recipe's flag).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from cavpref.data_prep.formats.common import Fail, Turn, tagged, untagged
 
 DOC = "https://github.com/modelscope/ms-swift/blob/main/docs/source_en/Customization/Custom-dataset.md"
+NATIVE = ("use_audio_in_video",)  # cavpref columns this format has a column of its own for
 ALIASES = {"videos": ("videos", "video"), "audios": ("audios", "audio"), "images": ("images", "image")}
 
 
