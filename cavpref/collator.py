@@ -302,7 +302,8 @@ class CAVPrefCollator:
         for i, (ex, slots) in enumerate(kept):
             for slot in slots:
                 resp_col, media_col = self.fields[slot]
-                key = (ex["prompt"], ex[resp_col], ex[media_col])
+                flag = ex.get("use_audio_in_video")  # the row's own; None: the model I/O's (the recipe's)
+                key = (ex["prompt"], ex[resp_col], ex[media_col], flag)
                 if key not in index:
                     index[key] = len(rows)
                     rows.append(
@@ -312,6 +313,7 @@ class CAVPrefCollator:
                             media=media[ex[media_col]],
                             media_key=ex[media_col],
                             row_id=f"{ex.get('id', i)}/{slot}:{resp_col}",
+                            use_audio_in_video=flag,
                         )
                     )
                 slot_idx[slot][i] = index[key]

@@ -197,9 +197,17 @@ class PreferenceExample:
     avsm_delta_v: float | None = None
     avsm_delta_a: float | None = None
     source_ids: list[str] = field(default_factory=list)
+    #: whether the row's video sound is interleaved with its frames by time (Qwen2.5-Omni's flag, ms-swift's
+    #: per-row column of that name); None: the recipe's ``use_audio_in_video``. Every slot of the row uses it.
+    use_audio_in_video: bool | None = None
 
     def __post_init__(self):
         self.media = _spec_json(self.media)
+        if self.use_audio_in_video is not None and not isinstance(self.use_audio_in_video, bool):
+            raise ValueError(
+                f"preference {self.id}: use_audio_in_video must be true, false or null, got "
+                f"{self.use_audio_in_video!r}"
+            )
         if not task_registry.is_task(self.task):
             raise ValueError(
                 f"preference {self.id}: unknown task {self.task!r} "

@@ -73,7 +73,17 @@ class CompareArgs:
         metadata={"help": "compare runs evaluated on different items (refused by default; a warning then)"},
     )
 
+    bootstrap_resamples: int = field(
+        default=10000,
+        metadata={
+            "help": "resamples of the paired bootstrap interval of each difference (fixed seed; 0: no "
+            "significance table)"
+        },
+    )
+
     def __post_init__(self):
+        if self.bootstrap_resamples < 0:
+            raise ValueError(f"--bootstrap_resamples must be 0 or more, got {self.bootstrap_resamples}")
         if self.setting not in (None, "base", "instruction"):
             raise ValueError(f"--setting must be base or instruction, got {self.setting!r}")
         if self.metric not in ("headline", "circular", "vanilla"):
@@ -163,6 +173,7 @@ def _compare(argv: list[str]) -> int:
         setting=ns.setting,
         metric=ns.metric,
         allow_different_items=ns.allow_different_items,
+        bootstrap_resamples=ns.bootstrap_resamples,
     )
     print(table)
     if ns.output:

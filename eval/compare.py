@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cavpref.eval import registry
+from cavpref.eval import registry, significance
 from cavpref.eval.reports import input_line
 from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
@@ -103,6 +103,86 @@ def item_sets(
     return []
 
 
+def cells_of(paired: dict, setting: str | None) -> dict[str, dict[str, bool]]:
+    """A run's per-item outcomes (results.json ``paired``) grouped into the cells of the significance
+    table: each (setting, task), each setting's ``all``, and ``all`` over the settings when several ran."""
+    rows = paired["items"]
+    settings = sorted({s for s, _, _ in rows.values() if setting in (None, s)})
+    cells: dict[str, dict[str, bool]] = {}
+    for s in settings:
+        prefix = f"{s}: " if len(settings) > 1 else ""
+        mine = {i: v for i, v in rows.items() if v[0] == s}
+        for task in dict.fromkeys(t for _, t, _ in mine.values()):
+            cells[prefix + task] = {i: bool(ok) for i, (_, t, ok) in mine.items() if t == task}
+        cells[prefix + "all"] = {i: bool(v[2]) for i, v in mine.items()}
+    if len(settings) > 1:
+        cells["all"] = {i: bool(v[2]) for i, v in rows.items() if v[0] in settings}
+    return cells
+
+
+def significance_table(
+    runs: Sequence[dict], labels: Sequence[str], *, resamples: int, setting: str | None = None
+) -> list[str]:
+    """Per run after the first and per cell, on the items both runs evaluated: the accuracy difference, its
+    paired bootstrap 95 % interval, the discordant counts and McNemar's p (``eval/significance.py``).
+    ``resamples`` 0: the section is left out."""
+    if resamples <= 0:
+        return []
+    lines = ["", f"Paired significance against {labels[0]} (the items both runs evaluated):", ""]
+    missing = [lab for lab, r in zip(labels, runs) if not r.get("paired")]
+    if missing:
+        why = (
+            f"Significance not computed: {', '.join(missing)} recorded no per-item outcomes (results.json "
+            "from before 'paired'; running the same `cavpref eval` command again replays its records and "
+            "writes them)."
+        )
+        return [lines[0], why]
+    measures = {r["paired"]["measure"] for r in runs}
+    ref = cells_of(runs[0]["paired"], setting)
+    rows = []
+    for label, run in zip(labels[1:], runs[1:]):
+        for cell, other in cells_of(run["paired"], setting).items():
+            if cell not in ref:
+                continue
+            t = significance.pair(ref[cell], other)
+            if t.n == 0:
+                continue
+            lo, hi = significance.bootstrap_interval(t, resamples)
+            p, how = significance.mcnemar(t.b, t.c)
+            rows.append(
+                [
+                    label,
+                    cell,
+                    str(t.n),
+                    f"{t.difference:+.2f}",
+                    f"[{lo:+.2f}, {hi:+.2f}]",
+                    f"{t.b} / {t.c}",
+                    f"{p:.3g} ({'exact' if how == 'exact' else 'χ²'})",
+                ]
+            )
+    head = [
+        "Run",
+        "Cell",
+        "n",
+        "Δ acc",
+        "95 % CI (bootstrap)",
+        f"right in {labels[0]} only / run only",
+        "McNemar p",
+    ]
+    note = (
+        f"Δ acc: the run's accuracy minus {labels[0]}'s on the shared items, in points ({' / '.join(sorted(measures))}"
+        f" correctness per item); 95 % CI: paired bootstrap percentile interval, {resamples} resamples, seed "
+        f"{significance.SEED}; McNemar p: exact two-sided binomial on the discordant items when there are fewer "
+        f"than {significance.EXACT_BELOW}, else χ² with continuity correction."
+    )
+    warn = (
+        ["**Warning: the runs pair different correctness measures (circular vs vanilla).**"]
+        if len(measures) > 1
+        else []
+    )
+    return lines + _table(head, rows) + [note, *warn]
+
+
 def compare(
     runs: Sequence[dict],
     labels: Sequence[str] | None = None,
@@ -110,17 +190,19 @@ def compare(
     setting: str | None = None,
     metric: str = "headline",
     allow_different_items: bool = False,
+    bootstrap_resamples: int = 10000,
 ) -> str:
-    """The comparison table of ``runs`` (results dicts of one benchmark) as markdown; runs over different
-    items are refused (``item_sets``)."""
+    """The comparison table of ``runs`` (results dicts of one benchmark) as markdown, then the paired
+    significance table (``significance_table``); runs over different items are refused (``item_sets``)."""
     if len(runs) < 2:
         raise ValueError("compare needs a zero-shot run and at least one fine-tuned run")
     bench, labels = benchmark(runs), labels_of(runs, labels)
     notes = item_sets(runs, labels, allow_different_items=allow_different_items)
+    tests = significance_table(runs, labels, resamples=bootstrap_resamples, setting=setting)
     own = getattr(bench, "compare", None)
     if own is not None:
-        return "\n".join([own(runs, labels, setting=setting, metric=metric), *notes])
-    return "\n".join(rank_table(bench, runs, labels) + provenance(runs, labels) + notes)
+        return "\n".join([own(runs, labels, setting=setting, metric=metric), *notes, *tests])
+    return "\n".join(rank_table(bench, runs, labels) + provenance(runs, labels) + notes + tests)
 
 
 def leaderboard(runs: Sequence[dict], labels: Sequence[str] | None, path: str | Path) -> Path:

@@ -228,6 +228,7 @@ def assemble(
         "counts": counts(outcomes),
         "items": item_set(loaded.items, evaluated),
         "metrics": bench.metrics(scored, outcomes),
+        "paired": bench.paired(loaded.items, outcomes),
         **bench.extra_results(scored, outcomes),
     }
 

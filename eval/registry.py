@@ -152,6 +152,21 @@ class Benchmark:
         mode: ``by_option_score``)."""
         return {}
 
+    def paired(self, items, outcomes: list[ItemOutcome]) -> dict[str, Any]:
+        """results.json ``paired``: each evaluated item's outcome, ``{"measure": "vanilla" | "circular",
+        "items": {id: [setting, task, 0 | 1]}}`` — what ``eval compare`` pairs item by item for its
+        significance tests (``eval/significance.py``); the headline measure (circular where it ran)."""
+        circular = bool(getattr(self.opt, "circular", False))
+        measure = "circular" if circular else "vanilla"
+        return {
+            "measure": measure,
+            "items": {
+                o.item_id: [o.setting, o.task, int(getattr(o, measure))]
+                for o in outcomes
+                if o.status == "evaluated"
+            },
+        }
+
     def describe(self) -> dict[str, Any]:
         """results.json ``evaluation``: how answers were obtained and scored."""
         judge = None if self.client is None else self.client.describe()

@@ -45,6 +45,9 @@ class Row:
     #: False: score ``response`` as the *start* of the answer, without the end-of-turn token the chat template
     #: closes an answer with (the answer letter alone: eval's ``option_score: letter``)
     end_turn: bool = True
+    #: the row's own ``use_audio_in_video`` (a preference row's column of that name): whether a video's sound is
+    #: interleaved with its frames by time (Qwen2.5-Omni); None: the model I/O's (the recipe's) flag
+    use_audio_in_video: bool | None = None
 
 
 class AVModelIO(ABC):
@@ -125,7 +128,14 @@ class AVModelIO(ABC):
         Why one batch: the letter is its own continuation of the same prompt and media, so with shared-prefix
         scoring every candidate and every letter of a row ride on one packed prefix (one forward)."""
         flat = [
-            Row(r.prompt, o, r.media, r.media_key, f"{r.row_id}/opt{j}")
+            Row(
+                r.prompt,
+                o,
+                r.media,
+                r.media_key,
+                f"{r.row_id}/opt{j}",
+                use_audio_in_video=r.use_audio_in_video,
+            )
             for r, opts in zip(rows, options)
             for j, o in enumerate(opts)
         ]
@@ -135,7 +145,15 @@ class AVModelIO(ABC):
                 if letter is not None:
                     letter_at.append((i, j))
                     flat.append(
-                        Row(r.prompt, letter, r.media, r.media_key, f"{r.row_id}/letter{j}", end_turn=False)
+                        Row(
+                            r.prompt,
+                            letter,
+                            r.media,
+                            r.media_key,
+                            f"{r.row_id}/letter{j}",
+                            end_turn=False,
+                            use_audio_in_video=r.use_audio_in_video,
+                        )
                     )
         batch = self.collate(flat)
         with torch.no_grad():

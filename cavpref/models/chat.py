@@ -18,6 +18,7 @@ separately (as TRL does), so the boundary never merges into one BPE token and th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -176,6 +177,11 @@ class ChatModelIO(AVModelIO):
         """Featurise one media item (CPU): placeholder expansions + per-stream tensors."""
         raise NotImplementedError(f"{type(self).__name__}.encode_media")
 
+    def media_options(self, row: Row) -> dict[str, Any]:
+        """Keyword arguments of ``encode_media`` that a row decides besides its media (default: none). Rows share
+        an encoding only when these are equal too, and the feature cache keys on them."""
+        return {}
+
     def stack_media(self, videos: list[dict], audios: list[dict]) -> dict[str, torch.Tensor]:
         """Stack the per-item tensors of the batch's distinct videos / audios."""
         raise NotImplementedError(f"{type(self).__name__}.stack_media")
@@ -235,7 +241,12 @@ class ChatModelIO(AVModelIO):
             if row.media is None or (row.media.frames is None and row.media.audio is None):
                 row_media.append(None)
                 continue
-            key = ("key", row.media_key) if row.media_key is not None else ("obj", id(row.media))
+            options = tuple(sorted(self.media_options(row).items()))
+            key = (
+                ("key", row.media_key, options)
+                if row.media_key is not None
+                else ("obj", id(row.media), options)
+            )
             if key in keys:
                 other = rows[first[key]].media
                 if (other.has_video, other.has_audio) != (row.media.has_video, row.media.has_audio):
@@ -246,7 +257,8 @@ class ChatModelIO(AVModelIO):
             else:
                 keys[key], first[key] = len(encoded), i
                 try:
-                    encoded.append(self.features.get(row.media, self.encode_media))
+                    encode = functools.partial(self.encode_media, **dict(options))
+                    encoded.append(self.features.get(row.media, encode, options))
                 except ModelIOError:
                     raise
                 except Exception as err:  # processor failures: name the row
@@ -382,14 +394,16 @@ class ChatModelIO(AVModelIO):
             else core.get_input_embeddings().weight.dtype
         )
         group_row = packed["group_row"]
-        return {
+        view = {
             "input_ids": packed["input_ids"],
             "attention_mask": as_attention_mask(mask, attention_kernel(model), dtype),
             "position_ids": packed_positions(full, packed),
             "media": batch["media"],
-            "row_video": batch["row_video"][group_row],
-            "row_audio": batch["row_audio"][group_row],
         }
+        for key in ("row_video", "row_audio", "row_interleaved"):  # per-row media fields, per group
+            if key in batch:
+                view[key] = batch[key][group_row]
+        return view
 
     def logps(
         self, model: torch.nn.Module, batch: dict[str, Any], *, reuse_encoders: bool = True

@@ -48,10 +48,12 @@ class FeatureCache:
         self.size, self.hits, self.misses = size, 0, 0
         self._items: OrderedDict[str, Any] = OrderedDict()
 
-    def get(self, media: DecodedMedia, encode: Callable[[DecodedMedia], Any]) -> Any:
+    def get(self, media: DecodedMedia, encode: Callable[[DecodedMedia], Any], options: tuple = ()) -> Any:
+        """``encode(media)``, cached. ``options``: what besides the arrays decides the result (the row's
+        ``media_options``, e.g. Qwen2.5-Omni's per-row ``use_audio_in_video``), part of the key."""
         if not self.size:
             return encode(media)
-        key = media_digest(media)
+        key = media_digest(media) + (repr(options) if options else "")
         if key in self._items:
             self.hits += 1
             self._items.move_to_end(key)

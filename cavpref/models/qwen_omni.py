@@ -6,7 +6,10 @@ overrides the video processor's, so size and fps are passed on every call; ``att
 3D rope positions are computed here per row (``get_rope_index``, in ``collate``: CPU side, once per batch) and
 passed as ``position_ids``, because the model's ``use_audio_in_video`` is one flag per forward while a CAVPref
 batch mixes interleaved audio+video rows with video-only rows (MAT) — positions would silently be wrong for one
-kind otherwise.
+kind otherwise. The flag is per row too: a row's own ``use_audio_in_video`` (``Row``, from the preference row's
+column of that name; None: the recipe's) decides whether its video's sound is interleaved with its frames by
+time (one audio token run per 2 s window between the video's) or follows as a separate audio placeholder, and
+the batch's ``row_interleaved`` carries that to the rope positions and to ``generate``.
 
 Encoder reuse: each unique video goes through the vision encoder once and its features are handed to the model
 as ``mm_encoder_outputs`` (one entry per row that shows it); each unique audio goes through the audio encoder
@@ -150,8 +153,14 @@ class QwenOmniModelIO(ChatModelIO):
             kw["cap_pixels_per_frame"] = self.cap_pixels_per_frame
         return kw
 
-    def encode_media(self, media: DecodedMedia) -> EncodedMedia:
+    def media_options(self, row) -> dict[str, Any]:
+        """The row's effective ``use_audio_in_video`` (its own, else the recipe's): it changes the token layout."""
+        flag = self.use_audio_in_video if row.use_audio_in_video is None else bool(row.use_audio_in_video)
+        return {"use_audio_in_video": flag}
+
+    def encode_media(self, media: DecodedMedia, use_audio_in_video: bool | None = None) -> EncodedMedia:
         proc = self.processor
+        flag = self.use_audio_in_video if use_audio_in_video is None else use_audio_in_video
         audio = None
         if media.audio is not None:
             audio = resample(media.audio, int(media.sample_rate), self.sample_rate)
@@ -166,7 +175,7 @@ class QwenOmniModelIO(ChatModelIO):
                     )
                 audio = audio[: self.audio_samples]
         audio_kw = {"audio_kwargs": {"max_length": self.audio_samples, "truncation": True}}
-        interleave = self.use_audio_in_video and media.frames is not None and audio is not None
+        interleave = flag and media.frames is not None and audio is not None
         enc = EncodedMedia(
             expansions={}, meta={"interleaved": interleave, "audio_placeholder": not interleave}
         )
@@ -201,6 +210,14 @@ class QwenOmniModelIO(ChatModelIO):
             batch["position_ids"] = self._row_positions(unwrap(self.model), batch)
         return batch
 
+    def _media_batch(self, encoded, row_media) -> dict[str, Any]:
+        """The ChatModelIO media batch plus ``row_interleaved`` (B,): each row's video and audio interleaved."""
+        out = super()._media_batch(encoded, row_media)
+        out["row_interleaved"] = torch.tensor(
+            [k is not None and bool(encoded[k].meta.get("interleaved")) for k in row_media], dtype=torch.bool
+        )
+        return out
+
     def stack_media(self, videos: list[dict], audios: list[dict]) -> dict[str, torch.Tensor]:
         out = {}
         for items in (videos, audios):
@@ -214,12 +231,13 @@ class QwenOmniModelIO(ChatModelIO):
         return batch["position_ids"] if "position_ids" in batch else self._row_positions(unwrap(model), batch)
 
     def _row_positions(self, core: torch.nn.Module, b: dict) -> torch.Tensor:
-        """3D rope positions per row, each with its own ``use_audio_in_video`` (interleaved iff it shows both)."""
+        """3D rope positions per row, each with its own ``use_audio_in_video`` (``row_interleaved``: the row's
+        flag and both streams shown)."""
         ids, am, media = b["input_ids"], b["attention_mask"], b["media"]
         pos = torch.ones((3, *ids.shape), dtype=torch.long, device=ids.device)
         for r in range(ids.shape[0]):
             v, a = int(b["row_video"][r]), int(b["row_audio"][r])
-            interleaved = self.use_audio_in_video and v >= 0 and a >= 0
+            interleaved = bool(b["row_interleaved"][r])
             p, _ = core.model.get_rope_index(
                 ids[r : r + 1],
                 None,
@@ -311,7 +329,7 @@ class QwenOmniModelIO(ChatModelIO):
         core = unwrap(model)
         b = to_device({k: v for k, v in batch.items() if k != "row_ids"}, core.device)
         media, rv, ra = b["media"], b["row_video"].tolist(), b["row_audio"].tolist()
-        flags = [self.use_audio_in_video and v >= 0 and a >= 0 for v, a in zip(rv, ra)]
+        flags = [bool(f) for f in b["row_interleaved"].tolist()]
         out: list[torch.Tensor | None] = [None] * len(rv)
         chunks = (
             media["pixel_values_videos"].split(media["video_grid_thw"].prod(-1).tolist())

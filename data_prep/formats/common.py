@@ -28,6 +28,10 @@ CARRIED = ("prompt", "chosen", "rejected")  # the format's own fields hold these
 EXTRA_COLUMNS = tuple(
     EXTRA_PREFIX + k for k in PREFERENCE_FEATURES if k not in CARRIED
 )  # the row's other columns
+# the row's ``use_audio_in_video``: a column of its own in ms-swift (``FLAG``), a cavpref_* column elsewhere; a
+# file exported before the column existed lacks it (None: the recipe's flag)
+FLAG = "use_audio_in_video"
+OPTIONAL_EXTRAS = (EXTRA_PREFIX + FLAG,)
 
 
 @dataclass
@@ -42,6 +46,11 @@ class Turn:
     audios: list[str] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)  # cavpref_* columns, as stored
     system: str | None = None
+    # ms-swift's rejected_videos / rejected_audios where they differ from the chosen side's files: the same
+    # response under other media, a CAVPref anchor pair (``formats/conditional.py``); None: not given / equal
+    rejected_videos: list[str] | None = None
+    rejected_audios: list[str] | None = None
+    use_audio_in_video: bool | None = None  # the row's own column; None: the import's --use_audio_in_video
 
 
 class Fail:

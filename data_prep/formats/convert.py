@@ -16,11 +16,12 @@ import json
 import os
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from cavpref.data_prep.build.fingerprint import file_sha256
-from cavpref.data_prep.formats import common, llamafactory, swift, trl
+from cavpref.data_prep.formats import common, conditional, llamafactory, swift, trl
 from cavpref.data_prep.formats.common import EXTRA_COLUMNS, EXTRA_PREFIX, Fail, ReaderError, Turn
 from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
 from tqdm.auto import tqdm
@@ -65,6 +66,19 @@ class ExportArgs(OutputArguments):
     name: str = field(
         default="cavpref", metadata={"help": "dataset name (file names, dataset_info.json entries)"}
     )
+    anchor_rows: bool = field(
+        default=False,
+        metadata={
+            "help": "swift: each anchor pair also as an ms-swift row (the same response, rejected_videos / "
+            "rejected_audios the perturbed media): ms-swift then trains them too (false: the plain DPO pairs)"
+        },
+    )
+
+    def __post_init__(self):
+        if self.anchor_rows and self.format != "swift":
+            raise ValueError(
+                f"--anchor_rows is ms-swift's layout (rejected_videos / rejected_audios), not {self.format}'s"
+            )
 
 
 @dataclass
@@ -91,6 +105,13 @@ class ImportArgs(OutputArguments):
     )
     task: str = field(
         default="CLEAN", metadata={"help": "task of rows without cavpref_task (CLEAN: plain pairs)"}
+    )
+    conditional_task: str | None = field(
+        default=None,
+        metadata={
+            "help": "swift: task of rows given anchors by rejected_videos / rejected_audios (default: by their "
+            "anchors, CLEAN-V | CLEAN-A | CLEAN-VA)"
+        },
     )
     split: str = field(default="train", metadata={"help": "split name of the imported rows"})
     use_audio_in_video: bool = field(
@@ -178,6 +199,24 @@ def export_dataset(args: ExportArgs) -> dict[str, Any]:
         return _export(args, folder, splits, root, Path(claimed).resolve())
 
 
+def _files_of(where: str, args: ExportArgs, root: str, out: Path, written: dict, media: str):
+    """(videos, audios) naming ``media`` in the exported files: its whole files, or the files it was
+    materialized to (once per distinct MediaSpec, ``written``); absolute, or relative to ``out``."""
+    found = common.spec_files(from_json(media))
+    if found is None and not args.materialize:
+        raise ValueError(
+            f"{where}: its media cut, join or mix clips ({media}); export with --materialize true"
+        )
+    if found is None and media not in written:
+        written[media] = _write_media(media, root, out / "media")
+    videos, audios = (
+        written[media] if found is None else tuple([str(Path(root, p).resolve()) for p in x] for x in found)
+    )
+    if args.paths == "relative":
+        videos, audios = ([os.path.relpath(p, out) for p in x] for x in (videos, audios))
+    return list(videos), list(audios)
+
+
 def _export(args: ExportArgs, folder: Path, splits, root: str, out: Path) -> dict[str, Any]:
     fmt = FORMATS[args.format]
     written: dict[str, tuple[list[str], list[str]]] = {}
@@ -186,29 +225,28 @@ def _export(args: ExportArgs, folder: Path, splits, root: str, out: Path) -> dic
         rows = []
         for row in tqdm(splits[split], desc=f"export {split}", unit="row", disable=None):
             example = PreferenceExample.from_row(row)
-            spec = from_json(example.media)
-            found = common.spec_files(spec)
-            if found is None and not args.materialize:
-                raise ValueError(
-                    f"{folder}[{split}] row {example.id}: its media cut, join or mix clips "
-                    f"({example.media}); export with --materialize true"
-                )
-            if found is None and example.media not in written:
-                written[example.media] = _write_media(example.media, root, out / "media")
-            videos, audios = (
-                written[example.media]
-                if found is None
-                else (
-                    [str(Path(root, p).resolve()) for p in found[0]],
-                    [str(Path(root, p).resolve()) for p in found[1]],
-                )
-            )
-            if args.paths == "relative":
-                videos, audios = ([os.path.relpath(p, out) for p in x] for x in (videos, audios))
+
+            files_of = partial(_files_of, f"{folder}[{split}] row {example.id}", args, root, out, written)
+            videos, audios = files_of(example.media)
+            found = common.spec_files(from_json(example.media))
             extras = {EXTRA_PREFIX + k: v for k, v in example.to_row().items() if k not in common.CARRIED}
             rejected = example.rejected if args.kind == "preference" else None
-            rows.append(fmt.write_row(Turn(example.prompt, example.chosen, rejected, videos, audios, extras)))
+            flag = (
+                extras.pop(EXTRA_PREFIX + common.FLAG) if common.FLAG in getattr(fmt, "NATIVE", ()) else None
+            )
+            anchors: list[Turn] = []
+            if args.anchor_rows and args.kind == "preference":  # the anchors as ms-swift rows
+                kinds, anchors = conditional.export_rows(example, files_of)
+                extras = conditional.main_row_extras(extras, kinds)
+                for turn in anchors:  # shown as their row is
+                    turn.use_audio_in_video = flag
+            main = Turn(example.prompt, example.chosen, rejected, videos, audios, extras)
+            main.use_audio_in_video = flag
+            rows.append(fmt.write_row(main))
+            rows.extend(fmt.write_row(t) for t in anchors)
             counts["materialized rows" if found is None else "rows with whole-file media"] += 1
+            if anchors:
+                counts["anchor rows (rejected_videos / rejected_audios)"] += len(anchors)
         files[split] = f"{args.name}_{split}.jsonl"
         common.write_jsonl(out / files[split], rows)
     if args.format == "llamafactory":  # the dataset_info.json LLaMA-Factory reads the files through
@@ -226,7 +264,9 @@ def _export(args: ExportArgs, folder: Path, splits, root: str, out: Path) -> dic
         "files": files,
         "rows": {s: len(splits[s]) for s in files},
         "media": dict(counts) | {"files written": sum(len(v) + len(a) for v, a in written.values())},
-        "cavpref_columns": list(EXTRA_COLUMNS),
+        "cavpref_columns": [
+            c for c in EXTRA_COLUMNS if c[len(EXTRA_PREFIX) :] not in getattr(fmt, "NATIVE", ())
+        ],
     }
     (out / "export.json").write_text(json.dumps(summary, indent=1) + "\n")
     from cavpref.data_prep.cards import export_card
@@ -252,16 +292,22 @@ def _inputs(args: ImportArgs) -> tuple[list[str], Any]:
 
 def _example(turn: Turn, args: ImportArgs, paths: tuple[list[str], list[str]], rid: str, fail: Fail):
     if turn.extras:  # written by cavpref: the row comes back from its own columns, the visible text wins
-        missing = [c for c in EXTRA_COLUMNS if c not in turn.extras]
+        in_rows = turn.extras.get(conditional.IN_ROWS) or []  # anchors that follow as conditional rows
+        spared = {f"{EXTRA_PREFIX}{k}_{p}" for k in in_rows for p in ("response", "clean", "perturbed")}
+        spared |= set(common.OPTIONAL_EXTRAS)
+        missing = [c for c in EXTRA_COLUMNS if c not in turn.extras and c not in spared]
         if missing:
             raise fail(missing[0], "missing", "a row with cavpref_* columns needs all of them")
-        row = {k[len(EXTRA_PREFIX) :]: v for k, v in turn.extras.items()}
+        row = {k[len(EXTRA_PREFIX) :]: v for k, v in turn.extras.items() if k != conditional.IN_ROWS}
         row.update(prompt=turn.prompt, chosen=turn.chosen, rejected=turn.rejected or "")
+        if turn.use_audio_in_video is not None:  # the format's own column (ms-swift) wins
+            row[common.FLAG] = turn.use_audio_in_video
         try:
             return PreferenceExample.from_row(row), "from cavpref_* columns"
         except (ValueError, TypeError) as err:
             raise fail(EXTRA_PREFIX + "task", "not a cavpref row", str(err)) from None
-    media = common.files_spec(*paths, args.use_audio_in_video, fail)
+    flag = args.use_audio_in_video if turn.use_audio_in_video is None else turn.use_audio_in_video
+    media = common.files_spec(*paths, flag, fail)
     if not has_audio(media) or not has_video(media):
         how = "muted video" if has_video(media) else "audio only"
     else:
@@ -276,6 +322,7 @@ def _example(turn: Turn, args: ImportArgs, paths: tuple[list[str], list[str]], r
         chosen=turn.chosen,
         rejected=turn.rejected or "",
         source_ids=sorted({s.path for s in sources(media)}),
+        use_audio_in_video=turn.use_audio_in_video,  # the row's own, for the model I/O; None: the recipe's
     )
     return example, how
 
@@ -292,6 +339,12 @@ def import_dataset(args: ImportArgs) -> dict[str, Any]:
     ``args.split``), with ``stats.json`` (in = imported + skipped), ``manifest.json`` and a dataset card."""
     if not task_registry.is_task(args.task):
         raise ValueError(f"--task {args.task!r} is not a declared task ({task_registry.task_names()})")
+    if args.conditional_task is not None:
+        conditional.declare()
+        if not task_registry.is_task(args.conditional_task):
+            raise ValueError(
+                f"--conditional_task {args.conditional_task!r} is not a declared task ({task_registry.task_names()})"
+            )
     files, layout = _inputs(args)
     sources = {f"--files[{i}]": f for i, f in enumerate(files)} | {"--dataset_info": args.dataset_info}
     with output_dir(
@@ -304,6 +357,7 @@ def _import(args: ImportArgs, files: list[str], layout: Any, out: Path) -> dict[
     fmt = FORMATS[args.format]
     rows, skipped, counts, n_in = [], Counter(), Counter(), 0
     roots = set()
+    anchors, expected = [], {}  # conditional rows to attach; cavpref rows whose anchors follow as rows
     for file in files:
         base = Path(args.media_dir).resolve() if args.media_dir else Path(file).resolve().parent
         root = Path(args.data_root).resolve() if args.data_root else base
@@ -328,15 +382,34 @@ def _import(args: ImportArgs, files: list[str], layout: Any, out: Path) -> dict[
                             "system", "a system prompt", "cavpref rows have none: --system drop drops it"
                         )
                     counts["system prompts dropped"] += 1
-                paths = (  # a row written by cavpref takes its MediaSpec from cavpref_media instead
-                    ([], [])
-                    if turn.extras
-                    else tuple(
-                        [common.relative_to(root, base, p, fail, kind) for p in files_]
-                        for kind, files_ in (("videos", turn.videos), ("audios", turn.audios))
+                lists = {
+                    kind: None
+                    if files_ is None or conditional.exact(turn)
+                    else [common.relative_to(root, base, p, fail, kind) for p in files_]
+                    for kind, files_ in (
+                        ("videos", turn.videos),
+                        ("audios", turn.audios),
+                        ("rejected_videos", turn.rejected_videos),
+                        ("rejected_audios", turn.rejected_audios),
                     )
-                )
+                }
+                anchor = None
+                if conditional.is_conditional(turn):  # the same response under other media: an anchor pair
+                    conditional.declare()
+                    anchor = conditional.read(turn, lists, args.use_audio_in_video, fail)
+                    if not anchor.has_pair:  # it joins its preference row once every row is read
+                        anchors.append(anchor)
+                        roots.add(str(root) if anchor.of is None else exported)
+                        counts["anchor rows (rejected_videos / rejected_audios)"] += 1
+                        continue
+                    turn.extras = {}  # a foreign row: its files give the media
+                # a row written by cavpref takes its MediaSpec from cavpref_media instead
+                paths = ([], []) if turn.extras else (lists["videos"], lists["audios"])
                 example, how = _example(turn, args, paths, f"{args.format}:{Path(file).name}:{index}", fail)
+                if anchor is not None:
+                    conditional.put(example, anchor, args.conditional_task)
+                if turn.extras.get(conditional.IN_ROWS):
+                    expected[example.id] = (list(turn.extras[conditional.IN_ROWS]), fail)
             except ReaderError as err:
                 if args.on_error == "raise":
                     raise
@@ -346,6 +419,18 @@ def _import(args: ImportArgs, files: list[str], layout: Any, out: Path) -> dict[
             roots.add(exported if turn.extras else str(root))
             counts[how] += 1
             counts["preference pairs" if example.rejected else "sft rows"] += 1
+    attacher, attached = conditional.Attacher(rows, args.conditional_task), 0
+    for anchor in anchors:
+        try:
+            attacher.add(anchor)
+            attached += 1
+        except ReaderError as err:
+            if args.on_error == "raise":
+                raise
+            skipped[err.reason] += 1
+    conditional.check_attached(rows, expected)
+    if anchors or expected:
+        counts.update(Counter(f"task {r.task}" for r in rows if r.task in conditional.TASKS))
     from datasets import DatasetDict
 
     DatasetDict({args.split: to_dataset(rows, PREFERENCE_FEATURES)}).save_to_disk(str(out / "preferences"))
@@ -355,7 +440,8 @@ def _import(args: ImportArgs, files: list[str], layout: Any, out: Path) -> dict[
         "records_read": n_in,
         "imported": len(rows),
         "skipped": dict(sorted(skipped.items())),
-        "reconcile": n_in == len(rows) + sum(skipped.values()),
+        "anchor_rows": attached,
+        "reconcile": n_in == len(rows) + attached + sum(skipped.values()),
         "counts": dict(sorted(counts.items())),
         "data_root": sorted(roots),
         "tasks": dict(sorted(Counter(r.task for r in rows).items())),

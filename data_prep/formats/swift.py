@@ -6,8 +6,13 @@ Written: ``messages`` (the user turn with one ``<video>`` / ``<audio>`` tag per 
 turn), ``rejected_response`` for preference rows, and ``videos`` / ``audios`` lists (absolute paths by default,
 as the page advises). Read: the same, with ``rejected_response`` as a string or one assistant message,
 ``rejected_messages`` (its last assistant turn; the user turn must be the chosen side's), the documented
-aliases ``video`` / ``audio``, and ``rejected_videos`` / ``rejected_audios`` only when they equal the chosen
-side's files: a cavpref pair shares the presented media.
+aliases ``video`` / ``audio``, and ``rejected_videos`` / ``rejected_audios``: equal to the chosen side's files
+they say nothing; different, they are ms-swift's conditional preference — the same response under other media
+(its DPO example ``"images": ["cat.png"], "rejected_images": ["dog.png"]`` with no ``rejected_response``) —
+which is a CAVPref anchor pair: the response under the row's media vs under the given media
+(``formats/conditional.py`` turns them into the row's visual or audio anchor, and writes cavpref's anchors
+back out as such rows). A per-row ``use_audio_in_video`` column (bool) is read and written as the row's own
+(``PreferenceExample.use_audio_in_video``: the model I/O honours it; absent: the recipe's flag).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 from cavpref.data_prep.formats.common import Fail, Turn, tagged, untagged
 
 DOC = "https://github.com/modelscope/ms-swift/blob/main/docs/source_en/Customization/Custom-dataset.md"
+NATIVE = ("use_audio_in_video",)  # cavpref columns this format has a column of its own for
 ALIASES = {"videos": ("videos", "video"), "audios": ("audios", "audio"), "images": ("images", "image")}
 
 
@@ -25,7 +31,13 @@ def write_row(turn: Turn) -> dict[str, Any]:
     row: dict[str, Any] = {"messages": [user, {"role": "assistant", "content": turn.chosen}]}
     if turn.rejected is not None:
         row["rejected_response"] = turn.rejected
-    return {**row, "videos": list(turn.videos), "audios": list(turn.audios), **turn.extras}
+    row.update(videos=list(turn.videos), audios=list(turn.audios))
+    for key, files in (("rejected_videos", turn.rejected_videos), ("rejected_audios", turn.rejected_audios)):
+        if files is not None:
+            row[key] = list(files)
+    if turn.use_audio_in_video is not None:
+        row["use_audio_in_video"] = turn.use_audio_in_video
+    return {**row, **turn.extras}
 
 
 def _files(rec: dict[str, Any], kind: str, fail: Fail, prefix: str = "") -> list[str] | None:
@@ -83,15 +95,22 @@ def read_row(rec: dict[str, Any], layout: Any, fail: Fail) -> Turn:
                 "its user turn differs from the chosen side's",
                 "a pair shares the prompt",
             )
-    for kind, files in (("videos", videos), ("audios", audios)):
-        other = _files(rec, kind, fail, "rejected_")
-        if other is not None and other != files:
-            raise fail(
-                "rejected_" + kind, "differs from the chosen side's files", "a cavpref pair shares its media"
-            )
+    other = {kind: _files(rec, kind, fail, "rejected_") for kind in ("videos", "audios")}
+    other = {k: None if v == files else v for (k, v), files in zip(other.items(), (videos, audios))}
     for what, value in (("messages", prompt), ("messages", chosen), ("rejected_response", rejected)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise fail(what, "empty or not text", repr(value)[:80])
+    flag = rec.get("use_audio_in_video")
+    if flag is not None and not isinstance(flag, bool):
+        raise fail("use_audio_in_video", "expected true, false or null", repr(flag)[:80])
     return Turn(
-        untagged(prompt, videos, audios, fail, "messages"), chosen, rejected, videos, audios, system=system
+        untagged(prompt, videos, audios, fail, "messages"),
+        chosen,
+        rejected,
+        videos,
+        audios,
+        system=system,
+        rejected_videos=other["videos"],
+        rejected_audios=other["audios"],
+        use_audio_in_video=flag,
     )

@@ -73,6 +73,7 @@ PREFERENCE_FEATURES = Features(
         "audio_response": _S,
         "audio_clean": _S,
         "audio_perturbed": _S,
+        "use_audio_in_video": Value("bool"),  # None: the recipe's flag
     }
 )
 FORMATS = ("arrow", "parquet", "jsonl")

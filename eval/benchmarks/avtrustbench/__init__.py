@@ -239,6 +239,10 @@ class AVTrustBench(Benchmark):
                 }
         return out
 
+    def paired(self, items, outcomes):
+        """The first wording's outcomes (the main metrics'), like every other table of the run."""
+        return super().paired(items, sweep.first_wording(list(items), outcomes)[1])
+
     def extra_results(self, scored, outcomes) -> dict:
         """Likelihood mode: ``by_option_score`` — ``{protocol: summarize(...) + {"trust": ...}}``, the same
         passes read under each option-scoring protocol (skipped and incomplete items stay as they are)."""
