@@ -18,6 +18,7 @@ from typing import Any
 from cavpref.data_prep.readers.common import ReaderError
 from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES
 
+from cavpref import jsonl
 from cavpref.media.spec import Combine, MediaError, MediaSpec, Source, drop_video, mute
 
 VIDEO_TAG, AUDIO_TAG, IMAGE_TAG = "<video>", "<audio>", "<image>"
@@ -127,19 +128,18 @@ def relative_to(root: Path, base: Path, path: str, fail: Fail, name: str) -> str
 
 
 def read_records(path: str) -> list[tuple[int | None, Any]]:
-    """(line or None, record) of a JSON array file or a JSONL file (``.jsonl``); unreadable files raise."""
+    """(line or None, record) of a JSON array file or a JSONL file (``.jsonl``, read by ``cavpref.jsonl``: a
+    line that is not JSON takes its record's place as a ``ReaderError``); unreadable files raise."""
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ReaderError(path, None, None, "cannot read", str(err)) from err
+        text = jsonl.read_text(path)
+    except jsonl.JsonlError as err:
+        raise ReaderError.unreadable(err) from None
     if Path(path).suffix == ".jsonl":
         out = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    out.append((n, json.loads(line)))
-                except json.JSONDecodeError as err:
-                    out.append((n, ReaderError(path, len(out), None, "not valid JSON", err.msg, line=n)))
+        for index, (n, rec) in enumerate(jsonl.read_jsonl(path, text=text, keep_errors=True)):
+            if isinstance(rec, jsonl.JsonlError):
+                rec = ReaderError(path, index, None, rec.problem, rec.detail, line=n)
+            out.append((n, rec))
         return out
     try:
         data = json.loads(text)
