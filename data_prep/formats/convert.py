@@ -228,8 +228,8 @@ def _inputs(args: ImportArgs) -> tuple[list[str], Any]:
     if args.format == "llamafactory" and args.dataset_info:
         if not args.dataset:
             raise ValueError("--dataset_info needs --dataset (the entry naming your file)")
-        layout, file = llamafactory.load_info(args.dataset_info, args.dataset)
-        return [file], layout
+        layout, files = llamafactory.load_info(args.dataset_info, args.dataset)
+        return files, layout
     if not args.files:
         raise ValueError("no input files (--files FILE ..., or --dataset_info + --dataset for llamafactory)")
     return list(args.files), None
