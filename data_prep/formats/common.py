@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from cavpref.data_prep.readers.common import ReaderError
 from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES
 
 from cavpref import jsonl
-from cavpref.media.spec import Combine, MediaError, MediaSpec, Source, drop_video, mute
+from cavpref.media.spec import Combine, MediaError, MediaSpec, Source, drop_video, mute, resolve_path
 
 VIDEO_TAG, AUDIO_TAG, IMAGE_TAG = "<video>", "<audio>", "<image>"
 # cavpref's own columns beside the format's, prefixed so no trainer mistakes them for one of its own: the
@@ -113,15 +114,30 @@ def files_spec(videos: list[str], audios: list[str], use_audio_in_video: bool, f
     raise fail("videos", "neither a video nor an audio file", "cavpref trains on audio-visual rows")
 
 
+# a URL (http://, https://, file:///, s3://, ...) or a data: URI; two letters at least, so "C:/x" is a path
+_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]+://|data:)")
+
+
 def relative_to(root: Path, base: Path, path: str, fail: Fail, name: str) -> str:
-    """A path as written in a file (absolute, or relative to ``base``) as a path relative to ``root``."""
+    """A path as written in a file (absolute, or relative to ``base``) as a path relative to ``root``. The file
+    must exist and stay under ``root`` after symlinks are followed (as training and prep resolve it); a URL is
+    refused here, not turned into a relative path that fails at the first training step."""
     if not isinstance(path, str) or not path.strip():
         raise fail(name, "expected a file path", repr(path))
+    if _URL.match(path):
+        raise fail(name, "a URL, not a file path", f"{path[:80]}: download the file and name its path")
     full = Path(os.path.normpath(base / path))
     try:
-        return full.relative_to(root).as_posix()
+        rel = full.relative_to(root).as_posix()
     except ValueError:
         raise fail(name, "outside the data root", f"{full} is not under {root}; set data_root") from None
+    try:
+        resolve_path(root, rel)
+    except MediaError as err:
+        raise fail(name, "outside the data root", str(err)) from None
+    if not full.is_file():
+        raise fail(name, "media file not found", str(full))
+    return rel
 
 
 # ----------------------------------------------------------------------------- files

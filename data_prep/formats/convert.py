@@ -29,7 +29,16 @@ from cavpref import task_registry
 from cavpref.data import PreferenceExample
 from cavpref.manifest import prep_manifest
 from cavpref.media.materialize import materialize
-from cavpref.media.spec import Source, from_json, has_audio, has_video, mute, sources
+from cavpref.media.spec import (
+    MediaError,
+    Source,
+    from_json,
+    has_audio,
+    has_video,
+    mute,
+    resolve_path,
+    sources,
+)
 from cavpref.output_dir import OutputArguments, output_dir
 
 FORMATS = {"llamafactory": llamafactory, "swift": swift, "trl": trl}
@@ -265,11 +274,25 @@ def _example(turn: Turn, args: ImportArgs, paths: tuple[list[str], list[str]], r
     return example, how
 
 
-def _exported_root(folder: Path) -> str:
+def _exported_root(folder: Path) -> str | None:
     try:
         return json.loads((folder / "export.json").read_text())["media_root"]
-    except (OSError, ValueError, KeyError):
-        return "the media_root the rows were exported with"
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _check_exported_media(example: PreferenceExample, root: str | None, fail: Fail) -> None:
+    """A row written by cavpref names its clips in ``cavpref_media``, relative to the export's media root:
+    each must exist there (the same check as a file path in ``videos`` / ``audios``)."""
+    if root is None:  # no export.json beside the file: the root is the user's to give at training
+        return
+    for src in sources(from_json(example.media)):
+        try:
+            full = resolve_path(root, src.path)
+        except MediaError as err:
+            raise fail(EXTRA_PREFIX + "media", "outside the data root", str(err)) from None
+        if not full.is_file():
+            raise fail(EXTRA_PREFIX + "media", "media file not found", f"{full} (the export's media_root)")
 
 
 def import_dataset(args: ImportArgs) -> dict[str, Any]:
@@ -322,13 +345,17 @@ def _import(args: ImportArgs, files: list[str], layout: Any, out: Path) -> dict[
                     )
                 )
                 example, how = _example(turn, args, paths, f"{args.format}:{Path(file).name}:{index}", fail)
+                if turn.extras:
+                    _check_exported_media(example, exported, fail)
             except ReaderError as err:
                 if args.on_error == "raise":
                     raise
                 skipped[err.reason] += 1
                 continue
             rows.append(example)
-            roots.add(exported if turn.extras else str(root))
+            roots.add(
+                (exported or "the media_root the rows were exported with") if turn.extras else str(root)
+            )
             counts[how] += 1
             counts["preference pairs" if example.rejected else "sft rows"] += 1
     from datasets import DatasetDict
