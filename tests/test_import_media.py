@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from cavpref.data_prep.formats import ImportArgs, export_dataset, import_dataset
 from cavpref.data_prep.formats.cli import main as data_main
@@ -92,6 +93,11 @@ def test_a_missing_media_file_is_an_error_at_import_naming_record_and_field(data
 
 
 def test_rows_written_by_cavpref_have_their_media_checked_under_the_exports_root(data):
+    from cavpref.media.write import write_mp4
+
+    write_mp4(
+        data / "data" / "ok.mp4", np.zeros((2, 16, 16, 3), np.uint8), fps=2, audio=np.zeros(16000, np.float32)
+    )
     f = data / "data" / "x.jsonl"
     f.write_text(json.dumps(swift_row(videos=["ok.mp4"])) + "\n")
     import_dataset(ImportArgs(format="swift", files=[str(f)], output_dir=str(data / "i")))

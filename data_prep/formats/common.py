@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,12 +82,20 @@ def _whole(x: MediaSpec | None) -> bool:
     return x is None or (isinstance(x, Source) and x.start == 0 and x.end is None)
 
 
-def spec_files(spec: MediaSpec) -> tuple[list[str], list[str]] | None:
+def spec_files(
+    spec: MediaSpec, streams: Callable[[str], tuple[bool, bool]] | None = None
+) -> tuple[list[str], list[str]] | None:
     """(videos, audios) naming whole files, or None when the spec cuts, joins or mixes (it must be written out):
     a clip -> its file in both lists (the audios entry is the clip's own track); video of X with audio of Y ->
-    [X], [Y]; a muted clip -> [X], []; a clip without its video -> [], [X]."""
+    [X], [Y]; a muted clip -> [X], []; a clip without its video -> [], [X]. ``streams(path)`` says whether a
+    file has (video, audio): a clip of a silent video is listed in ``videos`` only, a clip of an audio file in
+    ``audios`` only (listing a file for a stream it lacks makes the other trainers load a track that is not
+    there)."""
     if isinstance(spec, Source):
-        return ([spec.path], [spec.path]) if _whole(spec) else None
+        if not _whole(spec):
+            return None
+        video, audio = streams(spec.path) if streams else (True, True)
+        return ([spec.path] if video or not audio else []), ([spec.path] if audio else [])
     if isinstance(spec, Combine) and _whole(spec.video) and _whole(spec.audio):
         return [spec.video.path] if spec.video else [], [spec.audio.path] if spec.audio else []
     return None

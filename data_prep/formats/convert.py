@@ -149,6 +149,14 @@ def _write_media(media: str, root: str, folder: Path) -> tuple[list[str], list[s
     return videos, audios
 
 
+def _streams(root: str, path: str) -> tuple[bool, bool]:
+    """(has video, has audio) of a clip's file under the media root (probed once, cached by ``probe``)."""
+    from cavpref.media.probe import probe
+
+    info = probe(resolve_path(root, path))  # a MediaError names the file
+    return info.has_video, info.has_audio
+
+
 def export_dataset(args: ExportArgs) -> dict[str, Any]:
     """Write ``args.data``'s preference rows as ``args.format`` files into ``args.output_dir``; returns the
     summary also written to ``export.json``."""
@@ -181,7 +189,10 @@ def _export(args: ExportArgs, folder: Path, splits, root: str, out: Path) -> dic
         for row in tqdm(splits[split], desc=f"export {split}", unit="row", disable=None):
             example = PreferenceExample.from_row(row)
             spec = from_json(example.media)
-            found = common.spec_files(spec)
+            try:
+                found = common.spec_files(spec, lambda path: _streams(root, path))
+            except MediaError as err:
+                raise ValueError(f"{folder}[{split}] row {example.id}: field 'media': {err}") from None
             if found is None and not args.materialize:
                 raise ValueError(
                     f"{folder}[{split}] row {example.id}: its media cut, join or mix clips "
