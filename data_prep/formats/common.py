@@ -175,6 +175,19 @@ def read_records(path: str) -> list[tuple[int | None, Any]]:
     return [(None, r) for r in data]
 
 
+def sft_note(stats: dict[str, Any]) -> str | None:
+    """What to say about SFT rows (no rejected side): only ``method: sft`` trains them (every preference
+    method refuses a row without a rejected answer)."""
+    n = stats.get("counts", {}).get("sft rows", 0)
+    if not n:
+        return None
+    some = "all" if n == stats.get("imported") else f"{n} of {stats.get('imported')}"
+    return (
+        f"{some} rows are SFT rows (no rejected answer): they train only with `method: sft` "
+        "(recipes/tiny/sft.yaml); the preference methods (cavpref, dpo) refuse them"
+    )
+
+
 def write_jsonl(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
