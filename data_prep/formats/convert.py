@@ -255,11 +255,36 @@ def _inputs(args: ImportArgs) -> tuple[list[str], Any]:
     return list(args.files), None
 
 
+def _check_extras(extras: dict[str, Any], fail: Fail) -> None:
+    """Each ``cavpref_*`` column of the type its preference-row feature has (a string ``cavpref_source_ids``
+    would be stored as a list of its characters), ``cavpref_media`` a MediaSpec, no unknown column."""
+    for name, value in extras.items():
+        key = name[len(EXTRA_PREFIX) :]
+        if name not in EXTRA_COLUMNS:
+            raise fail(name, "not a cavpref column", f"cavpref_* columns: {list(EXTRA_COLUMNS)}")
+        dtype = getattr(PREFERENCE_FEATURES[key], "dtype", "list")
+        ok = {
+            "string": value is None or isinstance(value, str),  # an anchor column is null without anchors
+            "float64": value is None or (isinstance(value, int | float) and not isinstance(value, bool)),
+            "list": isinstance(value, list) and all(isinstance(v, str) for v in value),
+        }[dtype]
+        if not ok:
+            want = {"string": "a string or null", "float64": "a number or null", "list": "a list of strings"}[
+                dtype
+            ]
+            raise fail(name, f"expected {want}", f"got {type(value).__name__} {json.dumps(value)[:60]}")
+    try:
+        from_json(extras[EXTRA_PREFIX + "media"])
+    except (MediaError, ValueError, KeyError, TypeError) as err:
+        raise fail(EXTRA_PREFIX + "media", "not a MediaSpec", str(err)[:120]) from None
+
+
 def _example(turn: Turn, args: ImportArgs, paths: tuple[list[str], list[str]], rid: str, fail: Fail):
     if turn.extras:  # written by cavpref: the row comes back from its own columns, the visible text wins
         missing = [c for c in EXTRA_COLUMNS if c not in turn.extras]
         if missing:
             raise fail(missing[0], "missing", "a row with cavpref_* columns needs all of them")
+        _check_extras(turn.extras, fail)
         row = {k[len(EXTRA_PREFIX) :]: v for k, v in turn.extras.items()}
         row.update(prompt=turn.prompt, chosen=turn.chosen, rejected=turn.rejected or "")
         try:
@@ -312,6 +337,13 @@ def import_dataset(args: ImportArgs) -> dict[str, Any]:
     if not task_registry.is_task(args.task):
         raise ValueError(f"--task {args.task!r} is not a declared task ({task_registry.task_names()})")
     files, layout = _inputs(args)
+    names = Counter(Path(f).name for f in files)
+    twice = sorted({f for f in files if names[Path(f).name] > 1})
+    if twice:  # row ids are format:file name:index, so they would collide (and a file given twice doubles)
+        raise ValueError(
+            f"--files {twice}: the same file name more than once; row ids are keyed by file name: "
+            "pass each file once, or rename a copy"
+        )
     sources = {f"--files[{i}]": f for i, f in enumerate(files)} | {"--dataset_info": args.dataset_info}
     with output_dir(
         args.output_dir, "data import", overwrite=args.overwrite_output_dir, inputs=sources
@@ -369,6 +401,9 @@ def _import(args: ImportArgs, files: list[str], layout: Any, out: Path) -> dict[
             )
             counts[how] += 1
             counts["preference pairs" if example.rejected else "sft rows"] += 1
+    if not rows:  # nothing to train on: an error, never an empty dataset written with exit 0
+        why = f"all {n_in} skipped ({dict(skipped)})" if n_in else "the file(s) hold no record"
+        raise ValueError(f"{', '.join(files)}: no record imported: {why}")
     from datasets import DatasetDict
 
     DatasetDict({args.split: to_dataset(rows, PREFERENCE_FEATURES)}).save_to_disk(str(out / "preferences"))

@@ -192,6 +192,9 @@ def read_row(rec: dict[str, Any], layout: Layout, fail: Fail) -> Turn:
     if layout.formatting == "alpaca":
         if column("history"):
             raise fail(cols["history"], "multi-turn history", "cavpref rows are one question and one answer")
+        for part in ("prompt", "query"):
+            if column(part) is not None and not isinstance(column(part), str):
+                raise fail(cols[part], "expected text", repr(column(part))[:80])
         prompt = "\n".join(x for x in (column("prompt"), column("query")) if x)
         chosen, rejected = (
             (column("chosen"), column("rejected")) if layout.ranking else (column("response"), None)
