@@ -21,7 +21,17 @@ from cavpref.data_prep.readers.common import ReaderError
 from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES
 
 from cavpref import jsonl
-from cavpref.media.spec import Combine, MediaError, MediaSpec, Source, drop_video, mute, resolve_path
+from cavpref.media.spec import (
+    Combine,
+    MediaError,
+    MediaSpec,
+    Source,
+    drop_video,
+    from_json,
+    mute,
+    resolve_path,
+    sources,
+)
 
 VIDEO_TAG, AUDIO_TAG, IMAGE_TAG = "<video>", "<audio>", "<image>"
 # cavpref's own columns beside the format's, prefixed so no trainer mistakes them for one of its own: the
@@ -147,6 +157,44 @@ def relative_to(root: Path, base: Path, path: str, fail: Fail, name: str) -> str
     if not full.is_file():
         raise fail(name, "media file not found", str(full))
     return rel
+
+
+def check_extras(extras: dict[str, Any], fail: Fail) -> None:
+    """Each ``cavpref_*`` column of the type its preference-row feature has (a string ``cavpref_source_ids``
+    would be stored as a list of its characters), ``cavpref_media`` a MediaSpec, no unknown column."""
+    for name, value in extras.items():
+        key = name[len(EXTRA_PREFIX) :]
+        if name not in EXTRA_COLUMNS:
+            raise fail(name, "not a cavpref column", f"cavpref_* columns: {list(EXTRA_COLUMNS)}")
+        dtype = getattr(PREFERENCE_FEATURES[key], "dtype", "list")
+        ok = {
+            "string": value is None or isinstance(value, str),  # an anchor column is null without anchors
+            "float64": value is None or (isinstance(value, int | float) and not isinstance(value, bool)),
+            "list": isinstance(value, list) and all(isinstance(v, str) for v in value),
+        }[dtype]
+        if not ok:
+            want = {"string": "a string or null", "float64": "a number or null", "list": "a list of strings"}[
+                dtype
+            ]
+            raise fail(name, f"expected {want}", f"got {type(value).__name__} {json.dumps(value)[:60]}")
+    try:
+        from_json(extras[EXTRA_PREFIX + "media"])
+    except (MediaError, ValueError, KeyError, TypeError) as err:
+        raise fail(EXTRA_PREFIX + "media", "not a MediaSpec", str(err)[:120]) from None
+
+
+def check_exported_media(media: str, root: str | None, fail: Fail) -> None:
+    """A row written by cavpref names its clips in ``cavpref_media``, relative to the export's media root:
+    each must exist there (the same check as a file path in ``videos`` / ``audios``)."""
+    if root is None:  # no export.json beside the file: the root is the user's to give at training
+        return
+    for src in sources(from_json(media)):
+        try:
+            full = resolve_path(root, src.path)
+        except MediaError as err:
+            raise fail(EXTRA_PREFIX + "media", "outside the data root", str(err)) from None
+        if not full.is_file():
+            raise fail(EXTRA_PREFIX + "media", "media file not found", f"{full} (the export's media_root)")
 
 
 # ----------------------------------------------------------------------------- files

@@ -255,36 +255,12 @@ def _inputs(args: ImportArgs) -> tuple[list[str], Any]:
     return list(args.files), None
 
 
-def _check_extras(extras: dict[str, Any], fail: Fail) -> None:
-    """Each ``cavpref_*`` column of the type its preference-row feature has (a string ``cavpref_source_ids``
-    would be stored as a list of its characters), ``cavpref_media`` a MediaSpec, no unknown column."""
-    for name, value in extras.items():
-        key = name[len(EXTRA_PREFIX) :]
-        if name not in EXTRA_COLUMNS:
-            raise fail(name, "not a cavpref column", f"cavpref_* columns: {list(EXTRA_COLUMNS)}")
-        dtype = getattr(PREFERENCE_FEATURES[key], "dtype", "list")
-        ok = {
-            "string": value is None or isinstance(value, str),  # an anchor column is null without anchors
-            "float64": value is None or (isinstance(value, int | float) and not isinstance(value, bool)),
-            "list": isinstance(value, list) and all(isinstance(v, str) for v in value),
-        }[dtype]
-        if not ok:
-            want = {"string": "a string or null", "float64": "a number or null", "list": "a list of strings"}[
-                dtype
-            ]
-            raise fail(name, f"expected {want}", f"got {type(value).__name__} {json.dumps(value)[:60]}")
-    try:
-        from_json(extras[EXTRA_PREFIX + "media"])
-    except (MediaError, ValueError, KeyError, TypeError) as err:
-        raise fail(EXTRA_PREFIX + "media", "not a MediaSpec", str(err)[:120]) from None
-
-
 def _example(turn: Turn, args: ImportArgs, paths: tuple[list[str], list[str]], rid: str, fail: Fail):
     if turn.extras:  # written by cavpref: the row comes back from its own columns, the visible text wins
         missing = [c for c in EXTRA_COLUMNS if c not in turn.extras]
         if missing:
             raise fail(missing[0], "missing", "a row with cavpref_* columns needs all of them")
-        _check_extras(turn.extras, fail)
+        common.check_extras(turn.extras, fail)
         row = {k[len(EXTRA_PREFIX) :]: v for k, v in turn.extras.items()}
         row.update(prompt=turn.prompt, chosen=turn.chosen, rejected=turn.rejected or "")
         try:
@@ -315,20 +291,6 @@ def _exported_root(folder: Path) -> str | None:
         return json.loads((folder / "export.json").read_text())["media_root"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def _check_exported_media(example: PreferenceExample, root: str | None, fail: Fail) -> None:
-    """A row written by cavpref names its clips in ``cavpref_media``, relative to the export's media root:
-    each must exist there (the same check as a file path in ``videos`` / ``audios``)."""
-    if root is None:  # no export.json beside the file: the root is the user's to give at training
-        return
-    for src in sources(from_json(example.media)):
-        try:
-            full = resolve_path(root, src.path)
-        except MediaError as err:
-            raise fail(EXTRA_PREFIX + "media", "outside the data root", str(err)) from None
-        if not full.is_file():
-            raise fail(EXTRA_PREFIX + "media", "media file not found", f"{full} (the export's media_root)")
 
 
 def import_dataset(args: ImportArgs) -> dict[str, Any]:
@@ -389,7 +351,7 @@ def _import(args: ImportArgs, files: list[str], layout: Any, out: Path) -> dict[
                 )
                 example, how = _example(turn, args, paths, f"{args.format}:{Path(file).name}:{index}", fail)
                 if turn.extras:
-                    _check_exported_media(example, exported, fail)
+                    common.check_exported_media(example.media, exported, fail)
             except ReaderError as err:
                 if args.on_error == "raise":
                     raise
