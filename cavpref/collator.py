@@ -138,6 +138,12 @@ def unusable_rows_message(
     more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
     unscored = [c for c in calibrated if any(f"field {SCORE_FIELDS[c]!r}" in p for _, p in problems)]
     fixes = []
+    sft = sum(f"field {'rejected'!r} (row y_l) is missing or empty" in p for _, p in problems)
+    if sft:  # an imported SFT file (cavpref data import: no rejected side) under a preference method
+        fixes.append(
+            f"{sft} row(s) have no rejected answer: SFT rows (an imported SFT file) train only with "
+            "`method: sft` (recipes/tiny/sft.yaml)"
+        )
     if unscored:
         fixes.append(
             f"score the data (prep with `score: true`, docs/scoring.md) or fix β for {', '.join(unscored)} "

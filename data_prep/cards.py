@@ -146,6 +146,11 @@ def import_card(out: str | Path, stats: dict[str, Any], manifest: dict[str, Any]
         f"rows (`preferences/`, split `{args['split']}`). Train it with `train_dataset: {out / 'preferences'}` and "
         f"`media_root: {', '.join(stats['data_root'])}`."
     )
+    from cavpref.data_prep.formats.common import sft_note
+
+    note = sft_note(stats)
+    if note:
+        what += f" **{note[0].upper()}{note[1:]}.**"
     sections = [
         ("What this is", what),
         (

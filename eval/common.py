@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cavpref import jsonl
 from cavpref.chat_json import parse_json_reply
 from cavpref.data import check_limit
 
@@ -35,16 +36,12 @@ class BenchmarkInputError(DataError):
 
 
 def read_utf8(path: str | Path) -> str:
-    """The text of ``path``; a file that is not UTF-8 is an error naming the line and the byte (a bare
-    ``UnicodeDecodeError`` named neither the file nor the line)."""
-    raw = Path(path).read_bytes()
+    """The text of ``path`` (a BOM dropped); a file that is not UTF-8 is an error naming the line and the
+    byte (a bare ``UnicodeDecodeError`` named neither the file nor the line)."""
     try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
-        problem = f"not UTF-8 (byte 0x{raw[err.start]:02x} at column {column}); re-save the file as UTF-8"
-        raise BenchmarkInputError(path, f"line {line}", None, problem) from None
+        return jsonl.decode(Path(path).read_bytes(), path)
+    except jsonl.JsonlError as err:
+        raise BenchmarkInputError(path, f"line {err.line}", None, err.said) from None
 
 
 def read_records(path: str | Path, *, list_key: str | None = None) -> list[tuple[str, dict]]:
@@ -58,13 +55,11 @@ def read_records(path: str | Path, *, list_key: str | None = None) -> list[tuple
         path.suffix != ".json" and not text.lstrip().startswith(("[", "{\n", "{\r"))
     ):
         out = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
+        for n, line in jsonl.split_lines(text):  # "\n" only: U+2028 inside a string is JSON
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise BenchmarkInputError(path, f"line {n}", None, f"not JSON ({err.msg})") from None
+                rec = jsonl.parse_line(line, path, n)
+            except jsonl.JsonlError as err:
+                raise BenchmarkInputError(path, f"line {n}", None, f"not JSON ({err.detail})") from None
             if not isinstance(rec, dict):
                 raise BenchmarkInputError(
                     path, f"line {n}", None, f"expected an object, got {type(rec).__name__}"

@@ -33,6 +33,7 @@ from typing import Any
 
 from cavpref.eval.metrics import ItemOutcome
 
+from cavpref import jsonl
 from cavpref.media.decode import DecodedMedia, FramePolicy
 from cavpref.redact import redact
 
@@ -99,16 +100,15 @@ def load_records(output_dir: str | Path) -> dict[str, dict]:
     """key -> latest record over all ranks' files; a torn last line (a killed writer) is ignored."""
     records: dict[str, dict] = {}
     for path in sorted(Path(output_dir).glob("records.rank*.jsonl")):
-        lines = path.read_text(encoding="utf-8").split("\n")
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
+        text = jsonl.read_text(path)
+        last = text.count("\n") + 1
+        for n, line in jsonl.split_lines(text):
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                if n >= len(lines) - 1:  # the final, unterminated line of a killed run
+                rec = jsonl.parse_line(line, path, n)
+            except jsonl.JsonlError as err:
+                if n >= last - 1:  # the final, unterminated line of a killed run
                     continue
-                raise ValueError(f"{path}: line {n}: corrupt record ({err.msg})") from err
+                raise ValueError(f"{path}: line {n}: corrupt record ({err.detail})") from None
             old = records.get(rec["key"])
             if old is None or rec["status"] == "ok" or old["status"] != "ok":
                 records[rec["key"]] = rec

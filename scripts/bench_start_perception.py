@@ -34,6 +34,7 @@ from pathlib import Path
 
 from cavpref.eval.benchmarks.avtrustbench.reader import load_items
 
+from cavpref import jsonl
 from cavpref.apps.quickstart import QuickstartConfig, Stages, eval_stage, task_accuracy
 from cavpref.apps.quickstart.pipeline import stage_folders, start_stages, write_config
 from cavpref.data import CLEAN_TASK
@@ -120,8 +121,7 @@ def circular_by_category(run: Path, data: Path) -> dict[str, list[int]]:
     }
     passes: dict[str, list[bool]] = {}
     for path in sorted(run.glob("records.rank*.jsonl")):
-        for line in path.read_text().splitlines():
-            rec = json.loads(line)
+        for _, rec in jsonl.read_jsonl(path):
             passes.setdefault(rec["item_id"], []).append(bool(rec["correct"]))
     out: dict[str, list[int]] = {}
     for item, ok in passes.items():

@@ -13,13 +13,13 @@ default) of the same round, since absolute times on a shared machine are noise.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cavpref import jsonl
 from cavpref.parsing import parse_args
 
 
@@ -78,7 +78,7 @@ def step_time(
         for b in burners:
             b.kill()
             b.wait()
-    rows = [json.loads(line) for line in (out / "logs.jsonl").read_text().splitlines()]
+    rows = [rec for _, rec in jsonl.read_jsonl(out / "logs.jsonl")]
     return next(r["train_runtime"] for r in rows if "train_runtime" in r) / steps
 
 

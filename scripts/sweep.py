@@ -28,6 +28,7 @@ from typing import Literal
 from cavpref.eval.metrics import primary
 from cavpref.eval.pipeline import EvalArgs, evaluate
 
+from cavpref import jsonl
 from cavpref.data import TASKS
 from cavpref.parsing import parse_args
 from cavpref.plotting import pyplot
@@ -131,8 +132,7 @@ def train_run(args, axis: str, value: float, run_dir: Path) -> None:
 def training_summary(run_dir: Path) -> dict[str, float]:
     """The last logged value of every numeric training metric (the fallback when there is no evaluation)."""
     last: dict[str, float] = {}
-    for line in (run_dir / "logs.jsonl").read_text().splitlines():
-        rec = json.loads(line)
+    for _, rec in jsonl.read_jsonl(run_dir / "logs.jsonl"):
         if "loss" in rec:
             last.update({k: v for k, v in rec.items() if isinstance(v, (int, float))})
     return last

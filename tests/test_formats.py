@@ -251,6 +251,8 @@ def test_bad_records_name_file_record_line_and_field(tmp_path, fmt, bad, field, 
     f = tmp_path / "d" / "x.jsonl"
     f.parent.mkdir()
     f.write_text(json.dumps(good) + "\n\n" + json.dumps(bad) + "\n")
+    for name in ("v.mp4", "w.mp4"):  # import checks that the media exist
+        (f.parent / name).write_bytes(b"")
     with pytest.raises(ReaderError) as info:
         import_dataset(ImportArgs(format=fmt, files=[str(f)], output_dir=str(tmp_path / "o")))
     err = info.value
@@ -268,6 +270,7 @@ def test_system_prompts_drop_on_request_and_outputs_never_overwrite_inputs(tmp_p
     f.write_text(json.dumps({"messages": [{"role": "system", "content": "Be brief."},
                                           {"role": "user", "content": "<audio>q"}, {"role": "assistant", "content": "y"}],
                              "audios": ["a.wav"]}) + "\n")  # fmt: skip
+    (f.parent / "a.wav").write_bytes(b"")  # import checks that the media exist
     argv = ["import", "--format", "swift", "--files", str(f), "--system", "drop"]
     assert data_main([*argv, "--output_dir", str(tmp_path / "o")]) == 0
     assert "imported 1 of 1 records" in capsys.readouterr().out

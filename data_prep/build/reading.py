@@ -10,7 +10,9 @@ from cavpref.data_prep.readers import READERS, ReaderConfig, read_source
 from cavpref.data_prep.records import EVENT_SOURCES, SOURCES, QARecord
 
 from cavpref.data import CATEGORIES
+from cavpref.media.probe import probe
 from cavpref.media.spec import MediaError, from_json, resolve_path, sources
+from cavpref.media.timeline import build_plan
 
 
 class PrepError(ValueError):
@@ -55,6 +57,34 @@ def read_records(config: PrepConfig, stats: dict) -> list[QARecord]:
     return records
 
 
+CUSTOM_SOURCES = ("custom", "custom_clips")  # the user's JSONL: time ranges and tracks nobody has checked
+
+
+def _check_decodable(record: QARecord, spec, config: PrepConfig) -> None:
+    """A custom line's clip must decode: its time range inside the file(s) (probed), and a clip line, which
+    gives COT-Stitch / COT-Swap / CAT their sound event, must have a sound. Checked here, once per record,
+    instead of failing the first training batch that draws the item."""
+
+    def lookup(path: str):
+        full = resolve_path(config.data_root, path)
+        return full, probe(full)
+
+    try:
+        plan = build_plan(spec, lookup)
+    except MediaError as err:
+        where = "end" if "outside the clip" in str(err) else "media"
+        kind = "clip range past the end of the file" if where == "end" else "undecodable media"
+        raise PrepError(record, where, str(err), kind) from None
+    if record.source == "custom_clips" and plan.audio is None:
+        raise PrepError(
+            record,
+            "audio",
+            "a clip line needs a sound (its event): the video has no audio track and the line names no "
+            "'audio' file; add one",
+            "clip line without sound",
+        )
+
+
 def validate(record: QARecord, view, config: PrepConfig, present: dict[str, bool | tuple[str, str]]) -> None:
     """Raise PrepError for a record no generator may use."""
     if record.source not in SOURCES:
@@ -86,6 +116,8 @@ def validate(record: QARecord, view, config: PrepConfig, present: dict[str, bool
                     f"missing media file {s.path!r} (under {config.data_root})",
                     "missing media file",
                 )
+        if record.source in CUSTOM_SOURCES:
+            _check_decodable(record, spec, config)
     if record.source in EVENT_SOURCES:
         if not record.labels:
             raise PrepError(record, "labels", "segment has no labels")

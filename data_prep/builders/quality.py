@@ -23,7 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cavpref.data_prep.builders.work import write_text
+from cavpref.data_prep.builders.work import BuildError, write_text
+
+from cavpref import jsonl
 
 AUDIT_COLUMNS = ("label", "rating", "notes")  # left empty for the auditors
 
@@ -122,10 +124,17 @@ def write_audit(
 def read_audit(path: str | Path) -> list[dict[str, Any]]:
     """Audited rows back from the CSV or JSONL written by ``write_audit`` (auditors' columns filled in)."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".jsonl":
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    return list(csv.DictReader(io.StringIO(text)))
+    try:
+        text = jsonl.read_text(path)
+        if path.suffix != ".jsonl":
+            return list(csv.DictReader(io.StringIO(text)))
+        rows = jsonl.read_jsonl(path, text=text)
+    except jsonl.JsonlError as err:
+        raise BuildError(str(err)) from None
+    for n, row in rows:
+        if not isinstance(row, dict):
+            raise BuildError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+    return [row for _, row in rows]
 
 
 # ----------------------------------------------------------------------------- agreement (pure)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 
+from cavpref.data_prep.formats.common import sft_note
 from cavpref.data_prep.formats.convert import ExportArgs, ImportArgs, export_dataset, import_dataset
 from cavpref.data_prep.readers.common import ReaderError
 
@@ -40,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
             f"imported {result['imported']} of {result['records_read']} records into {args.output_dir}/preferences "
             f"(skipped {sum(result['skipped'].values())}); train with media_root {', '.join(result['data_root'])}"
         )
+        if sft_note(result):
+            print(sft_note(result))
     return 0
 
 

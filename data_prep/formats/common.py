@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,18 @@ from typing import Any
 from cavpref.data_prep.readers.common import ReaderError
 from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES
 
-from cavpref.media.spec import Combine, MediaError, MediaSpec, Source, drop_video, mute
+from cavpref import jsonl
+from cavpref.media.spec import (
+    Combine,
+    MediaError,
+    MediaSpec,
+    Source,
+    drop_video,
+    from_json,
+    mute,
+    resolve_path,
+    sources,
+)
 
 VIDEO_TAG, AUDIO_TAG, IMAGE_TAG = "<video>", "<audio>", "<image>"
 # cavpref's own columns beside the format's, prefixed so no trainer mistakes them for one of its own: the
@@ -88,12 +101,20 @@ def _whole(x: MediaSpec | None) -> bool:
     return x is None or (isinstance(x, Source) and x.start == 0 and x.end is None)
 
 
-def spec_files(spec: MediaSpec) -> tuple[list[str], list[str]] | None:
+def spec_files(
+    spec: MediaSpec, streams: Callable[[str], tuple[bool, bool]] | None = None
+) -> tuple[list[str], list[str]] | None:
     """(videos, audios) naming whole files, or None when the spec cuts, joins or mixes (it must be written out):
     a clip -> its file in both lists (the audios entry is the clip's own track); video of X with audio of Y ->
-    [X], [Y]; a muted clip -> [X], []; a clip without its video -> [], [X]."""
+    [X], [Y]; a muted clip -> [X], []; a clip without its video -> [], [X]. ``streams(path)`` says whether a
+    file has (video, audio): a clip of a silent video is listed in ``videos`` only, a clip of an audio file in
+    ``audios`` only (listing a file for a stream it lacks makes the other trainers load a track that is not
+    there)."""
     if isinstance(spec, Source):
-        return ([spec.path], [spec.path]) if _whole(spec) else None
+        if not _whole(spec):
+            return None
+        video, audio = streams(spec.path) if streams else (True, True)
+        return ([spec.path] if video or not audio else []), ([spec.path] if audio else [])
     if isinstance(spec, Combine) and _whole(spec.video) and _whole(spec.audio):
         return [spec.video.path] if spec.video else [], [spec.audio.path] if spec.audio else []
     return None
@@ -121,34 +142,86 @@ def files_spec(videos: list[str], audios: list[str], use_audio_in_video: bool, f
     raise fail("videos", "neither a video nor an audio file", "cavpref trains on audio-visual rows")
 
 
+# a URL (http://, https://, file:///, s3://, ...) or a data: URI; two letters at least, so "C:/x" is a path
+_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]+://|data:)")
+
+
 def relative_to(root: Path, base: Path, path: str, fail: Fail, name: str) -> str:
-    """A path as written in a file (absolute, or relative to ``base``) as a path relative to ``root``."""
+    """A path as written in a file (absolute, or relative to ``base``) as a path relative to ``root``. The file
+    must exist and stay under ``root`` after symlinks are followed (as training and prep resolve it); a URL is
+    refused here, not turned into a relative path that fails at the first training step."""
     if not isinstance(path, str) or not path.strip():
         raise fail(name, "expected a file path", repr(path))
+    if _URL.match(path):
+        raise fail(name, "a URL, not a file path", f"{path[:80]}: download the file and name its path")
     full = Path(os.path.normpath(base / path))
     try:
-        return full.relative_to(root).as_posix()
+        rel = full.relative_to(root).as_posix()
     except ValueError:
         raise fail(name, "outside the data root", f"{full} is not under {root}; set data_root") from None
+    try:
+        resolve_path(root, rel)
+    except MediaError as err:
+        raise fail(name, "outside the data root", str(err)) from None
+    if not full.is_file():
+        raise fail(name, "media file not found", str(full))
+    return rel
+
+
+def check_extras(extras: dict[str, Any], fail: Fail) -> None:
+    """Each ``cavpref_*`` column of the type its preference-row feature has (a string ``cavpref_source_ids``
+    would be stored as a list of its characters), ``cavpref_media`` a MediaSpec, no unknown column."""
+    for name, value in extras.items():
+        key = name[len(EXTRA_PREFIX) :]
+        if name not in EXTRA_COLUMNS:
+            raise fail(name, "not a cavpref column", f"cavpref_* columns: {list(EXTRA_COLUMNS)}")
+        dtype = getattr(PREFERENCE_FEATURES[key], "dtype", "list")
+        ok = {
+            "string": value is None or isinstance(value, str),  # an anchor column is null without anchors
+            "float64": value is None or (isinstance(value, int | float) and not isinstance(value, bool)),
+            "list": isinstance(value, list) and all(isinstance(v, str) for v in value),
+        }[dtype]
+        if not ok:
+            want = {"string": "a string or null", "float64": "a number or null", "list": "a list of strings"}[
+                dtype
+            ]
+            raise fail(name, f"expected {want}", f"got {type(value).__name__} {json.dumps(value)[:60]}")
+    try:
+        from_json(extras[EXTRA_PREFIX + "media"])
+    except (MediaError, ValueError, KeyError, TypeError) as err:
+        raise fail(EXTRA_PREFIX + "media", "not a MediaSpec", str(err)[:120]) from None
+
+
+def check_exported_media(media: str, root: str | None, fail: Fail) -> None:
+    """A row written by cavpref names its clips in ``cavpref_media``, relative to the export's media root:
+    each must exist there (the same check as a file path in ``videos`` / ``audios``)."""
+    if root is None:  # no export.json beside the file: the root is the user's to give at training
+        return
+    for src in sources(from_json(media)):
+        try:
+            full = resolve_path(root, src.path)
+        except MediaError as err:
+            raise fail(EXTRA_PREFIX + "media", "outside the data root", str(err)) from None
+        if not full.is_file():
+            raise fail(EXTRA_PREFIX + "media", "media file not found", f"{full} (the export's media_root)")
 
 
 # ----------------------------------------------------------------------------- files
 
 
 def read_records(path: str) -> list[tuple[int | None, Any]]:
-    """(line or None, record) of a JSON array file or a JSONL file (``.jsonl``); unreadable files raise."""
+    """(line or None, record) of a JSON array file or a JSONL file (``.jsonl``, read by ``cavpref.jsonl``: a
+    line that is not JSON takes its record's place as a ``ReaderError``); unreadable files raise."""
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ReaderError(path, None, None, "cannot read", str(err)) from err
+        text = jsonl.read_text(path)
+    except jsonl.JsonlError as err:
+        raise ReaderError.unreadable(err) from None
     if Path(path).suffix == ".jsonl":
         out = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    out.append((n, json.loads(line)))
-                except json.JSONDecodeError as err:
-                    out.append((n, ReaderError(path, len(out), None, "not valid JSON", err.msg, line=n)))
+        for index, (n, rec) in enumerate(jsonl.read_jsonl(path, text=text, keep_errors=True)):
+            if isinstance(rec, jsonl.JsonlError):
+                rec = ReaderError(path, index, None, rec.problem, rec.detail, line=n)
+            out.append((n, rec))
         return out
     try:
         data = json.loads(text)
@@ -157,6 +230,19 @@ def read_records(path: str) -> list[tuple[int | None, Any]]:
     if not isinstance(data, list):
         raise ReaderError(path, None, None, "expected a JSON array of records (or a .jsonl file)")
     return [(None, r) for r in data]
+
+
+def sft_note(stats: dict[str, Any]) -> str | None:
+    """What to say about SFT rows (no rejected side): only ``method: sft`` trains them (every preference
+    method refuses a row without a rejected answer)."""
+    n = stats.get("counts", {}).get("sft rows", 0)
+    if not n:
+        return None
+    some = "all" if n == stats.get("imported") else f"{n} of {stats.get('imported')}"
+    return (
+        f"{some} rows are SFT rows (no rejected answer): they train only with `method: sft` "
+        "(recipes/tiny/sft.yaml); the preference methods (cavpref, dpo) refuse them"
+    )
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:

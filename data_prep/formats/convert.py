@@ -30,7 +30,16 @@ from cavpref import task_registry
 from cavpref.data import PreferenceExample
 from cavpref.manifest import prep_manifest
 from cavpref.media.materialize import materialize
-from cavpref.media.spec import Source, from_json, has_audio, has_video, mute, sources
+from cavpref.media.spec import (
+    MediaError,
+    Source,
+    from_json,
+    has_audio,
+    has_video,
+    mute,
+    resolve_path,
+    sources,
+)
 from cavpref.output_dir import OutputArguments, output_dir
 
 FORMATS = {"llamafactory": llamafactory, "swift": swift, "trl": trl}
@@ -172,6 +181,14 @@ def _imported_root(folder: Path, manifest: dict | None) -> str | None:
     return roots[0] if isinstance(roots, list) and roots and Path(roots[0]).is_dir() else None
 
 
+def _streams(root: str, path: str) -> tuple[bool, bool]:
+    """(has video, has audio) of a clip's file under the media root (probed once, cached by ``probe``)."""
+    from cavpref.media.probe import probe
+
+    info = probe(resolve_path(root, path))  # a MediaError names the file
+    return info.has_video, info.has_audio
+
+
 def export_dataset(args: ExportArgs) -> dict[str, Any]:
     """Write ``args.data``'s preference rows as ``args.format`` files into ``args.output_dir``; returns the
     summary also written to ``export.json``."""
@@ -202,7 +219,10 @@ def export_dataset(args: ExportArgs) -> dict[str, Any]:
 def _files_of(where: str, args: ExportArgs, root: str, out: Path, written: dict, media: str):
     """(videos, audios) naming ``media`` in the exported files: its whole files, or the files it was
     materialized to (once per distinct MediaSpec, ``written``); absolute, or relative to ``out``."""
-    found = common.spec_files(from_json(media))
+    try:  # whole files listed only for the streams they have (a silent video is not its own audio track)
+        found = common.spec_files(from_json(media), lambda path: _streams(root, path))
+    except MediaError as err:
+        raise ValueError(f"{where}: field 'media': {err}") from None
     if found is None and not args.materialize:
         raise ValueError(
             f"{where}: its media cut, join or mix clips ({media}); export with --materialize true"
@@ -225,10 +245,9 @@ def _export(args: ExportArgs, folder: Path, splits, root: str, out: Path) -> dic
         rows = []
         for row in tqdm(splits[split], desc=f"export {split}", unit="row", disable=None):
             example = PreferenceExample.from_row(row)
-
             files_of = partial(_files_of, f"{folder}[{split}] row {example.id}", args, root, out, written)
             videos, audios = files_of(example.media)
-            found = common.spec_files(from_json(example.media))
+            found = common.spec_files(from_json(example.media), lambda path: _streams(root, path))
             extras = {EXTRA_PREFIX + k: v for k, v in example.to_row().items() if k not in common.CARRIED}
             rejected = example.rejected if args.kind == "preference" else None
             flag = (
@@ -283,8 +302,8 @@ def _inputs(args: ImportArgs) -> tuple[list[str], Any]:
     if args.format == "llamafactory" and args.dataset_info:
         if not args.dataset:
             raise ValueError("--dataset_info needs --dataset (the entry naming your file)")
-        layout, file = llamafactory.load_info(args.dataset_info, args.dataset)
-        return [file], layout
+        layout, files = llamafactory.load_info(args.dataset_info, args.dataset)
+        return files, layout
     if not args.files:
         raise ValueError("no input files (--files FILE ..., or --dataset_info + --dataset for llamafactory)")
     return list(args.files), None
@@ -298,6 +317,7 @@ def _example(turn: Turn, args: ImportArgs, paths: tuple[list[str], list[str]], r
         missing = [c for c in EXTRA_COLUMNS if c not in turn.extras and c not in spared]
         if missing:
             raise fail(missing[0], "missing", "a row with cavpref_* columns needs all of them")
+        common.check_extras({k: v for k, v in turn.extras.items() if k != conditional.IN_ROWS}, fail)
         row = {k[len(EXTRA_PREFIX) :]: v for k, v in turn.extras.items() if k != conditional.IN_ROWS}
         row.update(prompt=turn.prompt, chosen=turn.chosen, rejected=turn.rejected or "")
         if turn.use_audio_in_video is not None:  # the format's own column (ms-swift) wins
@@ -327,11 +347,11 @@ def _example(turn: Turn, args: ImportArgs, paths: tuple[list[str], list[str]], r
     return example, how
 
 
-def _exported_root(folder: Path) -> str:
+def _exported_root(folder: Path) -> str | None:
     try:
         return json.loads((folder / "export.json").read_text())["media_root"]
-    except (OSError, ValueError, KeyError):
-        return "the media_root the rows were exported with"
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def import_dataset(args: ImportArgs) -> dict[str, Any]:
@@ -346,6 +366,13 @@ def import_dataset(args: ImportArgs) -> dict[str, Any]:
                 f"--conditional_task {args.conditional_task!r} is not a declared task ({task_registry.task_names()})"
             )
     files, layout = _inputs(args)
+    names = Counter(Path(f).name for f in files)
+    twice = sorted({f for f in files if names[Path(f).name] > 1})
+    if twice:  # row ids are format:file name:index, so they would collide (and a file given twice doubles)
+        raise ValueError(
+            f"--files {twice}: the same file name more than once; row ids are keyed by file name: "
+            "pass each file once, or rename a copy"
+        )
     sources = {f"--files[{i}]": f for i, f in enumerate(files)} | {"--dataset_info": args.dataset_info}
     with output_dir(
         args.output_dir, "data import", overwrite=args.overwrite_output_dir, inputs=sources
@@ -410,13 +437,17 @@ def _import(args: ImportArgs, files: list[str], layout: Any, out: Path) -> dict[
                     conditional.put(example, anchor, args.conditional_task)
                 if turn.extras.get(conditional.IN_ROWS):
                     expected[example.id] = (list(turn.extras[conditional.IN_ROWS]), fail)
+                if turn.extras:
+                    common.check_exported_media(example.media, exported, fail)
             except ReaderError as err:
                 if args.on_error == "raise":
                     raise
                 skipped[err.reason] += 1
                 continue
             rows.append(example)
-            roots.add(exported if turn.extras else str(root))
+            roots.add(
+                (exported or "the media_root the rows were exported with") if turn.extras else str(root)
+            )
             counts[how] += 1
             counts["preference pairs" if example.rejected else "sft rows"] += 1
     attacher, attached = conditional.Attacher(rows, args.conditional_task), 0
@@ -431,6 +462,9 @@ def _import(args: ImportArgs, files: list[str], layout: Any, out: Path) -> dict[
     conditional.check_attached(rows, expected)
     if anchors or expected:
         counts.update(Counter(f"task {r.task}" for r in rows if r.task in conditional.TASKS))
+    if not rows:  # nothing to train on: an error, never an empty dataset written with exit 0
+        why = f"all {n_in} skipped ({dict(skipped)})" if n_in else "the file(s) hold no record"
+        raise ValueError(f"{', '.join(files)}: no record imported: {why}")
     from datasets import DatasetDict
 
     DatasetDict({args.split: to_dataset(rows, PREFERENCE_FEATURES)}).save_to_disk(str(out / "preferences"))

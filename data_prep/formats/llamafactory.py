@@ -34,6 +34,12 @@ OPENAI_TAGS = {
     "assistant_tag": "assistant",
     "system_tag": "system",
 }
+# the names LLaMA-Factory's DatasetAttr reads from an entry (data/README.md; any other name is a typo there)
+COLUMN_KEYS = ("prompt", "query", "response", "history", "messages", "system", "tools", "images", "videos",
+               "audios", "chosen", "rejected", "kto_tag")  # fmt: skip
+TAG_KEYS = ("role_tag", "content_tag", "user_tag", "assistant_tag", "observation_tag", "function_tag",
+            "system_tag")  # fmt: skip
+REMOTE_KEYS = ("hf_hub_url", "ms_hub_url", "script_url", "cloud_file_name")
 DEFAULT_COLUMNS = {  # data/README.md's defaults
     "sharegpt": {"messages": "conversations"},
     "alpaca": {"prompt": "instruction", "query": "input", "response": "output"},
@@ -51,20 +57,19 @@ class Layout:
 
     @classmethod
     def from_entry(cls, entry: dict[str, Any], where: str) -> Layout:
+        """The layout of one entry; a value of the wrong shape is an error naming the entry and field."""
         formatting = entry.get("formatting", "alpaca")
-        if formatting not in DEFAULT_COLUMNS:
-            raise ValueError(f"{where}: formatting {formatting!r} (expected sharegpt or alpaca)")
-        columns = {**DEFAULT_COLUMNS[formatting], **(entry.get("columns") or {})}
+        if not isinstance(formatting, str) or formatting not in DEFAULT_COLUMNS:
+            raise _bad(where, "formatting", "expected sharegpt or alpaca", formatting)
+        ranking = entry.get("ranking", False)
+        if not isinstance(ranking, bool):
+            raise _bad(where, "ranking", "expected true or false", ranking)
+        columns = {**DEFAULT_COLUMNS[formatting], **_names(entry, "columns", COLUMN_KEYS, where)}
         if "kto_tag" in columns:
             raise ValueError(
                 f"{where}: KTO data (kto_tag) has no preference pairs; cavpref reads SFT and pairs"
             )
-        return cls(
-            formatting,
-            bool(entry.get("ranking", False)),
-            columns,
-            {**SHAREGPT_TAGS, **(entry.get("tags") or {})},
-        )
+        return cls(formatting, ranking, columns, {**SHAREGPT_TAGS, **_names(entry, "tags", TAG_KEYS, where)})
 
     @classmethod
     def guess(cls, record: Any) -> Layout:
@@ -81,22 +86,66 @@ class Layout:
         return cls("sharegpt", "chosen" in record, {"messages": key, **columns}, dict(tags))
 
 
-def load_info(path: str, dataset: str) -> tuple[Layout, str]:
-    """(layout, data file) of entry ``dataset`` of a ``dataset_info.json``; the file is relative to its folder."""
+def _names(entry: dict[str, Any], key: str, known: tuple[str, ...], where: str) -> dict[str, str]:
+    """``columns`` / ``tags`` of an entry: an object mapping LLaMA-Factory's names to non-empty strings."""
+    value = entry.get(key) or {}
+    if not isinstance(value, dict):
+        raise _bad(where, key, f"expected an object of names ({', '.join(known[:3])}, ...)", value)
+    for name, column in value.items():
+        if name not in known:
+            raise _bad(where, f"{key}.{name}", f"not one of LLaMA-Factory's {key} {list(known)}")
+        if not isinstance(column, str) or not column:
+            raise _bad(where, f"{key}.{name}", "expected a name (a string)", column)
+    return value
+
+
+def _bad(where: str, name: str | None, problem: str, *got: Any) -> ValueError:
+    """``where: field 'name': problem, got <type> <value>`` (the value cut to 60 characters)."""
+    field_ = f" field {name!r}:" if name else ""
+    shown = f", got {type(got[0]).__name__} {json.dumps(got[0])[:60]}" if got else ""
+    return ValueError(f"{where}:{field_} {problem}{shown}")
+
+
+def load_info(path: str, dataset: str) -> tuple[Layout, list[str]]:
+    """(layout, data files) of entry ``dataset`` of a ``dataset_info.json``: ``file_name`` is a file or a
+    folder (its JSON / JSONL files, as LLaMA-Factory loads a folder) relative to the json's folder. Every
+    malformed shape is a one-line error naming the file, the entry and the field."""
     try:
-        info = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
+        info = json.loads(Path(path).read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"{path}: cannot read dataset_info.json ({err})") from None
+    if not isinstance(info, dict):
+        raise _bad(path, None, "expected an object of dataset entries ({name: {file_name, ...}})", info)
     if dataset not in info:
         raise ValueError(f"{path}: no dataset {dataset!r} (entries: {sorted(info)})")
-    entry = info[dataset]
+    entry, where = info[dataset], f"{path}: dataset {dataset!r}"
+    if not isinstance(entry, dict):
+        raise _bad(where, None, "expected an object (file_name, formatting, columns, ...)", entry)
+    remote = [k for k in REMOTE_KEYS if entry.get(k)]
+    if remote:  # LLaMA-Factory then ignores file_name
+        raise ValueError(f"{where}: field {remote[0]!r}: hub / script / cloud datasets are not read here")
     if "file_name" not in entry:
+        raise ValueError(f"{where}: has no file_name (hub / script datasets are not read here)")
+    name = entry["file_name"]
+    if not isinstance(name, str) or not name.strip():
         raise ValueError(
-            f"{path}: dataset {dataset!r} has no file_name (hub / script datasets are not read here)"
+            f"{where}: field 'file_name': expected a file or folder name, got {json.dumps(name)[:60]}"
         )
-    return Layout.from_entry(entry, f"{path}: dataset {dataset!r}"), str(
-        Path(path).parent / entry["file_name"]
-    )
+    for key in ("num_samples", "subset", "folder"):
+        if entry.get(key) is not None:
+            raise ValueError(
+                f"{where}: field {key!r}: not applied by cavpref data import (it reads every record of the "
+                "file); remove it or import a file holding just the records you want"
+            )
+    layout = Layout.from_entry(entry, where)
+    file = Path(path).parent / name
+    if not file.is_dir():
+        return layout, [str(file)]
+    own = Path(path).resolve()
+    files = sorted(str(f) for f in file.iterdir() if f.suffix in (".json", ".jsonl") and f.resolve() != own)
+    if not files:
+        raise ValueError(f"{where}: field 'file_name': folder {file} holds no .json / .jsonl file")
+    return layout, files
 
 
 def write_row(turn: Turn) -> dict[str, Any]:
@@ -129,6 +178,12 @@ def read_row(rec: dict[str, Any], layout: Layout, fail: Fail) -> Turn:
 
     if column("images"):
         raise fail(cols["images"], "images are not supported", "cavpref rows show one clip")
+    if column("tools"):
+        raise fail(
+            cols["tools"],
+            "tool descriptions are not supported",
+            "cavpref rows are one question and one answer",
+        )
     videos, audios = column("videos") or [], column("audios") or []
     for name, value in (("videos", videos), ("audios", audios)):
         if not isinstance(value, list):
@@ -137,6 +192,9 @@ def read_row(rec: dict[str, Any], layout: Layout, fail: Fail) -> Turn:
     if layout.formatting == "alpaca":
         if column("history"):
             raise fail(cols["history"], "multi-turn history", "cavpref rows are one question and one answer")
+        for part in ("prompt", "query"):
+            if column(part) is not None and not isinstance(column(part), str):
+                raise fail(cols[part], "expected text", repr(column(part))[:80])
         prompt = "\n".join(x for x in (column("prompt"), column("query")) if x)
         chosen, rejected = (
             (column("chosen"), column("rejected")) if layout.ranking else (column("response"), None)

@@ -76,6 +76,10 @@ def read_row(rec: dict[str, Any], layout: Any, fail: Fail) -> Turn:
         )
     if rec.get("label") is not None:
         raise fail("label", "KTO rows have no preference pair", "cavpref reads SFT rows and pairs")
+    if rec.get("tools"):  # the agent format: the model would see tool descriptions cavpref does not show
+        raise fail(
+            "tools", "tool descriptions are not supported", "cavpref rows are one question and one answer"
+        )
     if _files(rec, "images", fail) or _files(rec, "images", fail, "rejected_"):
         raise fail("images", "images are not supported", "cavpref rows show one clip")
     videos, audios = _files(rec, "videos", fail) or [], _files(rec, "audios", fail) or []
@@ -98,7 +102,7 @@ def read_row(rec: dict[str, Any], layout: Any, fail: Fail) -> Turn:
     other = {kind: _files(rec, kind, fail, "rejected_") for kind in ("videos", "audios")}
     other = {k: None if v == files else v for (k, v), files in zip(other.items(), (videos, audios))}
     for what, value in (("messages", prompt), ("messages", chosen), ("rejected_response", rejected)):
-        if value is not None and (not isinstance(value, str) or not value.strip()):
+        if (value is not None or what == "messages") and (not isinstance(value, str) or not value.strip()):
             raise fail(what, "empty or not text", repr(value)[:80])
     flag = rec.get("use_audio_in_video")
     if flag is not None and not isinstance(flag, bool):

@@ -47,6 +47,12 @@ class ReaderError(ValueError):
     def __reduce__(self):  # picklable across worker processes (the default would lose the fields)
         return type(self), (self.file, self.index, self.field, self.problem, self.detail, self.line)
 
+    @classmethod
+    def unreadable(cls, err) -> ReaderError:
+        """The error of a whole file that ``cavpref.jsonl`` cannot read (its line, if any, in the detail)."""
+        detail = f"line {err.line}: {err.detail}" if err.line is not None else err.detail
+        return cls(err.path, None, None, err.problem, detail + (f"; {err.hint}" if err.hint else ""))
+
     @property
     def reason(self) -> str:
         """Short reason without the record's own values: the key under which skips are counted."""

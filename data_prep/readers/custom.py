@@ -17,7 +17,6 @@ name the file, record, line and field; ``on_error: skip`` counts them, so ``in =
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from cavpref.data_prep.readers.common import (
 )
 from cavpref.data_prep.records import EVENT_SOURCES, QARecord
 
+from cavpref import jsonl
 from cavpref.data import CATEGORIES
 from cavpref.media.spec import Combine, MediaError, Source, from_json, to_json
 
@@ -67,13 +67,13 @@ def read_custom(path: str, config: ReaderConfig | None = None) -> ReadResult:
     config = config or ReaderConfig()
     file = str(path)
     try:
-        text = Path(file).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ReaderError(file, None, None, "cannot read", str(err)) from err
+        text = jsonl.read_text(file)
+    except jsonl.JsonlError as err:
+        raise ReaderError.unreadable(err) from None
     folder = Path(file).resolve().parent
     root = Path(config.data_root).resolve() if config.data_root else folder
     base = root / config.video_dir if config.video_dir is not None else folder
-    items = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    items = jsonl.split_lines(text)
     seen: dict[str, int] = {}  # id -> its line: ids must be unique in a file
     return collect(
         file, items, lambda i, item: parse_line(item, i, file, base, root, config, seen), config.on_error
@@ -89,9 +89,9 @@ def parse_line(
         return ReaderError(file, index, name, problem, detail, line=line)
 
     try:
-        rec = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise fail(None, "not valid JSON", f"col {err.colno}: {err.msg}") from None
+        rec = jsonl.parse_line(text, file, line)
+    except jsonl.JsonlError as err:
+        raise fail(None, err.problem, err.detail) from None
     if not isinstance(rec, dict):
         raise fail(None, "record is not a JSON object", f"got {type(rec).__name__}")
     unknown = sorted(k for k in rec if k not in FIELDS and not k.startswith("_"))

@@ -31,6 +31,7 @@ from datasets import (
     load_from_disk,
 )
 
+from cavpref import jsonl
 from cavpref.data import BenchmarkItem, PreferenceExample
 
 _S = Value("string")
@@ -168,9 +169,9 @@ def load_outputs(
             prefs[split] = [PreferenceExample.from_row(r) for r in ds]
     elif (out / "jsonl" / "preferences").is_dir():
         for f in sorted((out / "jsonl" / "benchmark").glob("*/*.jsonl")):
-            items.setdefault(f.stem, []).extend(BenchmarkItem.from_row(json.loads(x)) for x in f.open())
+            items.setdefault(f.stem, []).extend(BenchmarkItem.from_row(r) for _, r in jsonl.read_jsonl(f))
         for f in sorted((out / "jsonl" / "preferences").glob("*.jsonl")):
-            prefs[f.stem] = [PreferenceExample.from_row(json.loads(x)) for x in f.open()]
+            prefs[f.stem] = [PreferenceExample.from_row(r) for _, r in jsonl.read_jsonl(f)]
     else:
         raise FileNotFoundError(
             f"{out}: no prep output (needs 'preferences/' (arrow) or 'jsonl/preferences/')"

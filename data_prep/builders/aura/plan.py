@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import random
 import re
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import Any
 from cavpref.data_prep.builders.media import best_window
 from cavpref.data_prep.builders.work import BuildError
 
+from cavpref import jsonl
 from cavpref.media.spec import Combine, MediaSpec, Source, shift_audio
 
 
@@ -109,12 +109,11 @@ def read_pairs(path: str | Path, columns: tuple[str, str], known: set[str]) -> l
     with those keys; every path must be one of the videos found (the error names the file and line)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise BuildError(f"{path}: cannot read the pairs file ({err})") from None
-    if path.suffix == ".jsonl":
-        rows = [(n, json.loads(line)) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    else:
+        text = jsonl.read_text(path)
+        rows = jsonl.read_jsonl(path, text=text) if path.suffix == ".jsonl" else None
+    except jsonl.JsonlError as err:
+        raise BuildError(f"{err} (the pairs file)") from None
+    if rows is None:
         rows = list(enumerate(csv.DictReader(io.StringIO(text)), 2))
     pairs = []
     for n, row in rows:

@@ -18,6 +18,7 @@ from typing import Any
 
 from cavpref.eval.common import DataError
 
+from cavpref import jsonl
 from cavpref.data import BenchmarkItem, check_limit
 
 __all__ = ["DataError", "LoadResult", "check_prep_output", "default_media_root", "load_items"]
@@ -76,13 +77,14 @@ def _sources(path: Path, split: str) -> Iterator[tuple[str, Iterable[dict[str, A
 
 
 def _jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as err:
-                    yield {"__error__": f"line {n}: not JSON ({err.msg})"}
+    try:
+        rows = jsonl.read_jsonl(path, keep_errors=True)
+    except jsonl.JsonlError as err:  # unreadable, not UTF-8
+        raise DataError(str(err)) from None
+    for _, row in rows:
+        if isinstance(row, jsonl.JsonlError):  # raised by the caller, naming the row
+            row = {"__error__": f"line {row.line}: not JSON ({row.detail})"}
+        yield row
 
 
 def load_items(
