@@ -245,6 +245,8 @@ def _run(command: str, rest: list[str]) -> int:
             f"wrote {done['passes']} passes of {done['items']} items ({done['media_files_written']} media files "
             f"written) to {done['folder']}: {', '.join(done['files'])}"
         )
+        if "lmms_eval_docs" in done:
+            print(f"lmms-eval's TaskManager loaded {done['name']}: {done['lmms_eval_docs']} docs")
         return 0
     if command == "compare":
         return _compare(rest)

@@ -29,6 +29,13 @@ class ExportArgs:
         },
     )
 
+    check: bool = field(
+        default=False,
+        metadata={
+            "help": "lmms_eval: load the written task with lmms-eval's own TaskManager (lmms_eval installed)"
+        },
+    )
+
     def __post_init__(self):
         if self.harness not in HARNESSES:
             raise ValueError(f"--harness must be one of {', '.join(HARNESSES)}, got {self.harness!r}")
@@ -61,6 +68,8 @@ def export(args: EvalArgs, options, eargs: ExportArgs) -> dict:
     if eargs.harness == "lmms_eval":
         max_new = args.max_new_tokens or bench.defaults.get("max_new_tokens", 64)
         written = lmms_eval.write_task(out, name, bench, passes, config, max_new)
+        if eargs.check:
+            info["lmms_eval_docs"] = lmms_eval.check_with_lmms_eval(out, name)
     else:
         tsv = vlmevalkit.write_tsv(out / f"{name}.tsv", passes)
         config |= vlmevalkit.describe(tsv, passes)

@@ -212,3 +212,21 @@ def read_samples(path: str | Path) -> list[tuple[str, dict]]:
             )
         out.append((where, {"id": value["id"], "rotation": value["pass"], "response": value["response"]}))
     return out
+
+
+def check_with_lmms_eval(folder: str | Path, name: str) -> int:
+    """Load the exported task with lmms-eval's own ``TaskManager`` (``eval export --check``): the docs it
+    sees. Needs lmms_eval importable (``pip install 'cavpref[lmms_eval]'``)."""
+    try:
+        from lmms_eval.tasks import TaskManager
+    except ImportError as err:
+        raise ValueError(
+            f"--check needs lmms_eval importable ({err}); pip install 'cavpref[lmms_eval]'"
+        ) from None
+    manager = TaskManager(include_path=str(folder), include_defaults=False)
+    if name not in manager.all_tasks:
+        raise ValueError(
+            f"{folder}: lmms-eval's TaskManager does not index task {name!r} ({manager.all_tasks})"
+        )
+    task = manager.load_task_or_group([name])[name]
+    return len(task.test_docs())
