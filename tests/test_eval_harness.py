@@ -133,11 +133,11 @@ def test_vlmevalkit_tsv_follows_its_circular_convention_and_scores_as_cavpref_ev
         # the media honour the spec: MAT's file has no sound track, MVT's is audio alone
         if item.task == "MAT":
             info = probe(row["video_path"])
-            assert info.has_video and not info.has_audio and not row["audio_path"]
+            assert info.has_video and not info.has_audio and not row["audio_path"]  # and no WAV
         if item.task == "MVT":
             assert not row["video_path"] and row["audio_path"].endswith(".wav")
-        if item.task == "CLEAN":
-            assert row["video_path"].endswith("clip.mp4")  # a whole source file is named, not copied
+        if item.task == "CLEAN":  # a whole source file is named, not copied; its sound also as a WAV
+            assert row["video_path"].endswith("clip.mp4") and row["audio_path"].endswith(".wav")
     assert len(set(groups.values())) == len(groups)
     # VLMEvalKit's prediction file: every column of the TSV (but an image) and `prediction`
     pred = tmp_path / "model_avtrustbench_cavpref_circular.tsv"

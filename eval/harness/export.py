@@ -62,7 +62,7 @@ def export(args: EvalArgs, options, eargs: ExportArgs) -> dict:
             key="output",
         )
     )
-    bench, passes, info = load_passes(args, options, out)
+    bench, passes, info = load_passes(args, options, out, separate_audio=eargs.harness == "vlmevalkit")
     name = eargs.task_name or default_name(bench, eargs.harness)
     config = export_config(args, options, bench, eargs.harness, info)
     if eargs.harness == "lmms_eval":

@@ -38,7 +38,7 @@ class Pass:
     answer: str | None
     abstain_letter: str | None
     video: str  # absolute path of the file holding the pass's video (with its audio, where it keeps audio)
-    audio: str  # absolute path of an audio-only file (no video in the spec); "" otherwise
+    audio: str  # absolute path of a WAV: the audio of a spec without video (or of every spec, separate_audio)
 
     def row(self) -> dict:
         """The fields every export writes (strings, so a JSON / TSV reader infers one type per column)."""
@@ -62,18 +62,34 @@ class Pass:
 
 
 class MediaFiles:
-    """Media specs -> files under ``out/media`` (one per distinct spec; whole source files are not copied)."""
+    """Media specs -> files under ``out/media`` (one per distinct spec; whole source files are not copied).
+    ``separate_audio`` (VLMEvalKit, whose audio-visual datasets send the sound as its own WAV beside the
+    video, WorldSense's layout): every spec that keeps audio also gets a WAV of it."""
 
-    def __init__(self, root: str, out: Path):
-        self.root, self.dir = root, out / "media"
+    def __init__(self, root: str, out: Path, *, separate_audio: bool = False):
+        self.root, self.dir, self.separate_audio = root, out / "media", separate_audio
         self.done: dict[str, tuple[str, str]] = {}
         self.written = 0
 
     def files(self, spec_json: str) -> tuple[str, str]:
-        """(video file, audio-only file) for the spec; ("", "") for a text-only item."""
+        """(video file, audio file) for the spec; ("", "") for a text-only item."""
         if spec_json not in self.done:
             self.done[spec_json] = self._write(spec_json)
         return self.done[spec_json]
+
+    def _name(self, spec_json: str, suffix: str) -> Path:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.written += 1
+        return self.dir / (hashlib.sha256(spec_json.encode()).hexdigest()[:16] + suffix)
+
+    def _wav(self, spec, spec_json: str) -> str:
+        import soundfile as sf
+
+        from cavpref.media.decode import decode
+
+        path = self._name(spec_json, ".wav")
+        sf.write(path, decode(spec, self.root, frames=None, sample_rate=SAMPLE_RATE).audio, SAMPLE_RATE)
+        return str(path.resolve())
 
     def _write(self, spec_json: str) -> tuple[str, str]:
         from cavpref.media.probe import probe
@@ -81,35 +97,32 @@ class MediaFiles:
         spec = from_json(spec_json)
         if not (has_video(spec) or has_audio(spec)):
             return "", ""
+        if not has_video(spec):
+            return "", self._wav(spec, spec_json)
         if isinstance(spec, Source) and spec.start == 0 and spec.end is None:
-            full = resolve_path(self.root, spec.path)
-            return (str(full), "") if probe(full).has_video else ("", str(full))
-        name = hashlib.sha256(spec_json.encode()).hexdigest()[:16]
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.written += 1
-        if has_video(spec):
+            video = resolve_path(self.root, spec.path)
+            if not probe(video).has_video:
+                return "", self._wav(spec, spec_json)
+            video = str(video)
+        else:
             from cavpref.media.materialize import materialize
 
-            path = self.dir / f"{name}.mp4"
+            path = self._name(spec_json, ".mp4")
             materialize(spec, self.root, path, sample_rate=SAMPLE_RATE)
-            return str(path.resolve()), ""
-        import soundfile as sf
-
-        from cavpref.media.decode import decode
-
-        path = self.dir / f"{name}.wav"
-        sf.write(path, decode(spec, self.root, frames=None, sample_rate=SAMPLE_RATE).audio, SAMPLE_RATE)
-        return "", str(path.resolve())
+            video = str(path.resolve())
+        return video, self._wav(spec, spec_json) if self.separate_audio and has_audio(spec) else ""
 
 
-def load_passes(args: EvalArgs, options, out: Path) -> tuple[registry.Benchmark, list[Pass], dict]:
+def load_passes(
+    args: EvalArgs, options, out: Path, *, separate_audio: bool = False
+) -> tuple[registry.Benchmark, list[Pass], dict]:
     """(benchmark, every pass of the selected items in item order, what was loaded): the items read as
     ``cavpref eval`` reads them (``--tasks``, ``--setting``, ``--limit``), their media written under ``out``."""
     from cavpref.eval.pipeline import load
 
     bench = registry.create(args, options)
     loaded = load(args, bench=bench)
-    media = MediaFiles(loaded.media_root, out)
+    media = MediaFiles(loaded.media_root, out, separate_audio=separate_audio)
     passes = list(_passes(bench, loaded.items, media))
     info = {
         "items": len(loaded.items),

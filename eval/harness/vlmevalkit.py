@@ -6,7 +6,8 @@ The layout is VLMEvalKit's image-MCQ one (``vlmeval/dataset/image_mcq.py``): ``i
 ``mcq_circular_eval``): every rotation is its own row, rotation ``k`` of item ``g`` has ``index = g + k ×
 1,000,000`` and ``g_index = g``, rotation 0 is the row whose ``index`` equals its ``g_index``, and a dataset
 whose name holds ``circular`` is evaluated circularly. The media are in ``video_path`` / ``audio_path``
-(WorldSense's column names; absolute paths), the exact cavpref prompt of the pass in ``prompt``, and the
+(absolute paths; WorldSense's audio-visual layout: the video, and its sound as a WAV of its own, sent as a
+``video`` and an ``audio`` message), the exact cavpref prompt of the pass in ``prompt``, and the
 pass in ``id`` / ``rotation`` — VLMEvalKit copies every column but the image into its prediction file
 (``<model>_<dataset>.xlsx``, a ``prediction`` column added), which is how ``read_predictions`` maps each
 prediction back to its pass. An item whose right answer is an abstention with no option to pick (the base
