@@ -6,7 +6,6 @@ overwritten; ``--overwrite_output_dir`` replaces an earlier export.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,10 +70,7 @@ def export(args: EvalArgs, options, eargs: ExportArgs) -> dict:
         if eargs.check:
             info["lmms_eval_docs"] = lmms_eval.check_with_lmms_eval(out, name)
     else:
-        tsv = vlmevalkit.write_tsv(out / f"{name}.tsv", passes)
-        config |= vlmevalkit.describe(tsv, passes)
-        (out / "export.json").write_text(json.dumps({**config, "task": name}, indent=1) + "\n")
-        written = [tsv.name, "export.json"]
+        written = vlmevalkit.write_export(out, name, passes, config)
     return {"folder": str(out), "name": name, "files": written, **info}
 
 

@@ -179,14 +179,18 @@ class TaskFolder:
         }
         return {m: value for m in self.config["metrics"]}
 
+    def headline(self, rows: list[tuple[str, dict]]) -> dict:
+        """The benchmark's headline numbers of predictions rows ``(where, {id, rotation, response})``, flat
+        (``trust_<setting>_paired``, …); also what the VLMEvalKit dataset class's ``evaluate`` returns."""
+        return _flatten(_headline(self.bench, list(self.items.values()), rows))
+
     def aggregate(self, metric: str, values: list) -> float:
         """One headline number over every reply of the run (NaN where the benchmark has none, e.g. no pairs)."""
         rows = [
             (f"doc {i}", {"id": v["id"], "rotation": int(v["pass"]), "response": v["response"]})
             for i, v in enumerate(values)
         ]
-        flat = _flatten(_headline(self.bench, list(self.items.values()), rows))
-        value = flat.get(metric)
+        value = self.headline(rows).get(metric)
         return float("nan") if value is None else float(value)
 
 

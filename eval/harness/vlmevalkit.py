@@ -18,6 +18,7 @@ setting of the abstention tasks) has an empty ``answer``: VLMEvalKit's own scori
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 from cavpref.eval.common import BenchmarkInputError
@@ -82,6 +83,34 @@ def write_tsv(path: Path, passes: list[Pass]) -> Path:
     return path
 
 
+#: the dataset class module the export writes beside the TSV (``eval/harness/vlmeval_dataset.py``)
+MODULE = "cavpref_vlmeval.py"
+
+
+def write_export(out: Path, name: str, passes: list[Pass], config: dict) -> list[str]:
+    """The TSV, the items (the scoring of ``evaluate`` needs no data at hand), export.json and the dataset
+    class module that sends the media (VLMEvalKit's loader would read the TSV as text-only)."""
+    from importlib.resources import files
+
+    tsv = write_tsv(out / f"{name}.tsv", passes)
+    (out / "items.jsonl").write_text(
+        "".join(json.dumps(p.item.to_row(), ensure_ascii=False) + "\n" for p in passes if p.k == 0),
+        encoding="utf-8",
+    )
+    config = {**config, **describe(tsv, passes), "task": name, "dataset_class": "CavprefAVDataset"}
+    (out / "export.json").write_text(json.dumps(config, indent=1) + "\n")
+    (out / MODULE).write_text(files("cavpref.eval.harness").joinpath("vlmeval_dataset.py").read_text())
+    return [tsv.name, "items.jsonl", "export.json", MODULE]
+
+
+def evaluate(folder: str | Path, eval_file: str | Path) -> dict:
+    """What the exported dataset class's ``evaluate`` returns: the benchmark's headline numbers of a
+    VLMEvalKit prediction file, scored as ``cavpref eval score --harness vlmevalkit`` scores it."""
+    from cavpref.eval.harness.lmms_eval import TaskFolder
+
+    return TaskFolder(folder).headline(read_predictions(eval_file))
+
+
 def _table(path: Path) -> list[dict]:
     """The prediction file's rows: VLMEvalKit writes ``.xlsx`` (read with openpyxl, the ``vlmevalkit``
     extra), ``.tsv`` or ``.csv`` on request."""
@@ -144,4 +173,13 @@ def describe(path: Path, passes: list[Pass]) -> dict:
     }
 
 
-__all__ = ["CIRCULAR_OFFSET", "describe", "read_predictions", "rows", "write_tsv"]
+__all__ = [
+    "CIRCULAR_OFFSET",
+    "MODULE",
+    "describe",
+    "evaluate",
+    "read_predictions",
+    "rows",
+    "write_export",
+    "write_tsv",
+]
