@@ -4,7 +4,8 @@
                              [--drop_stream video|audio | --text_only] [--protocol paper|official] [its own keys]
         (`cavpref eval --help` lists the registered benchmarks, `cavpref eval <benchmark> --help` every key)
     cavpref eval score [--benchmark NAME] --predictions preds.jsonl --data … [--output DIR]
-                       (without --benchmark: AVTrustBench)
+                       [--harness lmms_eval|vlmevalkit]    (without --benchmark: AVTrustBench)
+    cavpref eval export --harness lmms_eval|vlmevalkit [--benchmark NAME] --data DATA --output DIR [--task_name N]
     cavpref eval prompts [--benchmark NAME] --data DATA --prompts_out prompts.jsonl
     cavpref eval compare RUN_A RUN_B … [--labels …] [--output table.md] [--plot leaderboard.png] [--html compare.html]
     cavpref eval report RUN [--html] (re-render report.md and plots from RUN/results.json; --html: report.html)
@@ -12,7 +13,7 @@
 Every command parses with ``cavpref.parsing.parse_args``: ``[CONFIG.yaml | --config CONFIG.yaml] [--key value …]``,
 the command line overriding the file, unknown keys an error, ``--help`` listing every key: ``EvalArgs``
 (every benchmark) plus the benchmark's ``Options`` (its own keys), plus ``ScoreArgs`` / ``PromptsArgs``;
-``CompareArgs``; ``ReportArgs``. Benchmarks are looked up by name in ``cavpref.eval.registry``.
+``CompareArgs``; ``ReportArgs``; ``eval export``: ``EvalArgs`` + ``Options`` + ``ExportArgs`` (``eval.harness``). Benchmarks are looked up by name in ``cavpref.eval.registry``.
 Multi-GPU / multi-process: ``accelerate launch -m cavpref.apps.cli eval …``.
 """
 
@@ -40,6 +41,17 @@ class ScoreArgs:
             "help": "the predictions file, in the benchmark's format (docs/evaluation.md, docs/reasoning_benchmarks.md)"
         },
     )
+    harness: str = field(
+        default="cavpref",
+        metadata={
+            "help": "whose file --predictions is: cavpref (JSONL rows), lmms_eval (its --log_samples JSONL) or "
+            "vlmevalkit (its .xlsx / .tsv prediction file) of a task from `cavpref eval export`"
+        },
+    )
+
+    def __post_init__(self):
+        if self.harness not in ("cavpref", "lmms_eval", "vlmevalkit"):
+            raise ValueError(f"--harness must be cavpref, lmms_eval or vlmevalkit, got {self.harness!r}")
 
 
 @dataclass
@@ -147,8 +159,12 @@ def parse(command: str, argv: list[str]) -> tuple:
         return parse_args([CompareArgs, HTMLReportArguments], positional(argv, "runs"), prog)
     if command == "report":
         return parse_args([ReportArgs, HTMLReportArguments], positional(argv, "run"), prog)
-    if command in ("score", "prompts"):
+    if command in ("score", "prompts", "export"):
         bench = registry.get(benchmark_in(argv) or registry.DEFAULT_BENCHMARK)
+        if command == "export":
+            from cavpref.eval.harness.export import ExportArgs
+
+            return parse_args([EvalArgs, bench.Options, ExportArgs], argv, prog)
         extra = ScoreArgs if command == "score" else PromptsArgs
         return parse_args([EvalArgs, bench.Options, extra], argv, prog)
     bench = registry.get(command)
@@ -215,7 +231,12 @@ def _run(command: str, rest: list[str]) -> int:
         if not sargs.predictions or not args.data:
             raise ValueError("--predictions and --data are required")
         _claim(args)
-        results = pipeline.score_predictions(args, sargs.predictions, options)
+        rows = harness = None
+        if sargs.harness != "cavpref":
+            from cavpref.eval.harness.export import read_harness
+
+            rows, harness = read_harness(sargs.harness, sargs.predictions), sargs.harness
+        results = pipeline.score_predictions(args, sargs.predictions, options, rows=rows, harness=harness)
         print(json.dumps(registry.get(args.benchmark)().score_summary(results)))
         return 0
     if command == "prompts":
@@ -225,6 +246,18 @@ def _run(command: str, rest: list[str]) -> int:
         print(
             f"wrote {pipeline.export_prompts(args, pargs.prompts_out, options)} prompts to {pargs.prompts_out}"
         )
+        return 0
+    if command == "export":
+        from cavpref.eval.harness.export import export
+
+        args, options, eargs = parse(command, rest)
+        done = export(args, options, eargs)
+        print(
+            f"wrote {done['passes']} passes of {done['items']} items ({done['media_files_written']} media files "
+            f"written) to {done['folder']}: {', '.join(done['files'])}"
+        )
+        if "lmms_eval_docs" in done:
+            print(f"lmms-eval's TaskManager loaded {done['name']}: {done['lmms_eval_docs']} docs")
         return 0
     if command == "compare":
         return _compare(rest)

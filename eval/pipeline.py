@@ -302,11 +302,12 @@ def export_prompts(args: EvalArgs, path: str | Path, options=None) -> int:
     return n
 
 
-def read_predictions(bench, path: str | Path) -> dict[tuple[str, int], dict]:
+def read_predictions(bench, path: str | Path, rows=None) -> dict[tuple[str, int], dict]:
     """(item id, pass) -> predictions row, read as the benchmark's format says; errors name the file, the
-    row and the problem."""
+    row and the problem. ``rows``: ``(where, row)`` pairs already read from ``path`` (another harness's
+    file, converted by ``eval.harness``), instead of reading it as JSON."""
     preds: dict[tuple[str, int], dict] = {}
-    for where, row in read_records(path):
+    for where, row in read_records(path) if rows is None else rows:
         try:
             key = bench.prediction_key(row)
         except ValueError as err:
@@ -326,11 +327,12 @@ def read_predictions(bench, path: str | Path) -> dict[tuple[str, int], dict]:
 
 
 def score_external(
-    bench, loaded: registry.Loaded, predictions: str | Path
+    bench, loaded: registry.Loaded, predictions: str | Path, rows=None
 ) -> tuple[list[ItemOutcome], list[dict], dict]:
     """(outcomes, records, results.json ``predictions``: rows read, rows unused by reason) of an external
-    tool's answers, scored with the benchmark's own scoring; kept in memory (nothing is written)."""
-    preds = read_predictions(bench, predictions)
+    tool's answers, scored with the benchmark's own scoring; kept in memory (nothing is written).
+    ``rows``: as in ``read_predictions``."""
+    preds = read_predictions(bench, predictions, rows)
     history: dict[str, list[dict]] = defaultdict(list)
     missing: set[str] = set()
     active = list(loaded.items)
@@ -377,15 +379,18 @@ def score_external(
 
 
 def score_predictions(
-    args: EvalArgs, predictions: str | Path, options=None, *, client=None, nli=None
+    args: EvalArgs, predictions: str | Path, options=None, *, client=None, nli=None, rows=None, harness=None
 ) -> dict:
     """Score an external tool's answers with the benchmark's own scoring (extraction, judges, passes,
     metrics, reports); with ``args.output``, the run folder's results.json / report.md / plots and
-    report.html too."""
+    report.html too. ``rows`` / ``harness``: the predictions as read from another harness's file
+    (``eval.harness``) and its name (results.json ``predictions.harness``)."""
     client = client if client is not None else build_judge_client(args)
     bench = registry.create(args, options, client=client, nli=nli)
     loaded = load(args, bench=bench)
-    outcomes, records, read = score_external(bench, loaded, predictions)
+    outcomes, records, read = score_external(bench, loaded, predictions, rows)
+    if harness is not None:
+        read["harness"] = harness
     results = assemble(args, bench, loaded, outcomes, records, {"predictions": str(predictions)})
     results["mode"] = "external predictions"
     results["predictions"] = read

@@ -70,7 +70,13 @@ def load_run(run_dir: str | Path, *, data: str | None = None, media_root: str | 
         ) from err
     warnings = []
     if external:
-        outcomes, used, _ = pipeline.score_external(bench, loaded, results["model"]["predictions"])
+        path, harness = results["model"]["predictions"], (results.get("predictions") or {}).get("harness")
+        rows = None
+        if harness is not None:  # another harness's file (eval.harness), read as `eval score` read it
+            from cavpref.eval.harness.export import read_harness
+
+            rows = read_harness(harness, path)
+        outcomes, used, _ = pipeline.score_external(bench, loaded, path, rows)
     else:
         bench.backend = RecordedModel(results["model"])
         runner = pipeline.runner_for(args, bench, loaded, rank=0, world=1)
