@@ -25,6 +25,7 @@ from transformers import TrainerCallback
 from cavpref.eval.during_training import trust_callbacks
 
 from cavpref.data import CLEAN_TASK, TASKS
+from cavpref.jsonl import read_jsonl
 from cavpref.train import main as train_main
 
 
@@ -73,11 +74,10 @@ def run_one(out: Path, paths: dict, limit: int, steps: int) -> dict:
     code = train_main([str(out / f"limit{limit}.yaml")], extensions=(lambda *a: [timer], trust_callbacks))
     if code:
         raise SystemExit(f"training failed ({code})")
-    logs = [json.loads(x) for x in (run / "logs.jsonl").read_text().splitlines()]
+    logs = [rec for _, rec in read_jsonl(run / "logs.jsonl")]
     evals = [r["trust/seconds"] for r in logs if "trust/seconds" in r]
     results = json.loads((run / "trust" / f"step-{steps}" / "results.json").read_text())
-    passes = sum(1 for line in (run / "trust" / f"step-{steps}").glob("records.rank*.jsonl")
-                 for _ in line.read_text().splitlines())  # fmt: skip
+    passes = sum(len(read_jsonl(f)) for f in (run / "trust" / f"step-{steps}").glob("records.rank*.jsonl"))
     step = statistics.median(timer.seconds[1:] or timer.seconds)  # the first step warms caches
     return {"limit": limit, "items": results["metrics"]["overall"]["n"], "passes": passes, "step_s": step,
             "eval_s": statistics.median(evals), "ratio": statistics.median(evals) / step}  # fmt: skip

@@ -142,8 +142,7 @@ def trust_curves(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
     """``trust/<setting>/<metric>`` -> [(step, value)] from a run trained with ``trust_eval_steps``
     (``cavpref.eval.during_training``); empty without it."""
     curves: dict[str, list[tuple[int, float]]] = {}
-    for line in (run_dir / "logs.jsonl").read_text().splitlines():
-        rec = json.loads(line)
+    for _, rec in jsonl.read_jsonl(run_dir / "logs.jsonl"):
         for key, value in rec.items():
             if key.startswith("trust/") and key != "trust/seconds" and isinstance(value, (int, float)):
                 curves.setdefault(key, []).append((rec["step"], value))

@@ -180,11 +180,15 @@ def check_extras(extras: dict[str, Any], fail: Fail) -> None:
             "string": value is None or isinstance(value, str),  # an anchor column is null without anchors
             "float64": value is None or (isinstance(value, int | float) and not isinstance(value, bool)),
             "list": isinstance(value, list) and all(isinstance(v, str) for v in value),
+            "bool": value is None or isinstance(value, bool),  # None: the recipe's flag
         }[dtype]
         if not ok:
-            want = {"string": "a string or null", "float64": "a number or null", "list": "a list of strings"}[
-                dtype
-            ]
+            want = {
+                "string": "a string or null",
+                "float64": "a number or null",
+                "list": "a list of strings",
+                "bool": "true, false or null",
+            }[dtype]
             raise fail(name, f"expected {want}", f"got {type(value).__name__} {json.dumps(value)[:60]}")
     try:
         from_json(extras[EXTRA_PREFIX + "media"])

@@ -426,7 +426,11 @@ def _import(args: ImportArgs, files: list[str], layout: Any, out: Path) -> dict[
                     anchor = conditional.read(turn, lists, args.use_audio_in_video, fail)
                     if not anchor.has_pair:  # it joins its preference row once every row is read
                         anchors.append(anchor)
-                        roots.add(str(root) if anchor.of is None else exported)
+                        roots.add(
+                            str(root)
+                            if anchor.of is None
+                            else (exported or "the media_root the rows were exported with")
+                        )
                         counts["anchor rows (rejected_videos / rejected_audios)"] += 1
                         continue
                     turn.extras = {}  # a foreign row: its files give the media
