@@ -118,7 +118,8 @@ def test_output_head_runs_only_at_response_positions(ad):
 
 
 def _manual_inputs(ad, kind, prompt, response, media):
-    """Model inputs from the processor alone, over the full chat text (prompt + response + end of turn)."""
+    """Model inputs from the processor alone, over the full chat text (prompt + response + the template's close of
+    the turn, ``<|im_end|>`` and its newline: the completion TRL's DPOTrainer scores)."""
     proc = ad.processor
     content = ([{"type": "video"}] if media.has_video else []) + (
         [{"type": "audio"}] if media.has_audio else []
@@ -130,7 +131,7 @@ def _manual_inputs(ad, kind, prompt, response, media):
     )
     msgs.append({"role": "user", "content": content + [{"type": "text", "text": prompt}]})
     text = (
-        proc.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True) + response + "<|im_end|>"
+        proc.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True) + response + "<|im_end|>\n"
     )
     kw = {}
     if media.has_video:
@@ -150,7 +151,7 @@ def test_logps_equal_manual_log_softmax_sum(ad, kind):
     with torch.no_grad():
         logits = ad.model(**inputs).logits[0].double()
     ids = inputs["input_ids"][0]
-    n = len(ad.tokenizer(response + "<|im_end|>", add_special_tokens=False)["input_ids"])
+    n = len(ad.tokenizer(response + "<|im_end|>\n", add_special_tokens=False)["input_ids"])
     expected = 0.0
     for pos in range(len(ids) - n, len(ids)):  # token at pos is predicted by the logits at pos - 1
         expected += float(torch.log_softmax(logits[pos - 1], -1)[ids[pos]])
@@ -161,7 +162,8 @@ def test_logps_equal_manual_log_softmax_sum(ad, kind):
 def test_labels_cover_response_and_end_of_turn_only(ad):
     batch = ad.collate([Row("Is there a piano?", "yes", demo_media(0), None, "r")])
     labelled = batch["labels"][0][batch["labels"][0] != -100].tolist()
-    assert labelled == ad.tokenizer("yes<|im_end|>", add_special_tokens=False)["input_ids"]
+    # TRL's completion: the answer, <|im_end|> and the newline after it
+    assert labelled == ad.tokenizer("yes<|im_end|>\n", add_special_tokens=False)["input_ids"]
     ids = batch["input_ids"][0].tolist()
     assert ids[-len(labelled) :] == labelled  # labels sit on the last tokens: the prompt and media are masked
 

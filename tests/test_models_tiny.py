@@ -181,7 +181,7 @@ def test_use_audio_in_video_interleaves_and_keeps_video_only_rows_right(qwen_dir
                 for k, v in ad.processor(
                     text=[
                         ad._render(ad.messages("Q", True, False), add_generation_prompt=True)
-                        + "violin<|im_end|>"
+                        + "violin<|im_end|>\n"  # the completion TRL scores: the newline after the turn too
                     ],
                     videos=[demo_media(0).frames],
                     audio=[demo_media(0).audio],

@@ -304,8 +304,9 @@ def test_config_field_reaches_the_model_io(folders):
 @pytest.mark.parametrize("config", ["qwen", "composed"])
 def test_option_scores_sum_tokens_and_letter_in_one_batch(ios, config):
     """Eval's three option-scoring protocols from one collate: ``sum`` is the summed log-prob (as before),
-    ``tokens`` counts the option's tokens plus the end of turn, ``letter`` is the answer letter alone (one token,
-    no end of turn) scored as its own continuation, packed on the same prefix."""
+    ``tokens`` counts the option's tokens plus the end of turn and the newline after it (TRL's completion tokens),
+    ``letter`` is the answer letter alone (one token, no end of turn) scored as its own continuation, packed on
+    the same prefix."""
     io = ios[config]
     rows = [Row("Which instrument?", "", MEDIA["P"], "P", "i0"), Row("How many?", "", MEDIA["C"], "C", "i1")]
     options = [
@@ -317,8 +318,8 @@ def test_option_scores_sum_tokens_and_letter_in_one_batch(ios, config):
     want_sum = io.option_logps(io.model, rows, options)
     for r, opts in enumerate(options):
         torch.testing.assert_close(got[r]["sum"], want_sum[r], rtol=RTOL, atol=0)
-        # by hand: the option's own tokens, then the one end-of-turn token the template closes the answer with
-        hand = [len(io.tokenizer(o, add_special_tokens=False)["input_ids"]) + 1 for o in opts]
+        # by hand: the option's own tokens, then the template's close of the answer: <|im_end|> and "\n"
+        hand = [len(io.tokenizer(o, add_special_tokens=False)["input_ids"]) + 2 for o in opts]
         assert got[r]["tokens"].tolist() == hand
     assert torch.isnan(got[1]["letter"][2]) and not torch.isnan(got[0]["letter"]).any()
     io.shared_prefix = False  # the letter alone, full rows, one row at a time

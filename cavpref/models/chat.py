@@ -11,9 +11,12 @@ AVLLM means one small subclass (see docs/models.md):
 - ``generate_ids(model, batch, **kw)``: new token ids for a left-padded prompt batch.
 
 Token layout of a row: chat-template prompt (system + user turn with one placeholder per present stream + the
-question) with each placeholder replaced by its expansion, then the response followed by the template's
-end-of-turn marker. Only the response and end-of-turn tokens are labelled. Prompt and response are tokenised
-separately (as TRL does), so the boundary never merges into one BPE token and the labels are exact.
+question) with each placeholder replaced by its expansion, then the completion: everything the template renders
+after the prompt for the assistant turn (the response, the end-of-turn marker and the newline after it). Only the
+completion is labelled. It is tokenised as TRL's ``DPOTrainer`` tokenises a conversational row (TRL 1.16,
+``_prepare_dataset``): prompt and prompt + completion each tokenised whole, the completion starting where the two
+token sequences diverge, so every method scores the tokens TRL scores (before, the newline after the end of turn
+was left out: one token fewer than TRL per row, issue 57).
 """
 
 from __future__ import annotations
@@ -96,6 +99,9 @@ class ChatModelIO(AVModelIO):
     packed_padding_side: str = "right"
     #: what ``from_pretrained`` loads the model with (override ``load_model`` for anything fancier)
     auto_model_class: str = "AutoModelForCausalLM"
+    #: the rows' token layout, part of ``settings()`` and so of the reference-cache key: reference log-probs
+    #: cached under the layout before issue 57 (the newline after the end of turn not scored) are recomputed
+    token_layout: str = "trl-1.16"
 
     def __init__(
         self,
@@ -163,6 +169,9 @@ class ChatModelIO(AVModelIO):
             "feature_cache_size": cfg.feature_cache_size,
         }
 
+    def settings(self) -> dict[str, Any]:
+        return {**super().settings(), "token_layout": self.token_layout}
+
     # ----- hooks ---------------------------------------------------------------------------------------------
     @property
     def placeholder_ids(self) -> tuple[int, ...]:
@@ -211,13 +220,33 @@ class ChatModelIO(AVModelIO):
         return renderer.apply_chat_template(msgs, tokenize=False, **kw)
 
     def completion_text(self, msgs: list[dict], prompt_text: str, response: str, where: str) -> str:
+        """What the template renders after the prompt for the assistant turn ``response``: the response, the end
+        of turn and whatever follows it (Qwen's newline), all of which TRL labels."""
         full = self._render(msgs + [{"role": "assistant", "content": [{"type": "text", "text": response}]}])
         if not full.startswith(prompt_text):
             raise ModelIOError(
                 f"{where}: the chat template does not render the prompt as a prefix of prompt + "
                 "response; cannot label response tokens"
             )
-        return full[len(prompt_text) :].rstrip()  # trailing newline after end-of-turn is template formatting
+        return full[len(prompt_text) :]
+
+    def split_completion(
+        self, prompt_ids: list[int], prompt_text: str, completion: str
+    ) -> tuple[int, list[int]]:
+        """(prompt tokens kept, completion ids), as TRL 1.16's ``DPOTrainer`` splits a row: prompt + completion
+        tokenised whole, the completion starting where it diverges from the tokenised prompt. Where a BPE merge
+        crosses the boundary, the prompt's diverging tail is left out, as TRL leaves it out (with its warning)."""
+        full = self.tokenizer(prompt_text + completion, add_special_tokens=False)["input_ids"]
+        keep = next(
+            (i for i, (a, b) in enumerate(zip(prompt_ids, full)) if a != b), min(len(prompt_ids), len(full))
+        )
+        if keep < len(prompt_ids):
+            logger.warning_once(
+                "the tokenised prompt is not a prefix of the tokenised prompt + completion (a token merges across "
+                f"the boundary): its tail {self.tokenizer.decode(prompt_ids[keep:])!r} is left out of the row, "
+                "as TRL's DPOTrainer leaves it out"
+            )
+        return keep, full[keep:]
 
     def _probe_end_of_turn(self) -> int | None:
         msgs = self.messages("probe", False, False)
@@ -266,9 +295,10 @@ class ChatModelIO(AVModelIO):
             row_media.append(keys[key])
         return encoded, row_media
 
-    def _prompt_ids(
+    def _prompt_tokens(
         self, row: Row, enc: EncodedMedia | None, where: str
     ) -> tuple[list[int], list[dict], str]:
+        """The row's tokenised prompt (placeholders not yet expanded, each checked), messages and rendered text."""
         has_v = enc is not None and enc.video is not None
         has_a = enc is not None and enc.audio is not None and bool(enc.meta.get("audio_placeholder", True))
         msgs = self.messages(row.prompt, has_v, has_a)
@@ -282,10 +312,33 @@ class ChatModelIO(AVModelIO):
                     f"{where}: prompt has {n} {self.tokenizer.convert_ids_to_tokens(pid)!r} "
                     f"placeholder(s) where {expected} is expected (media tokens in the prompt text?)"
                 )
+        return ids, msgs, text
+
+    @staticmethod
+    def _expand(ids: list[int], enc: EncodedMedia | None) -> list[int]:
+        expansions = enc.expansions if enc is not None else {}
         out: list[int] = []
         for t in ids:
             out.extend(expansions.get(t, (t,)))
-        return out, msgs, text
+        return out
+
+    def _prompt_ids(self, row: Row, enc: EncodedMedia | None, where: str) -> list[int]:
+        """The row's generation prompt, each placeholder replaced by its expansion."""
+        return self._expand(self._prompt_tokens(row, enc, where)[0], enc)
+
+    def _row_ids(self, row: Row, enc: EncodedMedia | None, where: str) -> tuple[list[int], list[int]]:
+        """(prompt ids with expansions, labelled completion ids) of a scored row."""
+        ids, msgs, prompt_text = self._prompt_tokens(row, enc, where)
+        completion = self.completion_text(msgs, prompt_text, row.response, where)
+        if not row.end_turn:  # the answer's start only: the end of turn the template adds is not scored
+            if not completion.startswith(row.response):
+                raise ModelIOError(
+                    f"{where}: the chat template does not render the response verbatim after the prompt; "
+                    "cannot score it without its end of turn"
+                )
+            completion = row.response
+        keep, resp = self.split_completion(ids, prompt_text, completion)
+        return self._expand(ids[:keep], enc), resp
 
     def _media_batch(self, encoded: list[EncodedMedia], row_media: list[int | None]) -> dict[str, Any]:
         vid_index, aud_index, videos, audios = {}, {}, [], []
@@ -314,16 +367,7 @@ class ChatModelIO(AVModelIO):
             if not isinstance(row.response, str) or not row.response.strip():
                 raise ModelIOError(f"{where}: empty response; there is nothing to score")
             enc = encoded[row_media[i]] if row_media[i] is not None else None
-            prompt_ids, msgs, prompt_text = self._prompt_ids(row, enc, where)
-            completion = self.completion_text(msgs, prompt_text, row.response, where)
-            if not row.end_turn:  # the answer's start only: the end of turn the template adds is not scored
-                if not completion.startswith(row.response):
-                    raise ModelIOError(
-                        f"{where}: the chat template does not render the response verbatim after the prompt; "
-                        "cannot score it without its end of turn"
-                    )
-                completion = row.response
-            resp = self.tokenizer(completion, add_special_tokens=False)["input_ids"]
+            prompt_ids, resp = self._row_ids(row, enc, where)
             if self.max_length is not None and len(prompt_ids) + len(resp) > self.max_length:
                 raise ModelIOError(
                     f"{where}: {len(prompt_ids) + len(resp)} tokens exceed max_length={self.max_length}"
@@ -355,7 +399,7 @@ class ChatModelIO(AVModelIO):
             raise ModelIOError("generate: empty batch")
         encoded, row_media = self._encode_unique(rows)
         seqs = [
-            self._prompt_ids(r, encoded[m] if m is not None else None, describe_row(i, r))[0]
+            self._prompt_ids(r, encoded[m] if m is not None else None, describe_row(i, r))
             for i, (r, m) in enumerate(zip(rows, row_media))
         ]
         for i, (row, ids) in enumerate(zip(rows, seqs)):  # refused here, before any token reaches the model

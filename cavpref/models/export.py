@@ -27,6 +27,23 @@ from cavpref.parsing import load_yaml
 
 ADAPTER_DIR = "thinker_adapter"  # merge_lora false: the adapter, re-keyed for the full model
 SPEAKERS = "spk_dict.pt"
+# The processor's outputs that only the thinker's vision encoder reads. transformers 5.25's
+# ``Qwen2_5OmniForConditionalGeneration.generate`` hands every input without a ``thinker_`` / ``talker_`` prefix
+# to the talker's ``generate`` too, whose kwargs check rejects these (``ValueError: The following model_kwargs
+# are not used by the model: ['pixel_values_videos']``), so a video or image prompt cannot be spoken about.
+# Given as ``thinker_<name>`` (generate's own per-module route) they reach the thinker alone, and generate still
+# blanks the vision positions of the hidden states it passes the talker, as it does for un-prefixed ones.
+THINKER_ONLY_INPUTS = ("pixel_values", "pixel_values_videos")
+GENERATE_INPUTS_LINE = (
+    f'inputs = {{("thinker_" + k if k in {THINKER_ONLY_INPUTS!r} else k): v for k, v in inputs.items()}}'
+)
+
+
+def speech_generate_inputs(inputs) -> dict:
+    """The processor's ``inputs`` as ``Qwen2_5OmniForConditionalGeneration.generate`` takes them with speech on:
+    the vision encoder's inputs under the ``thinker_`` prefix (``THINKER_ONLY_INPUTS``; the exported model card
+    writes the same line, ``GENERATE_INPUTS_LINE``, for users without cavpref)."""
+    return {("thinker_" + k if k in THINKER_ONLY_INPUTS else k): v for k, v in inputs.items()}
 
 
 @dataclass
@@ -193,6 +210,13 @@ def _write_card(out: Path, run: Path, base: str, adapter: bool) -> None:
         load += (
             f'from peft import PeftModel\n\nmodel = PeftModel.from_pretrained(model, "{out / ADAPTER_DIR}")\n'
         )
+    load += (
+        '\ninputs = processor(text=prompt, videos=[frames], audio=[wave], return_tensors="pt")\n'
+        "# transformers 5.25's generate passes un-prefixed inputs to the talker too, which rejects the vision\n"
+        "# encoder's inputs (ValueError ... ['pixel_values_videos']): give those to the thinker alone\n"
+        f"{GENERATE_INPUTS_LINE}\n"
+        "text_ids, waveform = model.generate(**inputs)  # the answer as token ids and as speech\n"
+    )
     what = (
         f"The full Qwen2.5-Omni model of `{base}` (talker, token2wav, speakers) with the thinker trained in "
         f"`{run}`"

@@ -163,7 +163,7 @@ def build_tiny_qwen_omni_full(
     ``out_dir``: what ``cavpref export`` splices a trained thinker into, offline. The thinker is the one in the
     folder ``thinker`` (its config, weights and processor), else a fresh ``build_tiny_qwen_omni``. The talker
     reads the thinker's hidden states and token ids (its tts text tokens are the thinker vocabulary's last ids);
-    token2wav is a 2-layer DiT and a 6-stage BigVGAN of 64 channels; one speaker, "Chelsie" (the model's
+    token2wav is a 2-layer DiT and a 6-stage BigVGAN of 64 channels (initialised so it speaks audibly); one speaker, "Chelsie" (the model's
     default), with a random conditioning vector and reference mel."""
     from transformers import (
         AutoProcessor,
@@ -212,6 +212,12 @@ def build_tiny_qwen_omni_full(
     )
     torch.manual_seed(seed)
     model = Qwen2_5OmniForConditionalGeneration(config).eval()
+    # transformers draws every BigVGAN convolution from N(0, 0.02) (a real checkpoint overwrites them), which
+    # shrinks the signal over the six upsampling stages to silence (peak 6e-8); PyTorch's fan-in init keeps it
+    # audible (peak 0.11, RMS 0.057 for 8 codes), so a test of the waveform tests something.
+    for module in model.token2wav.code2wav_bigvgan_model.modules():
+        if isinstance(module, (torch.nn.Conv1d, torch.nn.ConvTranspose1d)):
+            module.reset_parameters()
     model.thinker.load_state_dict(trained.state_dict())
     model.thinker.generation_config = trained.generation_config
     model.save_pretrained(out)
