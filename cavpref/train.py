@@ -134,9 +134,13 @@ def check_recipe(argv: list[str]) -> None:
         raise _nested_error("command line", nested)
     if "--config" in argv and argv.index("--config") + 1 < len(argv):
         path = argv[argv.index("--config") + 1]
+        if not os.path.isfile(path):
+            what = "is a folder, not a recipe file" if os.path.isdir(path) else "no such recipe file"
+            raise FileNotFoundError(f"{path}: {what} (recipes/tiny/*.yaml are examples)")
         config = load_yaml(path)  # aliases bounded (issue 40 #22)
         if not isinstance(config, dict):
-            raise TypeError(f"{path}: a recipe must be a YAML mapping, got {type(config).__name__}")
+            got = "an empty file" if config is None else type(config).__name__
+            raise ValueError(f"{path}: a recipe must be a YAML mapping of keys, got {got}")
         if isinstance(config.get("model"), dict):
             raise _nested_error(path, list(config["model"]))
         unknown = sorted(set(config) - _recipe_keys() - {"env"})
