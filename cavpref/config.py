@@ -241,6 +241,26 @@ class CAVPrefConfig(DPOConfig, OutputArguments):
     )
 
     _VALID_DICT_FIELDS = DPOConfig._VALID_DICT_FIELDS + ["switch_table"]
+    # TrainingArguments' keys every recipe sets, listed by ``cavpref train --help`` (the rest: --help_all)
+    help_inherited: ClassVar[tuple[str, ...]] = (
+        "output_dir",
+        "learning_rate",
+        "max_steps",
+        "num_train_epochs",
+        "per_device_train_batch_size",
+        "gradient_accumulation_steps",
+        "lr_scheduler_type",
+        "warmup_steps",
+        "logging_steps",
+        "save_strategy",
+        "save_steps",
+        "save_total_limit",
+        "resume_from_checkpoint",
+        "seed",
+        "bf16",
+        "use_cpu",
+        "report_to",
+    )
     # Our keys that may change on resume (cavpref/resume_guard.py: every other key defines the run), with why.
     MAY_CHANGE_ON_RESUME: ClassVar[dict[str, str]] = {
         "allow_recipe_change": "the resume's own switch",

@@ -236,3 +236,49 @@ def output_dir(path: str | os.PathLike, command: str, **kwargs) -> Iterator[str]
         yield claimed
     finally:
         release_output_dir(claimed)
+
+
+GENERATOR = (
+    '<meta name="generator" content="cavpref">'  # in every HTML page cavpref writes: it may replace them
+)
+
+
+def check_output_file(
+    path: str | os.PathLike,
+    key: str,
+    *,
+    inputs: dict[str, str] | None = None,
+    overwrite: bool = False,
+    ours: bool | None = None,
+) -> Path:
+    """The file rule of the module: a file a command writes (``eval compare --html / --output / --plot``) may
+    not be a folder, nor an existing file of an input's folder (a compared run's ``report.html`` or
+    ``results.json``: never, not even with ``overwrite``), nor another existing file unless ``overwrite`` or
+    it is ``ours`` (default: an HTML page with cavpref's ``GENERATOR`` tag). Returns the expanded path."""
+    out = Path(expand_path(path, key))
+    if out.is_dir():
+        raise OutputDirError(
+            f"{key} {out} is a folder; give the path of a file to write (e.g. {out}/page.html)"
+        )
+    if not out.exists():
+        return out
+    here = out.resolve()
+    for name, value in (inputs or {}).items():
+        src = Path(expand_path(value, name)).resolve()
+        if src.is_dir() and src in here.parents:
+            raise OutputDirError(
+                f"{key} {out} is a file of the {name} folder {src} (an input of this command); write it "
+                "elsewhere"
+            )
+    if ours is None:
+        try:
+            with open(out, encoding="utf-8", errors="replace") as f:
+                ours = GENERATOR in f.read(4096)
+        except OSError:
+            ours = False
+    if not (ours or overwrite):
+        raise OutputDirError(
+            f"{key} {out} exists and was not written by cavpref; choose a new file, or pass --overwrite true "
+            "to replace it"
+        )
+    return out

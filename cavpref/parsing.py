@@ -9,7 +9,8 @@ Every command is a set of config dataclasses (a ``help`` on each field). It is c
 * an ``env:`` mapping in the file sets environment variables (TRL's behaviour);
 * an unknown key, in the file or on the command line, is an error naming it, and so is a file value of the
   wrong type (``check_config``: a list where a string is expected, a list of lists, ...);
-* ``--help`` lists the command's own keys (declared in ``cavpref``, outside the dataclass's ``help_groups``);
+* ``--help`` lists the command's own keys (declared in ``cavpref``, outside the dataclass's ``help_groups``, and
+  the inherited keys it names in ``help_inherited``);
   ``--help_all`` adds the grouped ones (e.g. the quickstart's preset-controlled sizes) and those a dataclass
   inherits from TRL / transformers (``cavpref train``'s ``TrainingArguments``), one section each.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -97,14 +99,15 @@ def config_argv(argv: Sequence[str]) -> list[str]:
 def parse_args(types: Sequence[type], argv: Sequence[str], prog: str | None = None) -> tuple[Any, ...]:
     """Parse ``argv`` (config file + overrides) into one instance of each dataclass in ``types``.
 
-    ``--help`` exits (argparse); an unknown key raises ``ValueError`` (config file) or exits (command line),
-    naming the key.
+    ``--help`` exits; an unknown key, in the file or on the command line (spelled in full: no argparse prefix
+    matching), raises ``ValueError`` naming the key.
     """
     help_flags = [a for a in argv if a in HELP_FLAGS]
     if help_flags:
         print(format_help(types, prog, full="--help_all" in help_flags))
         raise SystemExit(0)
-    parser = TrlParser(list(types), prog=prog)
+    # no prefix matching: `--max_step 2` is an unknown key, not max_steps (argparse abbreviates by default)
+    parser = TrlParser(list(types), prog=prog, allow_abbrev=False)
     # TrlParser takes --config out of argv before argparse sees it; declared here only so --help shows it.
     parser.add_argument(
         "--config",
@@ -113,9 +116,24 @@ def parse_args(types: Sequence[type], argv: Sequence[str], prog: str | None = No
         help=CONFIG_HELP,
     )
     argv = config_argv(argv)
+    check_flags(parser, argv, prog)
     if "--config" in argv[:-1]:  # checked here (bounded aliases, value types) before TrlParser loads it
         check_config(argv[argv.index("--config") + 1], types)
     return tuple(parser.parse_args_and_config(args=argv, fail_with_unknown_args=True))
+
+
+def check_flags(parser: argparse.ArgumentParser, argv: Sequence[str], prog: str | None) -> None:
+    """Every ``--key`` of ``argv`` is a key of the command, spelled in full: one line naming an unknown one and
+    the key it is closest to (argparse's own message lists the leftover tokens as a Python list)."""
+    known = parser._option_string_actions  # argparse's table of option strings; no public accessor
+    for token in argv:
+        if not token.startswith("--") or token == "--":
+            continue
+        key = token.partition("=")[0]
+        if key not in known:
+            close = difflib.get_close_matches(key, [k for k in known if k.startswith("--")], n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f"unknown key {key}{hint}; `{prog or 'cavpref'} --help` lists the keys")
 
 
 def check_config(path: str, types: Sequence[type]) -> None:
@@ -149,8 +167,9 @@ def _declared_here(cls: type, name: str) -> bool:
 
 
 def _section(cls: type, f: dataclasses.Field) -> str | None:
-    """The ``--help_all`` section of a field; None for the keys ``--help`` shows."""
-    if not _declared_here(cls, f.name):
+    """The ``--help_all`` section of a field; None for the keys ``--help`` shows (a class's own, and the
+    inherited ones it names in ``help_inherited``: ``cavpref train``'s learning_rate, max_steps, ...)."""
+    if not _declared_here(cls, f.name) and f.name not in getattr(cls, "help_inherited", ()):
         base = next(k for k in cls.__mro__ if f.name in vars(k).get("__annotations__", {}))
         return f"inherited from {base.__module__.split('.')[0]} ({base.__name__})"
     return getattr(cls, "help_groups", {}).get(f.name)

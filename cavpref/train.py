@@ -13,8 +13,9 @@ A nested ``model:`` section or a ``--model.key`` override is refused with a one-
 
 The output folder gets ``run_config.yaml`` (the resolved config of all sections), ``versions.json``,
 ``loss.json`` (the resolved loss / switch table), ``logs.jsonl``, the HF checkpoints and ``README.md`` (the model
-card, ``cavpref/cards.py``; TRL's ``push_to_hub`` keys upload it with the model); a killed run
-resumes from its last checkpoint with ``--resume_from_checkpoint last``.
+card, ``cavpref/cards.py``; TRL's ``push_to_hub`` keys upload it with the model). A rerun into a folder holding
+the run's checkpoints resumes from the last complete one (``cavpref/run_folder.py``); ^C prints the command that
+does it.
 """
 
 from __future__ import annotations
@@ -30,8 +31,19 @@ from typing import ClassVar
 import yaml
 from transformers.utils import logging
 
+from cavpref import interrupts
 from cavpref.manifest import prep_manifest, resolve_switch_table
 from cavpref.parsing import config_argv, load_yaml, parse_args
+from cavpref.run_folder import (  # noqa: F401 - checkpoint_to_resume, last_complete_checkpoint: public here
+    TrainingInterrupted,
+    checkpoint_step,
+    checkpoint_to_resume,
+    close_progress_bars,
+    interrupted_line,
+    last_complete_checkpoint,
+    set_aside_logs,
+    start_checkpoint,
+)
 
 logger = logging.get_logger(__name__)
 
@@ -162,9 +174,13 @@ def check_recipe(argv: list[str]) -> None:
         raise _nested_error("command line", nested)
     if "--config" in argv and argv.index("--config") + 1 < len(argv):
         path = argv[argv.index("--config") + 1]
+        if not os.path.isfile(path):
+            what = "is a folder, not a recipe file" if os.path.isdir(path) else "no such recipe file"
+            raise FileNotFoundError(f"{path}: {what} (recipes/tiny/*.yaml are examples)")
         config = load_yaml(path)  # aliases bounded (issue 40 #22)
         if not isinstance(config, dict):
-            raise TypeError(f"{path}: a recipe must be a YAML mapping, got {type(config).__name__}")
+            got = "an empty file" if config is None else type(config).__name__
+            raise ValueError(f"{path}: a recipe must be a YAML mapping of keys, got {got}")
         if isinstance(config.get("model"), dict):
             raise _nested_error(path, list(config["model"]))
         unknown = sorted(set(config) - _recipe_keys() - {"env"})
@@ -333,62 +349,7 @@ def build_trainer(train_args, data_args, model_args, callbacks=None):
         train_dataset=train,
         eval_dataset=evald,
         frames=model_args.frame_policy(),
-        callbacks=[JsonlLogger(), *(callbacks or [])],
-    )
-
-
-def last_complete_checkpoint(output_dir: str) -> str | None:
-    """The newest ``checkpoint-N`` whose ``trainer_state.json`` (written last by the Trainer) is complete.
-
-    A run killed while writing a checkpoint leaves a partial folder; ``get_last_checkpoint`` would pick it
-    and the resume would fail, so partial ones are passed over."""
-    if not os.path.isdir(output_dir):
-        return None
-    steps = []
-    for name in os.listdir(output_dir):
-        head, _, num = name.partition("-")
-        if head == "checkpoint" and num.isdigit():
-            steps.append(int(num))
-    for step in sorted(steps, reverse=True):
-        path = os.path.join(output_dir, f"checkpoint-{step}")
-        try:
-            with open(os.path.join(path, "trainer_state.json")) as f:
-                if json.load(f).get("global_step") == step:
-                    return path
-        except (OSError, ValueError):
-            continue
-    return None
-
-
-def checkpoint_to_resume(output_dir: str, resume: str | None) -> str | None:
-    """The checkpoint ``resume_from_checkpoint`` names: ``last`` (``auto`` / ``true``) is the newest complete one
-    in ``output_dir``. Nothing to resume is an error, never a silent start from step 1: a mistyped folder, or a
-    run killed while writing its only checkpoint (delete it to start over)."""
-    if not resume:
-        return None
-    if resume not in ("last", "auto", "true", "True"):
-        if not os.path.isfile(os.path.join(resume, "trainer_state.json")):
-            raise ValueError(
-                f"resume_from_checkpoint {resume!r}: not a complete checkpoint (no trainer_state.json there)"
-            )
-        return resume
-    found = last_complete_checkpoint(output_dir)
-    if found is not None:
-        return found
-    partial = (
-        sorted(n for n in os.listdir(output_dir) if n.startswith("checkpoint-"))
-        if os.path.isdir(output_dir)
-        else []
-    )
-    if partial:
-        raise ValueError(
-            f"{output_dir}: resume_from_checkpoint {resume}: no complete checkpoint ({', '.join(partial)}: "
-            "trainer_state.json missing or unfinished, a run killed while saving); delete them to start from "
-            "step 1"
-        )
-    raise ValueError(
-        f"{output_dir}: resume_from_checkpoint {resume}: no checkpoint there (a mistyped output_dir?); leave "
-        "resume_from_checkpoint unset to start from step 1"
+        callbacks=[JsonlLogger(), interrupts.InterruptCheck(), *(callbacks or [])],
     )
 
 
@@ -430,9 +391,11 @@ def check_paths(train_args, data_args, model_args) -> None:
 USER_ERRORS = (ValueError, FileNotFoundError, KeyError)
 
 
-def main(argv: list[str] | None = None, *, extensions=()) -> int:
+def main(argv: list[str] | None = None, *, extensions=(), interrupt_line: bool = True) -> int:
     """``cavpref train``; an error in the recipe, a path or the data is one line on stderr and exit code 2
-    (``--debug`` anywhere on the command line: the traceback instead). ``extensions``: see ``run``."""
+    (``--debug`` anywhere on the command line: the traceback instead). ^C: one line naming the checkpoint and
+    the command that resumes, exit 130 (``interrupt_line=False``: the ``KeyboardInterrupt`` goes on to the
+    caller, e.g. the quickstart, which says how to resume it). ``extensions``: see ``run``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
@@ -440,7 +403,16 @@ def main(argv: list[str] | None = None, *, extensions=()) -> int:
         print(__doc__)
         return 0
     try:
-        return run(argv, extensions=extensions)
+        with (
+            interrupts.catch_interrupts()
+        ):  # a ^C swallowed on its way up (a DataLoader's __del__) is raised again
+            return run(argv, extensions=extensions)
+    except KeyboardInterrupt as err:
+        if debug or not interrupt_line:
+            raise
+        close_progress_bars()  # else tqdm redraws its bar under the line at exit
+        print(interrupted_line("cavpref train", argv, err), file=sys.stderr)
+        return 130
     except USER_ERRORS as err:
         if debug:
             raise
@@ -478,7 +450,15 @@ def run(argv: list[str], *, extensions=()) -> int:
     )
     switch_source = resolve_switch_table(train_args, data_args)
     logger.warning(f"switch table (eta, gamma per task): {switch_source}")
-    resume = checkpoint_to_resume(train_args.output_dir, train_args.resume_from_checkpoint)
+    # a rerun into the folder resumes from its last complete checkpoint, never trains over them (issue 54 #1)
+    resume = start_checkpoint(
+        train_args.output_dir, train_args.resume_from_checkpoint, train_args.overwrite_output_dir
+    )
+    if resume and not train_args.resume_from_checkpoint:
+        logger.warning(
+            f"{train_args.output_dir} holds this run's checkpoints: resuming from {resume} (to start from "
+            "step 1, choose a new output_dir)"
+        )
     from cavpref.cpu import pin_cpu
 
     pin_cpu(train_args.num_threads, train_args.cpu_isa)
@@ -500,12 +480,22 @@ def run(argv: list[str], *, extensions=()) -> int:
         if changed:
             check_resume(train_args.output_dir, resolved, recipe_classes(), True)
         write_run_files(train_args.output_dir, train_args, resolved, changed, switch_source)
-    trainer.train(resume_from_checkpoint=resume)
-    trainer.save_model(train_args.output_dir)
-    trainer.save_state()  # trainer_state.json in the run folder: the whole log history (margins, β, ...)
-    trainer.create_model_card()  # README.md of the final model (cavpref/cards.py)
-    if train_args.save_merged:
-        save_merged(trainer, os.path.join(train_args.output_dir, "merged"))
+        undone = set_aside_logs(train_args.output_dir, checkpoint_step(resume))
+        if undone:
+            logger.warning(
+                f"logs.jsonl: {undone} record(s) of steps after step {checkpoint_step(resume)}, trained again "
+                f"now, moved to {os.path.join(train_args.output_dir, 'logs.undone.jsonl')}"
+            )
+    try:
+        trainer.train(resume_from_checkpoint=resume)
+        interrupts.check()  # a ^C swallowed while the last epoch's DataLoader workers joined
+        trainer.save_model(train_args.output_dir)
+        trainer.save_state()  # trainer_state.json in the run folder: the whole log history (margins, β, ...)
+        trainer.create_model_card()  # README.md of the final model (cavpref/cards.py)
+        if train_args.save_merged:
+            save_merged(trainer, os.path.join(train_args.output_dir, "merged"))
+    except KeyboardInterrupt:
+        raise TrainingInterrupted(train_args.output_dir, trainer.state.global_step) from None
     # Trackers closed and, under a launcher, the process group destroyed before the interpreter exits (a gloo
     # group left to interpreter teardown sometimes aborted a rank after training: "terminate called without an
     # active exception"). Every rank first waits for the others: a rank that destroyed its group while rank 0

@@ -28,7 +28,7 @@ from cavpref.eval import registry
 from cavpref.eval.args import EvalArgs, HTMLReportArguments
 
 from cavpref.cpu import default_cpu_isa
-from cavpref.output_dir import claim_output_dir
+from cavpref.output_dir import check_output_file, claim_output_dir
 
 USAGE = __doc__
 
@@ -83,6 +83,13 @@ class CompareArgs:
     allow_different_items: bool = field(
         default=False,
         metadata={"help": "compare runs evaluated on different items (refused by default; a warning then)"},
+    )
+    overwrite: bool = field(
+        default=False,
+        metadata={
+            "help": "replace existing --output / --plot / --html files cavpref did not write (a compared run's "
+            "own files: never)"
+        },
     )
 
     bootstrap_resamples: int = field(
@@ -177,12 +184,26 @@ def _compare(argv: list[str]) -> int:
     ns, html = parse("compare", argv)
     if not ns.runs:
         raise ValueError("give at least one run folder")
+    # nothing of the user's or of the compared runs is written over (issue 54, third hostile pass)
+    runs_in = {
+        f"run {i + 1}": str(Path(r) if Path(r).is_dir() else Path(r).parent) for i, r in enumerate(ns.runs)
+    }
+    for key in ("output", "plot", "html"):
+        if getattr(ns, key):
+            setattr(
+                ns,
+                key,
+                str(check_output_file(getattr(ns, key), f"--{key}", inputs=runs_in, overwrite=ns.overwrite)),
+            )
     runs = []
     for run in ns.runs:
         path = Path(run) / "results.json" if Path(run).is_dir() else Path(run)
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found (is {run} a finished run folder?)")
-        runs.append(json.loads(path.read_text()))
+        try:
+            runs.append(json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, UnicodeDecodeError) as err:
+            raise ValueError(f"{path}: not a results.json of a finished run (not JSON: {err})") from None
     table = compare(
         runs,
         ns.labels or None,

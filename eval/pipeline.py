@@ -220,6 +220,9 @@ def assemble(
         "label": args.label,
         "mode": args.mode,
         "config": {**args.public(), **_public(bench.opt)},
+        # what config's relative paths (data, media_root) are relative to: a run re-read from another working
+        # folder (`eval report`, `eval compare`, run from the quickstart's report folder) finds its data there
+        "working_dir": os.getcwd(),
         "model": model,
         "evaluation": described,
         "judge": described.get("judge"),

@@ -84,6 +84,10 @@ def test_wrong_paths_are_one_line_errors_before_the_model_loads(fx, tmp_path, ca
 
     monkeypatch.setattr(cavpref.models, "load_model_io", no_load)
     rec = recipe(fx, tmp_path / "r.yaml")
+    # the relative paths a user types, resolved in an empty folder: the README's example may have created
+    # runs/tiny/* in the folder pytest runs from (issue 54 #13)
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path / "empty")
     for overrides, says in (
         (["--train_dataset", "runs/tiny/prefs"], "train_dataset 'runs/tiny/prefs': no such folder"),
         (["--media_root", "runs/tiny/world"], "media_root 'runs/tiny/world': no such folder"),

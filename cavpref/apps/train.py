@@ -9,9 +9,10 @@ from cavpref.eval.during_training import trust_callbacks
 from cavpref import train
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``cavpref.train.main`` (one-line errors, exit 2) with ``trust_eval_steps`` honoured."""
-    return train.main(argv, extensions=(trust_callbacks,))
+def main(argv: list[str] | None = None, *, interrupt_line: bool = True) -> int:
+    """``cavpref.train.main`` (one-line errors, exit 2; ^C one line, exit 130) with ``trust_eval_steps``
+    honoured."""
+    return train.main(argv, extensions=(trust_callbacks,), interrupt_line=interrupt_line)
 
 
 __all__ = ["main"]

@@ -121,6 +121,9 @@ def build_tiny_qwen_omni(
             num_attention_heads=num_attention_heads,
             num_key_value_heads=num_key_value_heads,
             pad_token_id=tok.pad_token_id,
+            # the generation config's stop tokens (and the tokenizer's eos among them): else the Trainer
+            # "aligns" the config with the tokenizer and warns about it on every load (issue 54 #14)
+            eos_token_id=_generation_config(tok).eos_token_id,
             rope_parameters={
                 "rope_type": "default",
                 "rope_theta": rope_theta,
@@ -181,8 +184,13 @@ def build_tiny_qwen_omni_full(
     vocab, hidden = tc.text_config.vocab_size, tc.text_config.hidden_size
     ids = ("audio_token_index", "image_token_index", "video_token_index", "vision_start_token_id")
     ids += ("vision_end_token_id", "audio_start_token_id", "audio_end_token_id")
+    # The talker's tts_text_* ids are thinker-vocabulary ids (the talker embeds them with the thinker's table),
+    # but transformers checks them against the talker's own vocab_size: a codec vocabulary as large as the
+    # thinker's keeps them in range (3 "must be within the vocabulary" warnings per load, issue 54 #14), and
+    # token2wav's DiT embeds every codec id the talker can emit.
+    codec_vocab = vocab
     talker = dict(
-        vocab_size=64,
+        vocab_size=codec_vocab,
         tts_codec_pad_token_id=59,
         tts_codec_start_token_id=60,
         tts_codec_end_token_id=61,
@@ -201,7 +209,12 @@ def build_tiny_qwen_omni_full(
         **{k: getattr(tc, k) for k in ids},
     )
     dit = dict(
-        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, head_dim=16, emb_dim=16, num_embeds=64
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        head_dim=16,
+        emb_dim=16,
+        num_embeds=codec_vocab,
     )
     dit.update(enc_emb_dim=8, enc_dim=16, enc_channels=[16, 16, 16, 16, 48], enc_attention_channels=8)
     dit.update(enc_se_channels=8, look_ahead_layers=[1], look_backward_layers=[0], block_size=4)

@@ -13,6 +13,7 @@ coming from the run's judge cache.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import fields
 from pathlib import Path
 
@@ -34,11 +35,20 @@ class RecordedModel:
         return self.described
 
 
+RELATIVE_INPUTS = ("data", "media_root")
+
+
 def run_args(results: dict, data: str | None = None, media_root: str | None = None) -> tuple[EvalArgs, dict]:
     """The run's ``EvalArgs`` and its benchmark's options, from results.json ``config`` (``data`` /
     ``media_root`` override where the data moved)."""
     name = registry.benchmark_of(results)
     config = dict(results.get("config") or {})
+    for key in RELATIVE_INPUTS:  # given relative to the folder the run was started in (results' working_dir)
+        path = config.get(key)
+        if isinstance(path, str) and path and not os.path.isabs(path) and results.get("working_dir"):
+            there = os.path.join(results["working_dir"], path)
+            if os.path.exists(there):
+                config[key] = there
     if data:
         config["data"] = data
     if media_root:

@@ -5,6 +5,7 @@ methods -> evaluation of each -> ``report.md``. Each stage is a function ``(cfg,
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, replace
@@ -13,6 +14,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from cavpref import interrupts
 from cavpref.apps.quickstart.config import LABELS, MEASURED_WALL, QuickstartConfig
 from cavpref.apps.quickstart.data import caption_data, corpus, start_data
 from cavpref.apps.quickstart.recipes import recipe, write_recipe
@@ -133,9 +135,11 @@ def train_stage(cfg: QuickstartConfig, stage: Stage, recipe: dict) -> None:
     stage.dir.mkdir(parents=True, exist_ok=True)
     path = write_recipe(stage, recipe)
     argv = [str(path)]
-    if last_complete_checkpoint(str(stage.dir)):  # none (only a half-written one): the stage starts over
+    if last_complete_checkpoint(str(stage.dir)):
         argv += ["--resume_from_checkpoint", "last"]
-    code = train_main(argv)
+    else:  # none (only a half-written one, or the stage's run finished but not marked): the stage starts over
+        argv += ["--overwrite_output_dir", "true"]
+    code = train_main(argv, interrupt_line=False)  # ^C: run()'s caller says how to resume the quickstart
     if code:
         raise RuntimeError(f"training stage {stage.name} failed (exit {code}); recipe {path}")
     stage.finish(recipe=str(path))
@@ -322,6 +326,16 @@ def run(cfg: QuickstartConfig) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``cavpref quickstart [--config FILE.yaml] [--key value ...]`` (every key: ``--help``)."""
-    (cfg,) = parse_args([QuickstartConfig], sys.argv[1:] if argv is None else argv, prog="cavpref quickstart")
-    run(cfg)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    (cfg,) = parse_args([QuickstartConfig], argv, prog="cavpref quickstart")
+    try:
+        with interrupts.catch_interrupts():  # a ^C swallowed by a DataLoader's __del__ is raised again
+            run(cfg)
+    except KeyboardInterrupt:
+        print(
+            f"cavpref quickstart: interrupted; the same command resumes it (finished stages are reused, a "
+            f"training stage goes on from its last checkpoint): cavpref quickstart {shlex.join(argv)}".rstrip(),
+            file=sys.stderr,
+        )
+        return 130
     return 0

@@ -9,6 +9,7 @@ chance level, categories macro-averaged over the 9 tasks, several methods in one
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import asdict
 from pathlib import Path
 
@@ -191,6 +192,7 @@ def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timin
     ]
     plot = plot_methods(results, root / "plots" / "methods.png")
     cells = items_caption(cfg, start)
+    compare_with = "cavpref" if "cavpref" in runs else [*runs][-1]
     lines = [
         "# cavpref quickstart",
         "",
@@ -237,7 +239,9 @@ def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timin
         (
             "Every item, its frames and audio, and each pass's prompt, options and answer: "
             "`eval/<method>/report.html` (open it in a browser; each number links to its items). Where two "
-            "methods answer differently: `cavpref eval compare eval/start eval/cavpref --html compare.html`."
+            "methods answer differently, from this report's folder (the runs find their data from there "
+            f"too): `cd {shlex.quote(str(root.resolve()))} && cavpref eval compare eval/start eval/{compare_with} "
+            "--html compare.html`."
         ),
         "",
         "## Stage wall time (when each stage ran; reused stages keep their time)",

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cavpref import interrupts
+
 
 def say(msg: str) -> None:
     """One line of the quickstart's progress on stdout (the command's output, not a log record)."""
@@ -57,6 +59,7 @@ class Stages:
             name_shown = f"stage {self.plan.index(name) + 1} of {len(self.plan)} ({minutes}:{seconds:02d} so far): {name}"
         else:
             name_shown = name
+        interrupts.check()  # a ^C swallowed while the last stage's DataLoader workers joined stops the run here
         st = Stage(self.root, name)
         if st.done:
             say(f"{name_shown}: done before, reused ({st.dir})")
