@@ -13,10 +13,11 @@ evaluation and their ratio — "one evaluation costs R training steps".
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
+import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -26,6 +27,7 @@ from cavpref.eval.during_training import trust_callbacks
 
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.jsonl import read_jsonl
+from cavpref.parsing import parse_args
 from cavpref.train import main as train_main
 
 
@@ -83,12 +85,19 @@ def run_one(out: Path, paths: dict, limit: int, steps: int) -> dict:
             "eval_s": statistics.median(evals), "ratio": statistics.median(evals) / step}  # fmt: skip
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default="runs/bench_trust")
-    p.add_argument("--limit", type=int, nargs="+", default=[4, 8])
-    p.add_argument("--steps", type=int, default=8)
-    a = p.parse_args()
+@dataclass
+class BenchArguments:
+    """The bench's keys (``--help`` lists them)."""
+
+    out: str = field(default="runs/bench_trust", metadata={"help": "folder: world, prep, model and the runs"})
+    limit: list[int] = field(default_factory=lambda: [4, 8], metadata={"help": "trust_eval_limit values"})
+    steps: int = field(default=8, metadata={"help": "training steps per run (evaluated every steps / 2)"})
+
+
+def main(argv=None) -> None:
+    (a,) = parse_args(
+        [BenchArguments], sys.argv[1:] if argv is None else argv, prog="scripts/bench_trust_eval.py"
+    )
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     paths = inputs(out)

@@ -184,11 +184,11 @@ def build_tiny_qwen_omni_full(
     vocab, hidden = tc.text_config.vocab_size, tc.text_config.hidden_size
     ids = ("audio_token_index", "image_token_index", "video_token_index", "vision_start_token_id")
     ids += ("vision_end_token_id", "audio_start_token_id", "audio_end_token_id")
-    # The talker's tts_text_* ids are thinker-vocabulary ids (the talker embeds them with the thinker's table),
-    # but transformers checks them against the talker's own vocab_size: a codec vocabulary as large as the
-    # thinker's keeps them in range (3 "must be within the vocabulary" warnings per load, issue 54 #14), and
-    # token2wav's DiT embeds every codec id the talker can emit.
-    codec_vocab = vocab
+    # The talker's codec vocabulary stays small (64): Qwen2_5OmniForConditionalGeneration.generate stops the
+    # talker on the hard-coded codec ids 8292 / 8294, which a vocabulary as large as the thinker's would let a
+    # random talker emit at once — the same one-code waveform for every video (tests/test_export_speech.py).
+    # The cost: transformers warns that the talker's tts_text_* ids (thinker-vocabulary ids) lie outside it.
+    codec_vocab = 64
     talker = dict(
         vocab_size=codec_vocab,
         tts_codec_pad_token_id=59,
