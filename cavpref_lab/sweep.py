@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cavpref.data import TASKS
 from cavpref.eval.metrics import primary
 from cavpref.eval.pipeline import EvalArgs, evaluate
-
-from cavpref.data import TASKS
 from cavpref.parsing import parse_args
 from cavpref.plotting import pyplot
 from cavpref.train import main as train_main

@@ -247,6 +247,7 @@ def test_every_link_and_docs_path_resolves():
         *ROOT.glob("cavpref/**/*.py"),
         *ROOT.glob("data_prep/**/*.py"),
         *ROOT.glob("eval/**/*.py"),
+        *ROOT.glob("cavpref_lab/**/*.py"),
     ]
     sources += [*ROOT.glob("scripts/*.py"), *ROOT.glob("recipes/**/*.yaml")]
     for src in sources:

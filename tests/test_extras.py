@@ -30,7 +30,7 @@ LOADERS = ("_optional", "import_module", "find_spec")
 
 def imported_modules() -> set[str]:
     found = set()
-    for folder in ("cavpref", "data_prep", "eval", "scripts"):
+    for folder in ("cavpref", "data_prep", "eval", "cavpref_lab", "scripts"):
         for path in (ROOT / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Import):

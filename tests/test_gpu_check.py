@@ -1,4 +1,4 @@
-"""``scripts/gpu_check.py`` on CPU at tiny widths in float32 (the GPU run's code path, so it cannot rot): every
+"""``cavpref_lab.gpu_check`` on CPU at tiny widths in float32 (the GPU run's code path, so it cannot rot): every
 section runs, the JSON carries what the docs' tables are made from, the float32 exactness holds; a broken block
 mask makes the check fail; a spent time budget skips sections and says so."""
 
@@ -8,7 +8,8 @@ import json
 import math
 
 import pytest
-from script_module import script
+
+from cavpref_lab import gpu_check
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -21,7 +22,7 @@ SECTIONS = ["exactness", "attention", "memory", "throughput", "real_row"]
 
 
 def _run(out, *extra):
-    rc = script("gpu_check").main([*SMALL, "--out", str(out), *extra])
+    rc = gpu_check.main([*SMALL, "--out", str(out), *extra])
     return rc, json.loads((out / "gpu_check.json").read_text()), (out / "gpu_check.md").read_text()
 
 
@@ -130,7 +131,7 @@ def test_a_spent_budget_skips_sections_and_says_so(tmp_path):
 def test_out_comes_from_the_argument_or_the_OUT_variable(monkeypatch):
     monkeypatch.delenv("OUT", raising=False)
     with pytest.raises(SystemExit, match="--out"):
-        script("gpu_check").main(["--device", "cpu", "--sections", "exactness"])
+        gpu_check.main(["--device", "cpu", "--sections", "exactness"])
 
 
 def test_the_carried_wheels_are_the_versions_pyproject_pins():
@@ -139,9 +140,9 @@ def test_the_carried_wheels_are_the_versions_pyproject_pins():
     pin, and every carried package pyproject names must satisfy its requirement, so the GPU check runs the
     versions the suite runs."""
     import re
-    import tomllib
     from pathlib import Path
 
+    import tomllib
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 

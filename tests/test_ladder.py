@@ -1,25 +1,21 @@
-"""scripts/ladder.py and its modules (issue 38): the ceiling's rows, the budgets, the pruning and the reading of
+"""``cavpref_lab.ladder`` (issue 38): the ceiling's rows, the budgets, the pruning and the reading of
 results.json, with hand-computed numbers; the whole ladder on a ``--preset small`` quickstart is the slow test."""
 
 from __future__ import annotations
 
-import importlib
 import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from script_module import script
 
-
-def rows_module():
-    """``scripts/ladder_lib/rows.py`` (importing ``ladder.py`` puts ``scripts/`` on the path)."""
-    script("ladder")
-    return importlib.import_module("ladder_lib.rows")
+from cavpref_lab.ladder import diagnose as diag
+from cavpref_lab.ladder import margins, report
+from cavpref_lab.ladder import plan as ladder
+from cavpref_lab.ladder import rows as ladder_rows
 
 
 def test_ceiling_rows_pair_each_perturbed_row_with_its_clean_twin():
-    ladder_rows = rows_module()
     ids = [
         "CLEAN:base:r1",  # 0
         "MVIT:base:r1",  # 1 -> twin 0
@@ -37,7 +33,6 @@ def test_clean_rows_that_reject_abstaining():
     """Each CLEAN row with a perturbed twin rejects abstaining: its own "None of the above" letter in the
     instruction setting, the first twin's (task order) abstention sentence in the base setting; a CLEAN row
     without a twin keeps its rejected response."""
-    ladder_rows = rows_module()
     ids = ["CLEAN:base:r1", "MVIT:base:r1", "MCIT:base:r1", "CLEAN:instruction:r1", "MAIT:instruction:r1"]
     ids += ["CLEAN:base:r2", "CAT:base:e1"]
     tasks = [i.split(":")[0] for i in ids]
@@ -56,7 +51,6 @@ def test_clean_rows_that_reject_abstaining():
 
 
 def test_every_run_reaches_the_largest_budget_and_two_epochs():
-    ladder = script("ladder")
     cfg = ladder.LadderConfig(source="s", out="o")
     assert cfg.budgets == [120, 480, 960, 1920]
     assert ladder.run_steps(cfg, 7742, 8) == 2040  # 2 epochs = 1935.5 steps -> the next multiple of 120
@@ -74,7 +68,6 @@ def test_decisive_runs_keep_every_decisive_budget(tmp_path):
     extends the runs: its earlier checkpoints stay); seed 0 is the curve, which keeps the budgets it reaches."""
     from datasets import Dataset, DatasetDict
 
-    ladder = script("ladder")
     ids = ["CLEAN:base:r1", "MVIT:base:r1", "MAIT:base:r1"]
     DatasetDict(
         {"train": Dataset.from_dict({"id": ids, "task": [i.split(":")[0] for i in ids]})}
@@ -108,7 +101,6 @@ def test_allow_recipe_change_reaches_the_training_runs_only(tmp_path, monkeypatc
     resume guard reads it), and only when asked."""
     from datasets import Dataset, DatasetDict
 
-    ladder = script("ladder")
     ids = ["CLEAN:base:r1", "MVIT:base:r1"]
     DatasetDict(
         {"train": Dataset.from_dict({"id": ids, "task": [i.split(":")[0] for i in ids]})}
@@ -135,7 +127,6 @@ def test_allow_recipe_change_reaches_the_training_runs_only(tmp_path, monkeypatc
 
 
 def test_prune_keeps_the_points_and_the_last_optimizer(tmp_path):
-    ladder = script("ladder")
     for step in (120, 240, 360, 480):
         ck = tmp_path / f"checkpoint-{step}"
         ck.mkdir()
@@ -155,7 +146,6 @@ def _results(vanilla: dict[str, float], n: int = 100) -> dict:
 
 
 def test_cells_and_the_side_of_chance():
-    report = script("ladder_report")
     res = _results({"MVIT": 40.0, "MAIT": 10.0, "MVT": 25.0, "MAT": 45.0, "CLEAN": 80.0})
     got = report.cells(res, "per_token")
     assert got["MVIT"] == 20.0 and got["CLEAN"] == 40.0  # circular
@@ -167,7 +157,6 @@ def test_cells_and_the_side_of_chance():
 
 
 def test_pooled_auroc_and_the_option_mix():
-    diag = script("ladder_diagnose")
     # perturbed margins 2, 0 against clean 1, 0: (2>1) + (2>0) + (0<1) + (0=0: half) = 2.5 of 4 pairs
     assert diag.pooled_auroc([2.0, 0.0], [1.0, 0.0]) == 62.5
     assert diag.pooled_auroc([3.0], [1.0, 2.0]) == 100.0
@@ -178,7 +167,6 @@ def test_pooled_auroc_and_the_option_mix():
 
 
 def test_the_fitted_cut_and_the_first_pass_at_a_cut():
-    diag = script("ladder_diagnose")
     # cuts -0.5, 0.75, 1.25, 1.75, 3: balanced accuracy (perturbed > cut) + (clean <= cut) = 1, 1.5, 1, 1.5, 1;
     # the tie goes to the smaller cut
     assert diag.fitted_cut([2.0, 1.0], [0.5, 1.5]) == 0.75
@@ -216,10 +204,8 @@ def test_the_fitted_cut_and_the_first_pass_at_a_cut():
 
 
 def test_the_diagnosis_names_what_is_missing(tmp_path):
-    diag = script("ladder_diagnose")
-    script("ladder")
     with pytest.raises(FileNotFoundError, match=r"records\.rank"):  # a folder that is not an evaluation
-        importlib.import_module("ladder_lib.margins").readings(tmp_path, {}, "per_token")
+        margins.readings(tmp_path, {}, "per_token")
     with pytest.raises(ValueError, match="--runs"):
         diag.main(["--source", str(tmp_path)])
     with pytest.raises(FileNotFoundError, match="lookup_tables.json"):
@@ -237,7 +223,6 @@ def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     from cavpref.apps.quickstart import QuickstartConfig, run
 
     run(QuickstartConfig(out=str(tmp_path / "qs"), preset="small"))
-    ladder = script("ladder")
     args = ["--source", str(tmp_path / "qs"), "--out", str(tmp_path / "lad"), "--budgets", "2", "4"]
     args += [
         "--save_every",
@@ -282,7 +267,7 @@ def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     assert "## Decisive table (4 steps" in text
     assert (lad / "plots" / "ladder_paired_trust.png").stat().st_size > 0
     # re-rendered from the stages' results under another protocol, with the ladder's own keys
-    assert script("ladder_report").main(["--out", str(lad), "--option_score", "sum"]) == 0
+    assert report.main(["--out", str(lad), "--option_score", "sum"]) == 0
     assert "likelihood read **sum**" in (lad / "ladder.md").read_text()
     # every preference run read the reference log-probs its mix's ref stage cached (the reference-cache key,
     # derived from the collator and the model I/O's settings, is the same): no run added an entry of its own
@@ -307,7 +292,7 @@ def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     assert (fresh / "model.safetensors").read_bytes() == a
     # the diagnosis reads the same evaluations: one row per run, the clean items counted by option mix
     runs = [str(lad / "start" / "eval"), str(lad / "ceiling" / "run" / "eval" / "00004")]
-    assert script("ladder_diagnose").main(["--source", str(tmp_path / "qs"), "--runs", *runs]) == 0
+    assert diag.main(["--source", str(tmp_path / "qs"), "--runs", *runs]) == 0
 
 
 def test_every_rotation_moves_the_responses_with_their_options():
@@ -319,7 +304,6 @@ def test_every_rotation_moves_the_responses_with_their_options():
     from cavpref.data_prep.build.rotation import rotate_preference
     from cavpref.prompts import rotation_for
 
-    ladder_rows = rows_module()
     options = {"A": "x", "B": "y", "C": "None of the above"}
     item = BenchmarkItem("MVIT:i:r1", "MVIT", "avqa", "Count", "Q?", options, "C", "instruction", 0, "", "C")
     orig = PreferenceExample("MVIT:i:r1", "MVIT", "avqa", "Count", "", "{}", "C. None of the above", "A. x")

@@ -4,6 +4,9 @@
   the stages or apps — a trainer user gets no benchmark code, and the core can be reviewed on its own;
 * ``cavpref.data_prep`` imports the core only; ``cavpref.eval`` the core and ``cavpref.data_prep`` (it
   evaluates what prep built); only ``cavpref.apps`` (command line, quickstart) may import everything;
+* ``cavpref_lab`` (the experiments) may import any layer of the product, but only its public names (no
+  ``_private`` name or module; the quickstart through its package, ``cavpref.apps.quickstart``), and no
+  module of the product imports the lab — the product installs and runs without it;
 * nothing imports the folders by their bare names (``data_prep``, ``eval``): they are installed as
   sub-packages of ``cavpref``;
 * no import cycle between modules, counting imports inside functions too (an import moved into a function
@@ -22,6 +25,7 @@ FOLDERS = {
     "cavpref": ROOT / "cavpref",
     "cavpref.data_prep": ROOT / "data_prep",
     "cavpref.eval": ROOT / "eval",
+    "cavpref_lab": ROOT / "cavpref_lab",
 }
 
 
@@ -59,7 +63,7 @@ def imports(name: str, path: Path, known: set[str]) -> list[tuple[str, int]]:
 
 
 def layer(module: str) -> str:
-    for prefix in ("cavpref.apps", "cavpref.data_prep", "cavpref.eval"):
+    for prefix in ("cavpref_lab", "cavpref.apps", "cavpref.data_prep", "cavpref.eval"):
         if module == prefix or module.startswith(prefix + "."):
             return prefix
     return "core"
@@ -70,6 +74,7 @@ ALLOWED = {
     "cavpref.data_prep": {"core", "cavpref.data_prep"},
     "cavpref.eval": {"core", "cavpref.data_prep", "cavpref.eval"},
     "cavpref.apps": {"core", "cavpref.data_prep", "cavpref.eval", "cavpref.apps"},
+    "cavpref_lab": {"core", "cavpref.data_prep", "cavpref.eval", "cavpref.apps", "cavpref_lab"},
 }
 
 
@@ -101,6 +106,36 @@ def test_each_layer_imports_only_the_layers_below_it(graph):
         for t, line in edges
         if t.startswith("cavpref") and layer(t) not in ALLOWED[layer(m)]
     ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_product_never_imports_the_lab(graph):
+    wrong = [
+        f"{m}:{line} imports {t}"
+        for m, edges in graph.items()
+        for t, line in edges
+        if layer(m) != "cavpref_lab" and t.split(".")[0] == "cavpref_lab"
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_lab_imports_only_public_names_of_the_product():
+    """Every ``from cavpref... import name`` of ``cavpref_lab``: no ``_name``, no ``_module`` on the way,
+    and the quickstart's names from its package (its modules are its own business)."""
+    wrong = []
+    for path in sorted((ROOT / "cavpref_lab").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "cavpref":
+                names = [*node.module.split("."), *(a.name for a in node.names)]
+                quickstart_inside = node.module.startswith("cavpref.apps.quickstart.")
+                if quickstart_inside or any(n.startswith("_") for n in names):
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} from {node.module} import ...")
+            elif isinstance(node, ast.Import):
+                wrong += [
+                    f"{path.relative_to(ROOT)}:{node.lineno} import {a.name}"
+                    for a in node.names
+                    if a.name.split(".")[0] == "cavpref" and any(p.startswith("_") for p in a.name.split("."))
+                ]
     assert not wrong, "\n".join(wrong)
 
 

@@ -319,12 +319,10 @@ def test_caption_wordings_of_where_and_see():
 
 
 def test_muted_and_blind_caption_probes_ask_of_clips_without_a_stream(small_run, monkeypatch):
-    from script_module import script
-
-    from cavpref.apps.quickstart.pipeline import stage_folders
+    from cavpref.apps.quickstart import stage_folders
     from cavpref.models.registry import load_model_io
+    from cavpref_lab.science import quickstart_science as science
 
-    science = script("quickstart_science")
     out, _ = small_run
     cfg = QuickstartConfig(**json.loads((out / "quickstart_config.json").read_text()))
     seen = []

@@ -2,11 +2,9 @@
 checked against numbers worked out by hand (the runs themselves are measured in the README)."""
 
 import pytest
-from script_module import script
 
 from cavpref.data import CLEAN_TASK, TASKS
-
-science = script("quickstart_science")
+from cavpref_lab.science import quickstart_science as science
 
 
 def results(acc: dict[str, float]) -> dict:

@@ -231,8 +231,7 @@ def test_sweep_trains_evaluates_and_plots(fx, tmp_path):
             + "\n"
             for task, media in (("MAIT", combine(clip("a.mp4"), clip("b.mp4"))), ("MCIT", clip("a.mp4")))
         )
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import sweep
+    from cavpref_lab import sweep
 
     out = tmp_path / "sweep"
     argv = [

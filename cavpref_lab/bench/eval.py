@@ -101,10 +101,9 @@ def main(argv=None) -> None:
     import torch
 
     torch.set_num_threads(ns.threads)
-    from cavpref.eval.backends import ModelIOBackend
     from cavpref.chat_client import ChatClient, ChatConfig
+    from cavpref.eval.backends import ModelIOBackend
     from cavpref.eval.pipeline import EvalArgs, evaluate
-
     from cavpref.models import build_tiny_qwen_omni, load_model_io
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_eval_"))

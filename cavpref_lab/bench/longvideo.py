@@ -15,8 +15,8 @@ import tracemalloc
 from dataclasses import dataclass, field
 
 import numpy as np
-from cavpref.eval.longvideo import LongVideoPolicy, decode_long
 
+from cavpref.eval.longvideo import LongVideoPolicy, decode_long
 from cavpref.media.decode import FramePolicy, decode
 from cavpref.media.spec import clip
 from cavpref.media.write import write_mp4

@@ -16,12 +16,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from cavpref.data import TASKS
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tables import LookupTables
 from cavpref.data_prep.tasks import GENERATORS, TaskOptions, make_context
 from cavpref.data_prep.tasks.common import stable_hash
-
-from cavpref.data import TASKS
 from cavpref.media.spec import Source, to_json
 from cavpref.parsing import parse_args
 

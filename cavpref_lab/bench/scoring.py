@@ -41,7 +41,6 @@ class BenchConfig:
 
 def _media(n: int, seed: int = 0):
     from cavpref.data_prep.scoring import KeyedMedia
-
     from cavpref.media.decode import DecodedMedia
 
     rng = np.random.default_rng(seed)

@@ -25,19 +25,25 @@ machine quote ratios, not absolute times.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cavpref.eval.benchmarks.avtrustbench.reader import load_items
-
-from cavpref.apps.quickstart import QuickstartConfig, Stages, eval_stage, task_accuracy
-from cavpref.apps.quickstart.pipeline import stage_folders, start_stages, write_config
+from cavpref.apps.quickstart import (
+    QuickstartConfig,
+    Stages,
+    eval_stage,
+    stage_folders,
+    start_stages,
+    task_accuracy,
+    write_config,
+)
 from cavpref.data import CLEAN_TASK
+from cavpref.eval.benchmarks.avtrustbench.reader import load_items
 from cavpref.parsing import parse_args
+from cavpref_lab.science import quickstart_science as science
 
 PROBE_CLIPS = ("test", "train", "caption_world", "test_muted", "test_blind")
 
@@ -72,17 +78,6 @@ class PerceptionArguments:
         unknown = sorted(set(self.probe_clips) - set(PROBE_CLIPS))
         if unknown:
             raise ValueError(f"--probe_clips: unknown {unknown}; choose from {', '.join(PROBE_CLIPS)}")
-
-
-def _science():
-    """``scripts/quickstart_science.py`` as a module (its caption probe is the one the science report uses)."""
-    spec = importlib.util.spec_from_file_location(
-        "quickstart_science", Path(__file__).with_name("quickstart_science.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def build_start(cfg: QuickstartConfig, stage: Stages) -> dict:
@@ -138,7 +133,7 @@ def caption_probes(cfg: QuickstartConfig, qs: dict, clips: list[str]) -> dict[st
     what the mixed SFT kept."""
     models = [m for m in ("start_captions", "start") if (Path(qs["root"]) / m / ".done.json").exists()]
     return {
-        f"{m}/{c}": _science().caption_answers(
+        f"{m}/{c}": science.caption_answers(
             cfg,
             qs,
             model=str(Path(qs["root"]) / m),
@@ -171,7 +166,7 @@ def by_count(records: list[dict]) -> dict[str, dict[str, list[int]]]:
 
 
 def measure(cfg: QuickstartConfig, stage: Stages, qs: dict, drops: list[str], clips: list[str]) -> dict:
-    science, answers = _science(), caption_probes(cfg, qs, clips)
+    answers = caption_probes(cfg, qs, clips)
     probes = {name: science.probe_accuracy(records) for name, records in answers.items()}
     counts = {name: by_count(records) for name, records in answers.items()}
     captions = probes.get("start/test") or science.caption_probe(cfg, qs)[1]

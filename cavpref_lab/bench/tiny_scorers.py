@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
 from cavpref.data_prep.scoring import Scorers, ScoringConfig
 from cavpref.data_prep.scoring.train_tiny import heard_labels, seen_labels, world_clips, world_labels
-
 from cavpref.media.spec import clip as clip_spec
 from cavpref.media.spec import to_json
 from cavpref.parsing import parse_args

@@ -33,20 +33,17 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-from itertools import pairwise
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
+from cavpref.data import CLEAN_TASK
 from cavpref.eval.benchmarks.avtrustbench.reader import load_items
 from cavpref.eval.benchmarks.avtrustbench.trust import record_key
 from cavpref.eval.option_score import OPTION_SCORES
 from cavpref.eval.tables import fmt, table
-
-from cavpref.data import CLEAN_TASK
 from cavpref.parsing import parse_args
-
-sys.path.insert(0, str(Path(__file__).parent))
-from ladder_lib.margins import first_pass, readings, twin_pairs
+from cavpref_lab.ladder.margins import first_pass, readings, twin_pairs
 
 
 @dataclass

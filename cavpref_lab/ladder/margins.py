@@ -12,12 +12,11 @@ import json
 import statistics
 from pathlib import Path
 
+from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.eval.benchmarks.avtrustbench.reader import load_items
 from cavpref.eval.benchmarks.avtrustbench.trust import record_key
 from cavpref.eval.option_score import option_values
 from cavpref.eval.runner import load_records
-
-from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.prompts import n_passes, rotate
 
 

@@ -17,18 +17,17 @@ from dataclasses import dataclass, field, replace
 from itertools import cycle
 from pathlib import Path
 
-from cavpref.eval.option_score import OPTION_SCORES
-from cavpref.eval.tables import fmt, table
 from datasets import load_from_disk
 from scipy.stats import binomtest
 
 from cavpref.apps.quickstart import Stage, say
 from cavpref.data import CLEAN_TASK, TASKS
+from cavpref.eval.option_score import OPTION_SCORES
+from cavpref.eval.tables import fmt, table
 from cavpref.parsing import parse_args
 from cavpref.plotting import pyplot
-
-sys.path.insert(0, str(Path(__file__).parent))
-from ladder_lib.margins import separation, test_items
+from cavpref_lab.ladder.config import METHODS, MIXES, LadderConfig, source_config
+from cavpref_lab.ladder.margins import separation, test_items
 
 MODALITY = ("MVIT", "MAIT", "MVT", "MAT")
 REST = tuple(t for t in TASKS if t not in MODALITY)
@@ -403,15 +402,10 @@ def main(argv: list[str] | None = None) -> int:
     saved = Path(args.out) / "ladder_config.json"
     if not saved.is_file():
         raise FileNotFoundError(f"{saved}: not found; --out must be a folder scripts/ladder.py wrote")
-    sys.path.insert(0, str(Path(__file__).parent))
-    import ladder  # here, not at the top: ladder imports this module
-
-    cfg = replace(ladder.LadderConfig(**json.loads(saved.read_text())), out=args.out, worker=False)
+    cfg = replace(LadderConfig(**json.loads(saved.read_text())), out=args.out, worker=False)
     if args.option_score:
         cfg = replace(cfg, option_score=args.option_score)
-    say(
-        f"report: {write_report(cfg, ladder.source_config(cfg), Path(args.out), ladder.METHODS, ladder.MIXES)}"
-    )
+    say(f"report: {write_report(cfg, source_config(cfg), Path(args.out), METHODS, MIXES)}")
     return 0
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from cavpref.data_prep.build.rotation import rotate_preference
 from datasets import Dataset, DatasetDict, load_from_disk
 
 from cavpref.apps.quickstart import Stage
 from cavpref.data import CLEAN_TASK, NONE_OF_THE_ABOVE, TASKS, BenchmarkItem, PreferenceExample
+from cavpref.data_prep.build.rotation import rotate_preference
 from cavpref.prompts import n_passes, rotate_response, rotated_view, rotation_for
 
 

@@ -27,13 +27,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from cavpref.apps.quickstart import QuickstartConfig, clip_captions, probe_clips, stage_folders
 from cavpref.data_prep.synthetic import WorldConfig
 from cavpref.data_prep.synthetic.catalogue import INSTRUMENTS, SLOTS
 from cavpref.data_prep.synthetic.visuals import Placed, render
-
-from cavpref.apps.quickstart import QuickstartConfig
-from cavpref.apps.quickstart.data import clip_captions, probe_clips
-from cavpref.apps.quickstart.pipeline import stage_folders
 from cavpref.media.decode import FramePolicy, decode, resize_frames
 from cavpref.media.spec import clip, to_json
 from cavpref.models.base import Row

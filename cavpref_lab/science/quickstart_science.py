@@ -30,7 +30,6 @@ quickstart's (instruction setting, CircularEval, its answer mode) and is never c
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 import sys
@@ -41,7 +40,9 @@ from pathlib import Path
 import numpy as np
 
 from cavpref.apps.quickstart import (
+    CAPTION_PROBES,
     LABELS,
+    WITHOUT,
     QuickstartConfig,
     Stages,
     clip_captions,
@@ -49,11 +50,11 @@ from cavpref.apps.quickstart import (
     probe_clips,
     recipe,
     run,
+    stage_folders,
+    start_stages,
     task_accuracy,
     train_stage,
 )
-from cavpref.apps.quickstart.data import CAPTION_PROBES, WITHOUT
-from cavpref.apps.quickstart.pipeline import stage_folders, start_stages
 from cavpref.config import PAPER_LAMBDAS
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.media.decode import FramePolicy, decode
@@ -61,6 +62,7 @@ from cavpref.media.spec import clip, to_json
 from cavpref.models.base import Row
 from cavpref.models.registry import load_model_io
 from cavpref.parsing import parse_args
+from cavpref_lab.sweep import plot as sweep_plot
 
 MODALITY = ("MVIT", "MAIT", "MVT", "MAT")
 REST = tuple(t for t in TASKS if t not in MODALITY)
@@ -99,14 +101,6 @@ def trust(results: dict, key: str, metric: str = "circular") -> float:
 
 def _load(path: Path) -> dict:
     return json.loads((path / "results.json").read_text())
-
-
-def _sweep_plot():
-    spec = importlib.util.spec_from_file_location("sweep", Path(__file__).with_name("sweep.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # a dataclass reads its module's namespace while it is defined
-    spec.loader.exec_module(module)
-    return module.plot
 
 
 def per_seed_runs(
@@ -465,7 +459,7 @@ def sweep(cfg, stage: Stages, qs: dict, grid: list[float]) -> tuple[dict, Path]:
             summary["axes"][axis].append({"value": value, "factor": factor, "accuracy": acc, "train": {}})
     path = root / "plots" / "lambda_sweep.png"
     path.parent.mkdir(parents=True, exist_ok=True)
-    _sweep_plot()(summary, path)
+    sweep_plot(summary, path)
     return summary, path
 
 

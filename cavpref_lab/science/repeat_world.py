@@ -20,9 +20,9 @@ from pathlib import Path
 
 import av
 import numpy as np
-from cavpref.data_prep.synthetic import WorldConfig, generate_world
 from tqdm.auto import tqdm
 
+from cavpref.data_prep.synthetic import WorldConfig, generate_world
 from cavpref.media import write
 from cavpref.parsing import parse_args
 

@@ -53,8 +53,8 @@ class CpuArguments:
 
 def _make(args: CpuArguments) -> None:
     import av
-    from cavpref.data_prep.synthetic import WorldConfig, generate_world
 
+    from cavpref.data_prep.synthetic import WorldConfig, generate_world
     from cavpref.media import write
 
     params, removed = CELLS[args.cell]
