@@ -13,7 +13,7 @@ from cavpref.apps.cli import main as cli_main
 from cavpref.apps.quickstart import QuickstartConfig
 from cavpref.parsing import parse_args
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Keys each command's --help must list (commands whose parsers other work owns: exit 0 and some output).
 KEYS = {
     "quickstart": [

@@ -13,24 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-import test_trainer_fixtures as F
 import yaml
-from cavpref.data_prep.build import PrepConfig, build
 
 from cavpref.apps.cli import main as cavpref_main
+from cavpref.data_prep.build import PrepConfig, build
 from cavpref.output_dir import LOCK, OutputDirError, claim_output_dir, release_output_dir, source_checkout
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def world(small_world):  # tests/conftest.py
-    return small_world
-
-
-@pytest.fixture(scope="session")
-def fx(tmp_path_factory):
-    return F.shared(tmp_path_factory)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def users_folder(path: Path) -> Path:

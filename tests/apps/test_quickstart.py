@@ -11,12 +11,12 @@ import time
 import pytest
 import yaml
 from datasets import load_from_disk
-from html_report_check import rows_by_id
 
 from cavpref.apps.cli import main as cli_main
 from cavpref.apps.quickstart import METHODS, QuickstartConfig, clean_chance
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.media.spec import from_json, has_audio, has_video
+from tests.helpers.html_report_check import rows_by_id
 
 STAGES = [
     "world",

@@ -8,10 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from cavpref.data_prep.scoring.cache import EmbeddingCache
 
 from cavpref.cache import CacheTable, SQLiteCache
 from cavpref.chat_client import ChatCache
+from cavpref.data_prep.scoring.cache import EmbeddingCache
 
 
 def test_values_are_committed_per_put_and_keyed_by_namespace(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # distribution -> import name, where they differ
 MODULE = {
     "open_clip_torch": "open_clip",

@@ -6,12 +6,12 @@ import logging
 from pathlib import Path
 
 import pytest
-from cavpref.eval.backends import EndpointBackend
-from cavpref.chat_client import ChatClient, ChatConfig
-from cavpref.eval.pipeline import EvalArgs, NothingEvaluated, evaluate
-from judge_server import LoopbackServer, completion, endpoint_client
 
+from cavpref.chat_client import ChatClient, ChatConfig
 from cavpref.data import BenchmarkItem
+from cavpref.eval.backends import EndpointBackend
+from cavpref.eval.pipeline import EvalArgs, NothingEvaluated, evaluate
+from tests.helpers.judge_server import LoopbackServer, completion, endpoint_client
 
 SECRET = "sk-hostile-echoed-secret-1234567890"
 

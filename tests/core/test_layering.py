@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {
     "cavpref": ROOT / "cavpref",
     "cavpref.data_prep": ROOT / "data_prep",

@@ -14,7 +14,7 @@ import yaml
 
 from cavpref.train import DataArguments, main, parse
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted((ROOT / "recipes").glob("*/*.yaml"))
 TRAIN_RECIPES = [p for p in RECIPES if p.parent.name not in ("accelerate", "quickstart")]
 ACCELERATE = sorted((ROOT / "recipes" / "accelerate").glob("*.yaml"))

@@ -7,15 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
+from datasets import Dataset, load_from_disk
+
+from cavpref.data import TASKS, BenchmarkItem, PreferenceExample
 from cavpref.data_prep.build import PrepConfig, PrepError, build, format_stats, merge, validate
 from cavpref.data_prep.cli import main
 from cavpref.data_prep.readers import ReaderError
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.context import TableView
 from cavpref.data_prep.tasks.schema import load_outputs
-from datasets import Dataset, load_from_disk
-
-from cavpref.data import TASKS, BenchmarkItem, PreferenceExample
 from cavpref.media.spec import from_json, sources
 
 ONTOLOGY = [
@@ -407,7 +407,6 @@ def test_cli_merge_keys_and_the_deprecated_positional_form(built, tmp_path, caps
 
 def test_items_straddling_the_split_are_dropped_and_counted():
     from cavpref.data_prep.build import assign_splits, split_of_path
-
     from cavpref.media.spec import Source, combine, to_json
 
     cfg = PrepConfig(output_dir="x", test_fraction=0.5)

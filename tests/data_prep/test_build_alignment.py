@@ -14,10 +14,10 @@ import math
 
 import numpy as np
 import pytest
+
 from cavpref.data_prep.build import PrepConfig, build, format_stats, merge
 from cavpref.data_prep.scoring import register_backend
 from cavpref.data_prep.tasks.schema import load_outputs
-
 from cavpref.media.write import write_mp4
 
 RGB = {"red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255)}

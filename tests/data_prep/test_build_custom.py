@@ -1,4 +1,4 @@
-"""A folder of videos plus a JSONL in the documented schema (tests/user_data.py) builds all nine tasks, says in
+"""A folder of videos plus a JSONL in the documented schema (tests/helpers/user_data.py) builds all nine tasks, says in
 its stats what it could not derive, and trains one CAVPref step (issue 41)."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-import test_trainer_fixtures as F
-import user_data
 import yaml
 
 from cavpref.data import TASKS
+from tests.helpers import trainer_fixtures as F
+from tests.helpers import user_data
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from cavpref.data_prep.build import PrepConfig, build
-from cavpref.data_prep.tasks.schema import load_outputs
 
 from cavpref.data import TASKS
+from cavpref.data_prep.build import PrepConfig, build
+from cavpref.data_prep.tasks.schema import load_outputs
 from cavpref.media.decode import FramePolicy, decode
 from cavpref.media.spec import from_json, resolve_path, sources
 

@@ -8,8 +8,6 @@ import random
 
 import numpy as np
 import pytest
-from builder_servers import RoleServer, aura_answers
-from html_report_check import check_run_page
 
 from cavpref.apps.cli import main as cavpref_main
 from cavpref.data_prep.builders.aura import generate, plan
@@ -17,10 +15,12 @@ from cavpref.data_prep.builders.aura.tasks import BY_CODE, TASKS
 from cavpref.data_prep.builders.work import BuildError
 from cavpref.data_prep.synthetic import WorldConfig, generate_world
 from cavpref.eval.benchmarks.aura import data as aura_eval
-from cavpref.media.decode import FramePolicy, decode
+from cavpref.media.decode import decode
 from cavpref.media.probe import probe
 from cavpref.media.spec import Combine, Source, clip
 from cavpref.models.tiny import build_tiny_whisper
+from tests.helpers.builder_servers import RoleServer, aura_answers
+from tests.helpers.html_report_check import check_run_page
 
 ITEM = {
     "question": "Why does she wait?",

@@ -11,8 +11,8 @@ import pytest
 from cavpref.apps.cli import main as cavpref_main
 from cavpref.data_prep.builders import media, quality
 from cavpref.data_prep.builders.work import BuildError, Stages, StepFailed, Unit, key_of, prepare_out
-from cavpref.output_dir import release_output_dir
 from cavpref.media.write import write_mp4
+from cavpref.output_dir import release_output_dir
 
 # Fleiss (1971) as worked on Wikipedia ("Fleiss' kappa"): 10 items, 14 raters, 5 categories -> 0.210
 FLEISS_COUNTS = [

@@ -12,13 +12,9 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from builder_servers import RoleServer, trace_answers
-from html_report_check import check_run_page
 
 from cavpref.apps.cli import main as cavpref_main
 from cavpref.data_prep.builders.traceav import catalog, collect, qa
@@ -29,6 +25,8 @@ from cavpref.data_prep.synthetic import WorldConfig, generate_world
 from cavpref.data_prep.synthetic.long import write_long_videos
 from cavpref.eval.benchmarks.traceav import data as trace_eval
 from cavpref.media.write import write_mp4
+from tests.helpers.builder_servers import RoleServer, trace_answers
+from tests.helpers.html_report_check import check_run_page
 
 CFG = TraceConfig(min_duration_s=12, min_span=2, min_hops=2, short_hop_max=3, medium_hop_max=6)
 TASK_ARGS = [

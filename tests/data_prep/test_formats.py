@@ -11,16 +11,16 @@ import json
 from pathlib import Path
 
 import pytest
-import test_trainer_fixtures as F
-import user_data
 import yaml
-from cavpref.data_prep.formats import ExportArgs, ImportArgs, export_dataset, import_dataset
-from cavpref.data_prep.formats.cli import main as data_main
-from cavpref.data_prep.readers import ReaderError
 from datasets import load_from_disk
 from huggingface_hub import DatasetCard
 
+from cavpref.data_prep.formats import ExportArgs, ImportArgs, export_dataset, import_dataset
+from cavpref.data_prep.formats.cli import main as data_main
+from cavpref.data_prep.readers import ReaderError
 from cavpref.media.spec import Combine, Source, from_json, mute
+from tests.helpers import trainer_fixtures as F
+from tests.helpers import user_data
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 FORMATS = ("llamafactory", "swift", "trl")

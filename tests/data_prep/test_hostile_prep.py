@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tables import LookupTables
 from cavpref.data_prep.tasks import GENERATORS
-
 from cavpref.media.spec import Source, to_json
 
 TABLES = LookupTables(
@@ -48,7 +48,6 @@ def test_a_record_with_duplicate_options_is_skipped_and_counted(task):
 
 def test_a_media_folder_symlinked_out_of_the_data_root_is_named_as_such(tmp_path):
     from cavpref.data_prep.build import PrepConfig, PrepError, validate
-
     from cavpref.media.spec import MediaError, resolve_path
 
     (tmp_path / "elsewhere").mkdir()

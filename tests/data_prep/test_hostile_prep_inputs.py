@@ -12,18 +12,13 @@ import threading
 import time
 
 import pytest
-from cavpref.data_prep.build import PrepConfig, build, merge
-from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
-from judge_server import LoopbackServer, completion
 
 from cavpref.apps.cli import main as cavpref_main
+from cavpref.data_prep.build import PrepConfig, build, merge
+from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
+from tests.helpers.judge_server import LoopbackServer, completion
 
 TASKS = ["CLEAN", "MCIT"]
-
-
-@pytest.fixture(scope="module")
-def world(small_world):  # tests/conftest.py
-    return small_world
 
 
 def cfg(world, out, **kw):

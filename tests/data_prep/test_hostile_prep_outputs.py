@@ -8,6 +8,7 @@ import json
 import shutil
 
 import pytest
+
 from cavpref.data_prep.build import PrepConfig, build, merge
 from cavpref.data_prep.build import pipeline as build_module
 from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
@@ -17,11 +18,6 @@ merge_module = importlib.import_module(
 )  # the package's `merge` is the function
 
 TASKS = ["CLEAN", "MCIT", "MAT"]
-
-
-@pytest.fixture(scope="module")
-def world(small_world):  # tests/conftest.py
-    return small_world
 
 
 def cfg(world, out, **kw):
@@ -94,7 +90,7 @@ def test_eval_refuses_the_folder_of_a_killed_or_damaged_prep(world, tmp_path, mo
 def test_llm_negatives_against_a_failing_endpoint_are_counted_or_an_error(world, tmp_path):
     from cavpref.data_prep.build import format_stats
     from cavpref.data_prep.tasks.common import TaskError
-    from judge_server import LoopbackServer
+    from tests.helpers.judge_server import LoopbackServer
 
     server = LoopbackServer(lambda body, n: (401, {}, {"error": "invalid api key"}, 0))
     try:

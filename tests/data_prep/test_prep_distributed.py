@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from cavpref.data_prep.build import PrepConfig, build
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

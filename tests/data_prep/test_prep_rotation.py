@@ -5,13 +5,13 @@ import re
 from pathlib import Path
 
 import pytest
+
+from cavpref.data import CLEAN_TASK, TASKS, BenchmarkItem
 from cavpref.data_prep.build import PrepConfig, build
 from cavpref.data_prep.build.rotation import circular_sft_rows
 from cavpref.data_prep.tasks.schema import load_outputs
 from cavpref.eval.args import EvalArgs
 from cavpref.eval.benchmarks.avtrustbench import AVTrustBench
-
-from cavpref.data import CLEAN_TASK, TASKS, BenchmarkItem
 from cavpref.prompts import render_prompt, rotate_response, rotated_view, rotation_for
 
 pytestmark = pytest.mark.usefixtures("one_thread")

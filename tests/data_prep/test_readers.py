@@ -6,6 +6,7 @@ import json
 from collections import Counter
 
 import pytest
+
 from cavpref.data_prep.readers import (
     ReaderConfig,
     ReaderError,
@@ -16,7 +17,6 @@ from cavpref.data_prep.readers import (
     read_source,
 )
 from cavpref.data_prep.readers.categories import avqa_category
-
 from cavpref.media.spec import Combine, Source, from_json
 
 # ----------------------------------------------------------------------------- fixtures (as released)

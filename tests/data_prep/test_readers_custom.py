@@ -7,11 +7,11 @@ import json
 from collections import Counter
 
 import pytest
+
 from cavpref.data_prep.readers import ReaderConfig, ReaderError, read_source, to_custom
 from cavpref.data_prep.readers.cli import main as read_main
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tables import build_tables
-
 from cavpref.media.spec import Combine, Source, from_json, to_json
 
 GOOD = {"id": "q1", "video": "clips/a.mp4", "question": "Which instrument is playing?", "answer": "violin"}

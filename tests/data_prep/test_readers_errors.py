@@ -7,6 +7,7 @@ import pickle
 from collections import Counter
 
 import pytest
+
 from cavpref.data_prep.readers import ReaderConfig, ReaderError, read_avqa, read_music_avqa, read_source
 from cavpref.data_prep.readers.cli import ReadArgs, main
 

@@ -6,10 +6,10 @@ import csv
 import json
 
 import pytest
-from cavpref.data_prep.readers import filter_single_modality, read_source
-from cavpref.data_prep.tables import build_tables
 
 from cavpref.data import CATEGORIES
+from cavpref.data_prep.readers import filter_single_modality, read_source
+from cavpref.data_prep.tables import build_tables
 from cavpref.media.spec import from_json, resolve_path, sources
 
 synthetic = pytest.importorskip("cavpref.data_prep.synthetic.world")

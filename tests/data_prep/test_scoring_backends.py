@@ -8,10 +8,11 @@ package is not importable, and runs offline (local folders named like the hub id
 import numpy as np
 import pytest
 import torch
+
 from cavpref.data_prep.scoring import Scorers, ScoringConfig
 from cavpref.data_prep.scoring.maths import to_unit_interval
 from cavpref.data_prep.scoring.tiny import save_tiny_clap, save_tiny_clip
-from test_scoring_models import media_set
+from tests.helpers.scoring_media import media_set
 
 TEXTS = ["dog", "a piano", "rain on a roof", "speech", "engine", "violin"]
 

@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 import pytest
+
 from cavpref.data_prep.scoring import audio_view, video_view
 from cavpref.data_prep.scoring import maths as M
-
 from cavpref.media.spec import clip, combine, concat, drop_video, mute, to_json
 
 

@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 import pytest
+
+from cavpref.data import PreferenceExample
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.scoring import (
     PAPER_THRESHOLD,
@@ -22,8 +24,6 @@ from cavpref.data_prep.scoring import (
     register_backend,
     score_preferences,
 )
-
-from cavpref.data import PreferenceExample
 from cavpref.media.spec import clip, combine, drop_video, mute, to_json
 from cavpref.media.write import write_mp4
 

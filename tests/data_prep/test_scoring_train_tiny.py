@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+
 from cavpref.data_prep.scoring import Scorers, ScoringConfig
 from cavpref.data_prep.scoring.train_tiny import (
     TinyScorerConfig,
@@ -16,7 +17,6 @@ from cavpref.data_prep.scoring.train_tiny import (
     world_labels,
 )
 from cavpref.data_prep.synthetic import WorldConfig, generate_world
-
 from cavpref.media.spec import clip as clip_spec
 from cavpref.media.spec import to_json
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from cavpref.data_prep.readers import read_ontology
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tables import (

@@ -4,11 +4,11 @@ loss gets the switch table as data."""
 import importlib
 
 import pytest
+
+from cavpref.data import ABSTAIN_TASKS, ALL_TASKS, DIMENSIONS
 from cavpref.data_prep.tasks import GENERATORS, TASK_SPECS, TaskSpec, switch_table, task_spec
 from cavpref.eval import extract
 from cavpref.eval.benchmarks.avtrustbench import choice_judge
-
-from cavpref.data import ABSTAIN_TASKS, ALL_TASKS, DIMENSIONS
 from cavpref.loss import DEFAULT_SWITCHES, switches_for
 
 MODULES = {

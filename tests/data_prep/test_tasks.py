@@ -8,7 +8,8 @@ import re
 from collections import Counter
 
 import pytest
-from cavpref.data_prep.records import QARecord
+
+from cavpref.data import ABSTAIN_TASKS, NONE_OF_THE_ABOVE, TASKS, PreferenceExample
 from cavpref.data_prep.tables import LookupTables
 from cavpref.data_prep.tasks import (
     ABSTENTIONS,
@@ -22,81 +23,13 @@ from cavpref.data_prep.tasks import (
 from cavpref.data_prep.tasks.common import norm
 from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
 from cavpref.data_prep.tasks.templates import ATTRIBUTE_WORDS, BINDINGS, ORDER_PHRASES, SIMULTANEOUS
-
-from cavpref.data import ABSTAIN_TASKS, NONE_OF_THE_ABOVE, TASKS, PreferenceExample
-from cavpref.media.spec import Concat, Overlay, Source, combine, concat, drop_video, from_json, mute, to_json
-
-GROUPS = {
-    "Music": ["Piano", "Guitar", "Violin", "Drum", "Flute"],
-    "Animal": ["Dog", "Cat", "Cow", "Bird"],
-    "Vehicle": ["Car", "Train", "Siren", "Truck"],
-}
-T3 = {
-    "Temporal": ["piano", "guitar", "violin", "drum", "flute"],
-    "Count": ["one", "two", "three", "four", "five"],
-    "Localization": ["left", "right", "middle"],
-    "Comparative": ["yes", "no"],
-    "World knowledge": ["indoor", "outdoor"],
-    "Existential": ["yes", "no", "dog", "cat", "cow", "bird", "car", "train", "siren", "truck"],
-}
-
-
-def make_tables() -> LookupTables:
-    group_of = {m: g for g, ms in GROUPS.items() for m in ms}
-    t1 = {m: [o for o in group_of if group_of[o] != group_of[m]] for m in group_of}
-    return LookupTables(t1=t1, t2=GROUPS, t3=T3)
-
-
-def music(index, vid, question, answer, category, modality="Audio-Visual"):
-    return QARecord(
-        "music_avqa",
-        vid,
-        "avqa-train.json",
-        index,
-        to_json(Source(f"music_avqa/videos/{vid}.mp4")),
-        question,
-        answer,
-        None,
-        category,
-        modality,
-        None,
-    )
-
-
-def avqa(index, name, question, answer, options):
-    return QARecord(
-        "avqa",
-        name,
-        "train_qa.json",
-        index,
-        to_json(Source(f"avqa/videos/{name}.mp4")),
-        question,
-        answer,
-        options,
-        "Existential",
-        "Both",
-        "Which",
-    )
-
-
-def segment(index, label, duration=10.0):
-    return QARecord(
-        "audioset",
-        f"yt{index:04d}",
-        "eval_segments.csv",
-        index,
-        to_json(Source(f"audioset/clips/yt{index:04d}_0.mp4", 0.0, duration)),
-        labels=[label],
-        start=0.0,
-        end=duration,
-    )
-
+from cavpref.media.spec import Concat, Overlay, combine, concat, drop_video, from_json, mute
+from tests.helpers.task_records import CAT, COW, DOG, GROUPS, SIREN, T3, avqa, make_tables, music, segment
 
 M0 = music(0, "00000001", "Which instrument sounds first?", "piano", "Temporal")
 M1 = music(1, "00000001", "How many guitars are playing?", "two", "Count")
 M2 = music(2, "00000002", "Is the violin louder than the drum?", "yes", "Comparative")
 AV0 = avqa(0, "aaaaaaaaaaa_000010", "What animal is making the sound?", "dog", ["dog", "cat", "cow", "car"])
-DOG, SIREN, CAT, COW = segment(0, "Dog"), segment(1, "Siren"), segment(2, "Cat"), segment(3, "Cow")
 
 
 def spec(record):

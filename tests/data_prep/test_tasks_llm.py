@@ -10,9 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 import pytest
+
 from cavpref.data_prep.tasks import GENERATORS, LLMConfig, TaskOptions
 from cavpref.data_prep.tasks.llm import parse_negatives
-from test_tasks import CAT, COW, DOG, SIREN, make_tables
+from tests.helpers.task_records import CAT, COW, DOG, SIREN, make_tables
 
 
 class _Handler(BaseHTTPRequestHandler):

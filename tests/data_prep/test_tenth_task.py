@@ -1,6 +1,6 @@
 """A tenth task is one module of its own plus its tests (issue 16): no core file names it.
 
-``tests/task_plugin/cavpref_sat_task.py`` declares SAT (its ``TaskSpec`` and generator). The test installs it
+``tests/data_prep/task_plugin/cavpref_sat_task.py`` declares SAT (its ``TaskSpec`` and generator). The test installs it
 the way pip installs a plugin — the module plus a ``*.dist-info`` naming it under the entry-point group
 ``cavpref.tasks``, on ``sys.path`` — and runs the stages on it: world -> prep -> one CAVPref training step (its
 switches, read from the manifest prep wrote, turn the audio term on) -> evaluation. Training starts with the
@@ -20,10 +20,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import test_trainer_fixtures as F
 import yaml
 
 from cavpref import task_registry
+from tests.helpers import trainer_fixtures as F
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 PLUGIN = Path(__file__).resolve().parent / "task_plugin" / "cavpref_sat_task.py"

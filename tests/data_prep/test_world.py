@@ -9,12 +9,12 @@ import re
 import av
 import numpy as np
 import pytest
+
+from cavpref.apps.cli import main as cavpref_main
 from cavpref.data_prep.synthetic import WorldConfig, generate_world
 from cavpref.data_prep.synthetic.scenes import levels
 from cavpref.data_prep.synthetic.visuals import BACKGROUNDS
-from source_facts import MUSIC_AVQA_ANSWERS as MUSIC_ANSWERS
-
-from cavpref.apps.cli import main as cavpref_main
+from tests.helpers.source_facts import MUSIC_AVQA_ANSWERS as MUSIC_ANSWERS
 
 MUSIC_PAIRS = {
     ("Audio", "Counting"),

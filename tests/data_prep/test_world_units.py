@@ -4,9 +4,10 @@ import json
 
 import numpy as np
 import pytest
+
 from cavpref.data_prep.synthetic import avqa_questions, catalogue, music_questions, scenes, sounds, visuals
 from cavpref.data_prep.synthetic.config import WorldConfig
-from source_facts import MUSIC_AVQA_INSTRUMENTS
+from tests.helpers.source_facts import MUSIC_AVQA_INSTRUMENTS
 
 
 # ----------------------------------------------------------------------------- sounds

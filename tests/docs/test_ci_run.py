@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / ".ci" / "run"
+SCRIPT = Path(__file__).resolve().parents[2] / ".ci" / "run"
 
 
 def run_ci(tmp_path: Path, readme: str) -> subprocess.CompletedProcess:

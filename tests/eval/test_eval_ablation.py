@@ -3,9 +3,9 @@
 import json
 
 import pytest
-from cavpref.eval.pipeline import EvalArgs, load
 
 from cavpref.data import BenchmarkItem
+from cavpref.eval.pipeline import EvalArgs, load
 from cavpref.media.spec import Source, combine, has_audio, has_video, to_json
 
 

@@ -6,16 +6,16 @@ import json
 import numpy as np
 import pytest
 import torch
+
+from cavpref.chat_client import ChatClient, ChatConfig
+from cavpref.data import BenchmarkItem
 from cavpref.eval.benchmarks.aura import data as aura
 from cavpref.eval.benchmarks.aura.judge import AuraJudges, is_scored, parse_fcs, parse_sanitized, score
-from cavpref.eval.common import BenchmarkInputError, split_response
-from cavpref.chat_client import ChatClient, ChatConfig
 from cavpref.eval.benchmarks.aura.nli import NLIConfig, NLIScorer, entailment_index
-from html_report_check import check_run_page
-from judge_server import LoopbackServer, completion
-
-from cavpref.data import BenchmarkItem
+from cavpref.eval.common import BenchmarkInputError, split_response
 from cavpref.media.spec import clip
+from tests.helpers.html_report_check import check_run_page
+from tests.helpers.judge_server import LoopbackServer, completion
 
 RECORDS = [  # as the released generators write them (note the space in "implicit distractions")
     {

@@ -2,9 +2,9 @@
 command-line overrides, unknown keys are errors, `--help` lists every key."""
 
 import pytest
-from cavpref.eval.cli import parse
 
 from cavpref.apps.cli import main as cavpref_main
+from cavpref.eval.cli import parse
 
 
 def test_avtrustbench_yaml_plus_overrides(tmp_path):

@@ -1,8 +1,9 @@
 """Step-1 choice extraction (paper B.2) and CircularEval (B.3): pure functions, hand-checked cases."""
 
 import pytest
-from cavpref.eval.circular import circular_outcome, n_passes, next_pass, rotate
+
 from cavpref.data_prep.tasks import TASK_SPECS
+from cavpref.eval.circular import circular_outcome, n_passes, next_pass, rotate
 from cavpref.eval.extract import ABSTAIN, ABSTENTIONS, is_correct, match_choice
 
 YN = {"A": "Yes", "B": "No"}

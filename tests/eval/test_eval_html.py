@@ -9,11 +9,19 @@ from urllib.parse import parse_qsl
 
 import numpy as np
 import pytest
-from cavpref.eval.html_report import summary
-from html_report_check import LATE, SECRET, build_data, page_data, rows_by_id, run_eval, scripted
-from judge_server import completion
 
 from cavpref.apps.cli import main as cavpref_main
+from cavpref.eval.html_report import summary
+from tests.helpers.html_report_check import (
+    LATE,
+    SECRET,
+    build_data,
+    page_data,
+    rows_by_id,
+    run_eval,
+    scripted,
+)
+from tests.helpers.judge_server import completion
 
 LEAK = "http://127.0.0.1:9/leak.png"
 

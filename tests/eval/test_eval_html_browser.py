@@ -17,7 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
 
 import pytest
-from html_report_check import build_data, page_data, run_eval, scripted
+
+from tests.helpers.html_report_check import build_data, page_data, run_eval, scripted
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None)
 DRIVER = shutil.which("chromedriver")

@@ -4,10 +4,11 @@ import json
 import sqlite3
 
 import pytest
+
+from cavpref.chat_client import ChatClient, ChatConfig, public_url
 from cavpref.eval.benchmarks.avtrustbench.choice_judge import ChoiceJudge, build_query, parse_reply
 from cavpref.eval.extract import ABSTAIN
-from cavpref.chat_client import ChatClient, ChatConfig, public_url
-from judge_server import LoopbackServer, completion
+from tests.helpers.judge_server import LoopbackServer, completion
 
 SECRET = "sk-test-secret-do-not-write"
 

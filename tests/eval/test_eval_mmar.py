@@ -5,8 +5,9 @@ import json
 import re
 
 import pytest
+
+from cavpref.chat_client import ChatClient, ChatConfig
 from cavpref.eval.benchmarks.mmar import data as mmar
-from cavpref.eval.common import BenchmarkInputError, trim_min_max
 from cavpref.eval.benchmarks.mmar.data import (
     MMARRecord,
     is_correct,
@@ -15,9 +16,9 @@ from cavpref.eval.benchmarks.mmar.data import (
     summary,
 )
 from cavpref.eval.benchmarks.mmar.judge import MMARJudge, ratings_of, score
-from cavpref.chat_client import ChatClient, ChatConfig
-from html_report_check import check_run_page
-from judge_server import LoopbackServer, completion
+from cavpref.eval.common import BenchmarkInputError, trim_min_max
+from tests.helpers.html_report_check import check_run_page
+from tests.helpers.judge_server import LoopbackServer, completion
 
 
 def rubric(n=5):

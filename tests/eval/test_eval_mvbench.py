@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cavpref.eval.benchmarks.mvbench import data as mvbench
-from cavpref.eval.common import BenchmarkInputError
-from html_report_check import check_run_page
-from judge_server import LoopbackServer, completion
 
 from cavpref.apps.cli import main as cavpref_main
+from cavpref.eval.benchmarks.mvbench import data as mvbench
+from cavpref.eval.common import BenchmarkInputError
 from cavpref.media.write import write_mp4
+from tests.helpers.html_report_check import check_run_page
+from tests.helpers.judge_server import LoopbackServer, completion
 
 FIXTURES = Path(mvbench.__file__).parent / "fixtures"
 

@@ -13,13 +13,13 @@ The official fixtures follow the released scoring code's behaviour, item by item
 import json
 
 import pytest
+
+from cavpref.apps.cli import main as cavpref_main
 from cavpref.eval.benchmarks.mmar.data import is_correct as mmar_correct
 from cavpref.eval.benchmarks.mmar.data import read as mmar_read
 from cavpref.eval.benchmarks.mmar.judge import MMARJudge
 from cavpref.eval.benchmarks.traceav.data import parse_prediction
 from cavpref.eval.extract import match_choice, strip_reasoning
-
-from cavpref.apps.cli import main as cavpref_main
 
 OPTIONS = {"A": "a dog", "B": "a cat", "C": "a bird", "D": "a cow"}
 PLAIN = {"A": "red", "B": "green", "C": "blue", "D": "yellow"}

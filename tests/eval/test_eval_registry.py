@@ -8,10 +8,11 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+
 from cavpref.eval import registry
 from cavpref.eval.args import EvalArgs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EVAL = ROOT / "eval"
 NAMES = ("avtrustbench", "aura", "mmar", "traceav", "mvbench")
 
@@ -54,7 +55,6 @@ def test_shared_keys_are_declared_once():
     """EvalArgs is built from the shared groups without re-declaring them, and no benchmark's Options
     re-declares a key of EvalArgs (the command line parses both into one flat set of keys)."""
     from cavpref.eval.args import EvalModelArguments, JudgeArguments
-
     from cavpref.media.args import MediaArguments
 
     for group in (MediaArguments, EvalModelArguments, JudgeArguments):

@@ -5,14 +5,14 @@ import json
 
 import numpy as np
 import pytest
+
+from cavpref.data import BenchmarkItem
 from cavpref.eval.backends import ModelIOBackend, model_fingerprint
 from cavpref.eval.pipeline import EvalArgs, evaluate
 from cavpref.eval.runner import load_records
-from judge_server import LoopbackServer, completion
-
-from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, concat, drop_video, mute, to_json
 from cavpref.media.write import write_mp4
+from tests.helpers.judge_server import LoopbackServer, completion
 
 QUESTION = "Which instrument is playing?"
 SECRET = "sk-runner-secret-never-written"
@@ -299,8 +299,9 @@ def test_endpoint_model_receives_the_decoded_media(bench, tmp_path):
 
     import av
     import soundfile as sf
-    from cavpref.eval.backends import EndpointBackend
+
     from cavpref.chat_client import ChatClient, ChatConfig
+    from cavpref.eval.backends import EndpointBackend
 
     seen = []
 

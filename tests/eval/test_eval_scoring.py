@@ -3,15 +3,15 @@
 import json
 
 import pytest
-from cavpref.eval.cli import main as eval_main
-from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
+
+from cavpref.data import BenchmarkItem
 from cavpref.eval.benchmarks.avtrustbench.metrics import dimension_means, summarize
+from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
+from cavpref.eval.cli import main as eval_main
+from cavpref.eval.compare import compare
 from cavpref.eval.metrics import ItemOutcome, accuracy_block
 from cavpref.eval.pipeline import EvalArgs, score_predictions
 from cavpref.eval.registry import write_reports
-from cavpref.eval.compare import compare
-
-from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, mute, to_json
 
 MEDIA = to_json(clip("a.mp4"))
@@ -164,7 +164,7 @@ def test_choice_predictions_and_their_validation(tmp_path, bench):
 
 
 def test_judge_handles_what_heuristics_cannot(tmp_path, bench):
-    from judge_server import LoopbackServer, completion
+    from tests.helpers.judge_server import LoopbackServer, completion
 
     def reply(body, n):
         answer = body["messages"][0]["content"].rsplit("Answer: ", 1)[1]

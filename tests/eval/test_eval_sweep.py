@@ -4,11 +4,10 @@ leaderboard plot of AVTrustBench runs."""
 
 import json
 
-from cavpref.eval.cli import main as eval_main
-from cavpref.eval.circular import rotate
-from cavpref.eval.pipeline import EvalArgs, export_prompts, score_predictions
-
 from cavpref.data import BenchmarkItem
+from cavpref.eval.circular import rotate
+from cavpref.eval.cli import main as eval_main
+from cavpref.eval.pipeline import EvalArgs, export_prompts, score_predictions
 from cavpref.media.spec import clip, to_json
 
 WORDINGS = [

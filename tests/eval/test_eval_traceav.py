@@ -7,17 +7,17 @@ import re
 
 import numpy as np
 import pytest
-from cavpref.eval.benchmarks.traceav import data as traceav
-from cavpref.eval.common import BenchmarkInputError
-from cavpref.eval.longvideo import LongVideoPolicy, audio_windows, decode_long
-from cavpref.eval.benchmarks.traceav.data import parse_prediction
-from cavpref.eval.benchmarks.traceav.metrics import TraceRecord, random_guess, traceav_metrics
-from html_report_check import check_run_page
-from judge_server import LoopbackServer, completion
 
 from cavpref.apps.cli import main as cavpref_main
+from cavpref.eval.benchmarks.traceav import data as traceav
+from cavpref.eval.benchmarks.traceav.data import parse_prediction
+from cavpref.eval.benchmarks.traceav.metrics import TraceRecord, random_guess, traceav_metrics
+from cavpref.eval.common import BenchmarkInputError
+from cavpref.eval.longvideo import LongVideoPolicy, audio_windows, decode_long
 from cavpref.media.spec import clip
 from cavpref.media.write import write_mp4
+from tests.helpers.html_report_check import check_run_page
+from tests.helpers.judge_server import LoopbackServer, completion
 
 
 def hop(minute, label="visual"):

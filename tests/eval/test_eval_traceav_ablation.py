@@ -9,14 +9,14 @@ import math
 
 import numpy as np
 import pytest
+
+from cavpref.apps.cli import main as cavpref_main
 from cavpref.eval.benchmarks.traceav import data as traceav
 from cavpref.eval.benchmarks.traceav.metrics import TraceRecord, error_entropy, pearson, video_correlation
 from cavpref.eval.longvideo import LongVideoPolicy, decode_long
-from judge_server import LoopbackServer, completion
-
-from cavpref.apps.cli import main as cavpref_main
 from cavpref.media.spec import clip, drop_video, from_json, mask, mute
 from cavpref.media.write import write_mp4
+from tests.helpers.judge_server import LoopbackServer, completion
 
 SR = 8000
 

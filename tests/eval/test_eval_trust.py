@@ -2,14 +2,13 @@
 
 import json
 
+from cavpref.data import BenchmarkItem
+from cavpref.eval.benchmarks.avtrustbench.trust import reference_outcomes, references, trust_summary
 from cavpref.eval.cli import main as eval_main
+from cavpref.eval.compare import compare
 from cavpref.eval.metrics import ItemOutcome
 from cavpref.eval.pipeline import EvalArgs, score_predictions
 from cavpref.eval.registry import get, write_reports
-from cavpref.eval.compare import compare
-from cavpref.eval.benchmarks.avtrustbench.trust import reference_outcomes, references, trust_summary
-
-from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, to_json
 
 MEDIA = to_json(clip("a.mp4"))

@@ -5,10 +5,10 @@ import json
 from pathlib import Path
 
 import pytest
-from cavpref.eval.pipeline import EvalArgs, NothingEvaluated, evaluate
-from judge_server import LoopbackServer, completion
 
 from cavpref.data import BenchmarkItem
+from cavpref.eval.pipeline import EvalArgs, NothingEvaluated, evaluate
+from tests.helpers.judge_server import LoopbackServer, completion
 
 
 def _items(tmp_path, n=1):

@@ -4,9 +4,9 @@ named in words, never silently truncated nor a raw KeyError."""
 import json
 
 import pytest
-from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
 
 from cavpref.data import BenchmarkItem
+from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
 
 
 def _row(**change):

@@ -6,10 +6,10 @@ nothing evaluated is an error. Real loopback HTTP "models", the real runner and 
 import json
 
 import pytest
+
 from cavpref.data_prep.tasks import TASK_SPECS
 from cavpref.data_prep.tasks.templates import TEMPLATES
 from cavpref.eval.extract import ABSTAIN, is_correct, match_choice
-
 from cavpref.prompts import render_prompt
 
 OPTIONS = {"A": "acoustic_guitar", "B": "Piano", "C": "Three", "D": "Thirty-three", "E": "None of the above"}
@@ -73,7 +73,7 @@ def test_an_echoed_prompt_or_a_negated_abstention_is_no_abstention(task):
 @pytest.fixture(scope="module")
 def served():
     """An OpenAI-compatible "model" on loopback that always answers "A" (real HTTP, nothing patched)."""
-    from judge_server import LoopbackServer, completion
+    from tests.helpers.judge_server import LoopbackServer, completion
 
     server = LoopbackServer(lambda body, n: (200, {}, completion("A"), 0))
     yield server
@@ -103,10 +103,9 @@ def _items(path, answer="A", n=3):
 
 
 def _evaluate(served, data, out, **kw):
+    from cavpref.chat_client import ChatClient, ChatConfig
     from cavpref.eval.backends import EndpointBackend
     from cavpref.eval.pipeline import EvalArgs, evaluate
-
-    from cavpref.chat_client import ChatClient, ChatConfig
 
     client = ChatClient(ChatConfig(base_url=served.url, model="served", max_retries=0, env_prefix="X"))
     args = EvalArgs(data=str(data), output=str(out), **kw)
@@ -171,7 +170,7 @@ def test_an_evaluation_in_which_every_item_fails_is_an_error(tmp_path, capsys):
     """ "Every item fails": a run whose every item was skipped (the served model down) exited 0 with nothing
     on the console. Now one line naming the run folder, the counts and the reason; the report is written."""
     from cavpref.eval.cli import main
-    from judge_server import LoopbackServer
+    from tests.helpers.judge_server import LoopbackServer
 
     server = LoopbackServer(lambda body, n: (500, {}, {"error": "overloaded"}, 0))
     data, out = _items(tmp_path / "items.jsonl"), tmp_path / "run"

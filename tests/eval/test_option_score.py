@@ -5,12 +5,12 @@ protocol has decided, per-protocol outcomes."""
 from __future__ import annotations
 
 import pytest
+
+from cavpref.data import BenchmarkItem
 from cavpref.eval.args import EvalArgs
 from cavpref.eval.benchmarks.avtrustbench import AVTrustBench
 from cavpref.eval.option_score import OPTION_SCORES, best_option, option_values
 from cavpref.eval.runner import Job
-
-from cavpref.data import BenchmarkItem
 
 # three candidates: sums -6, -4, -4.5 over 6, 2, 9 tokens -> per token -1, -2, -0.5; letters -0.1, -2, -3
 SCORES = {"sum": [-6.0, -4.0, -4.5], "tokens": [6, 2, 9], "letter": [-0.1, -2.0, -3.0]}

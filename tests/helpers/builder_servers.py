@@ -15,9 +15,8 @@ import re
 import sys
 import threading
 
-from judge_server import LoopbackServer, completion, publish
-
 from cavpref.chat_client import request_hash
+from tests.helpers.judge_server import LoopbackServer, completion, publish
 
 INSTRUMENTS = ("violin", "cello", "flute", "piano", "drum", "guitar", "trumpet", "accordion")
 COLOURS = ("red", "blue", "green", "yellow", "purple", "orange")

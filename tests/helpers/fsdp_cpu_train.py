@@ -4,7 +4,7 @@ accelerate turns its FSDP plugin on only for accelerator devices: on CPU process
 is dropped and the run silently becomes plain multi-CPU data parallel. This launcher lifts that one check
 (after accelerate's own state set-up, FSDP on, with the plugin accelerate built from the launch config); the
 trainer, the model I/O and FSDP2's ``fully_shard`` are the real ones.
-    accelerate launch --config_file recipes/accelerate/fsdp_cpu_2proc.yaml tests/fsdp_cpu_train.py RECIPE.yaml
+    accelerate launch --config_file recipes/accelerate/fsdp_cpu_2proc.yaml tests/helpers/fsdp_cpu_train.py RECIPE.yaml
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``step_gradients(cases, fixtures)`` trains each case for one optimizer step on the same data and returns the
 gradient the optimizer would apply (after DDP's all-reduce, no clipping), flattened. Runnable as a script under
-``accelerate launch`` (``python tests/grad_probe.py OUT.pt FIXTURE_DIR CASES.json``) so the same cases run on
+``accelerate launch`` (``tests/helpers/grad_probe.py OUT.pt FIXTURE_DIR CASES.json``) so the same cases run on
 real gloo processes; rank 0 writes ``{name: gradient}`` to OUT.pt."""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import test_trainer_fixtures as F  # noqa: E402
+from tests.helpers import trainer_fixtures as F  # under accelerate launch: PYTHONPATH holds the repository
 
 # The issue's user example: 8 preference rows, mixed tasks (MVIT twice).
 MIXED_TASKS = ("MVIT", "MAIT", "MVT", "MAT", "MCIT", "COT-Swap", "ICIT", "MVIT")

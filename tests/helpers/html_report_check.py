@@ -11,11 +11,11 @@ import re
 from pathlib import Path
 
 import numpy as np
-from judge_server import LoopbackServer, completion, endpoint_client
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, drop_video, mute, to_json
 from cavpref.media.write import write_mp4
+from tests.helpers.judge_server import LoopbackServer, completion, endpoint_client
 
 DATA = re.compile(r'<script type="application/json" id="report-data">(.*?)</script>', re.S)
 

@@ -1,7 +1,7 @@
 """Loopback OpenAI-compatible server shared by the evaluation tests (judges and endpoint-served models).
 
-A helper module, not a test file: the ``test_eval_*`` files import it (pytest puts ``tests/`` on
-``sys.path``), so no test file imports another. The server is real HTTP on 127.0.0.1 — the clients under
+A helper module, not a test file: the evaluation tests import it as ``tests.helpers.judge_server``, so no
+test file imports another. The server is real HTTP on 127.0.0.1 — the clients under
 test go through their whole transport path (headers, retries, timeouts), nothing is patched.
 """
 

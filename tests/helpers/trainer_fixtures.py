@@ -1,6 +1,6 @@
 """Shared builders for the trainer tests (no tests here): real mp4 clips and preference rows for all 9 tasks
 (``cavpref.bench.rows``, shared with the benchmarks and the GPU check), a tiny Qwen2.5-Omni thinker on disk.
-Also runnable as a script (``python tests/test_trainer_fixtures.py OUT``) so subprocess tests (accelerate
+Also runnable as a script (``python -m tests.helpers.trainer_fixtures OUT`` from the repository root) so subprocess tests (accelerate
 launch, resume) get the same inputs."""
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ def test_the_carried_wheels_are_the_versions_pyproject_pins():
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     script_text = (root / "scripts" / "gpu_wheels.sh").read_text()
     carried = {
         canonicalize_name(name): version

@@ -15,7 +15,7 @@ from cavpref.media.decode import DecodedMedia
 from cavpref.models.qwen_omni import QWEN_VIDEO_MAX_PIXELS, QwenOmniModelIO
 from cavpref.models.tiny import build_tiny_qwen_omni
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 libx264's macroblock-tree rate control, which the preset turns on, read memory it never wrote and computed in
 floating point through CPU-specific code; ``write.X264_OPTIONS`` switches it off (``mbtree=0``)."""
 
-import ctypes
 import platform
 import subprocess
 import sys
@@ -10,45 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cavpref.data_prep.synthetic.visuals import Placed, render
 
 from cavpref.media import write
 from cavpref.media.write import write_mp4
+from tests.helpers import ROOT
+from tests.helpers.heap import FRAMES, libc, written
 
-libc = ctypes.CDLL(None)
 if not hasattr(libc, "mallopt"):
     pytest.skip("needs glibc (mallopt)", allow_module_level=True)
-libc.malloc.restype = ctypes.c_void_p
-libc.malloc.argtypes = [ctypes.c_size_t]
-libc.free.argtypes = [ctypes.c_void_p]
-libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
-
-FRAMES = render(  # a world clip: two shapes, one outlined in white while it sounds
-    "indoor",
-    [Placed((200, 40, 40), "circle", 0, [(0.5, 2.0)]), Placed((40, 40, 200), "square", 2, [(1.0, 3.5)])],
-    duration=4.0,
-    fps=8.0,
-    width=112,
-    height=112,
-)
-
-
-def _leave_on_heap(byte):
-    """Allocate blocks of the sizes an encoder uses, fill them with ``byte`` and free them, so the next
-    allocations reuse memory holding it."""
-    blocks = []
-    for size in [64, 256, 1024, 4096, 16384, 40000, 65536, 100000] * 40:
-        p = libc.malloc(size)
-        libc.memset(p, byte, size)
-        blocks.append(p)
-    for p in blocks:
-        libc.free(p)
-
-
-def _written(path, byte):
-    _leave_on_heap(byte)
-    write_mp4(path, FRAMES, 8.0)
-    return path.read_bytes()
 
 
 def test_the_file_does_not_depend_on_what_the_heap_held(tmp_path):
@@ -60,7 +28,7 @@ def test_the_file_does_not_depend_on_what_the_heap_held(tmp_path):
     )
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "frames.npy"), str(fresh)], check=True)
     for byte in (0xFF, 0x00, 0xFF):  # 0xff runs read as NaN floats
-        same = _written(tmp_path / "x.mp4", byte) == fresh.read_bytes()
+        same = written(tmp_path / "x.mp4", byte) == fresh.read_bytes()
         assert same, f"heap left holding {byte:#x}: not the file a fresh process writes"
 
 
@@ -76,9 +44,9 @@ def _with_x264(monkeypatch, params):
 @x86
 def test_the_file_does_not_depend_on_the_cpu_instructions(tmp_path, monkeypatch):
     """The CPU's own best code (AVX-512 or AVX2 on the machines here) and SSE4.2-only code: the same file."""
-    native = _written(tmp_path / "native.mp4", 0x00)
+    native = written(tmp_path / "native.mp4", 0x00)
     _with_x264(monkeypatch, write.X264_OPTIONS["x264-params"] + ":asm=" + SSE42)
-    assert _written(tmp_path / "sse.mp4", 0x00) == native
+    assert written(tmp_path / "sse.mp4", 0x00) == native
 
 
 def test_with_mbtree_the_heap_did_change_the_file(tmp_path):
@@ -88,13 +56,14 @@ def test_with_mbtree_the_heap_did_change_the_file(tmp_path):
     stop 48); from a fresh start, one encode then the 0xff one reproduces it. Skipped, not failed, where this
     machine's allocator never hands the encoder those blocks: the control shows the fault, it is not the feature."""
     code = (
-        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import test_media_write as t; "
+        "import sys; from pathlib import Path; from tests.helpers import heap as t; "
         "t.write.X264_OPTIONS = {**t.write.X264_OPTIONS, 'x264-params': 'mbtree=1'}; "
-        "a = t._written(Path(sys.argv[2]) / 'a.mp4', 0x00); b = t._written(Path(sys.argv[2]) / 'b.mp4', 0xFF); "
+        "a = t.written(Path(sys.argv[1]) / 'a.mp4', 0x00); b = t.written(Path(sys.argv[1]) / 'b.mp4', 0xFF); "
         "print('changed' if a != b else 'same')"
     )
-    run = subprocess.run(
-        [sys.executable, "-c", code, str(Path(__file__).parent), str(tmp_path)],
+    run = subprocess.run(  # from the repository root: ``python -c`` imports ``tests.helpers`` from there
+        [sys.executable, "-c", code, str(tmp_path)],
+        cwd=ROOT,
         check=True,
         capture_output=True,
     )
@@ -109,9 +78,9 @@ def test_with_mbtree_the_cpu_did_change_the_file(tmp_path, monkeypatch):
     if not {"avx2", "avx512f"} & _cpu_flags():
         pytest.skip("the CPU has neither AVX2 nor AVX-512: its own code is the SSE4.2 code")
     _with_x264(monkeypatch, "mbtree=1")
-    native = _written(tmp_path / "a.mp4", 0x00)
+    native = written(tmp_path / "a.mp4", 0x00)
     _with_x264(monkeypatch, "mbtree=1:asm=" + SSE42)
-    assert native != _written(tmp_path / "c.mp4", 0x00)
+    assert native != written(tmp_path / "c.mp4", 0x00)
 
 
 def _cpu_flags():

@@ -10,11 +10,11 @@ import hashlib
 from pathlib import Path
 
 import pytest
-import test_trainer_fixtures as F
 import torch
 import yaml
 
 from cavpref.models.export import ADAPTER_DIR, ExportModelArgs, export_full_model, main
+from tests.helpers import trainer_fixtures as F
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -29,9 +29,10 @@ def digest(folder: Path) -> str:
 @pytest.fixture(scope="module")
 def tiny_full(tmp_path_factory):
     """The tiny full Omni model, and a fine-tuned thinker saved as a run saves it (weights moved, same layout)."""
-    from cavpref.models.tiny import build_tiny_qwen_omni_full
     from transformers import AutoProcessor
     from transformers import Qwen2_5OmniThinkerForConditionalGeneration as Thinker
+
+    from cavpref.models.tiny import build_tiny_qwen_omni_full
 
     root = tmp_path_factory.mktemp("tiny_full")
     thinker = F.shared(tmp_path_factory)["model"]  # the trainer tests' tiny thinker (built once per session)

@@ -4,17 +4,10 @@ its row named before any token reaches the model; max_length defaults to the mod
 import json
 
 import pytest
-from cavpref.eval.backends import ModelIOBackend
-from cavpref.eval.pipeline import EvalArgs, evaluate
 
 from cavpref.data import BenchmarkItem
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    from cavpref.models import build_tiny_qwen_omni
-
-    return build_tiny_qwen_omni(tmp_path_factory.mktemp("tiny"))
+from cavpref.eval.backends import ModelIOBackend
+from cavpref.eval.pipeline import EvalArgs, evaluate
 
 
 def context(tiny) -> int:

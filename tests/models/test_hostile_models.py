@@ -4,15 +4,6 @@ from __future__ import annotations
 
 import logging
 
-import pytest
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    from cavpref.models import build_tiny_qwen_omni
-
-    return build_tiny_qwen_omni(tmp_path_factory.mktemp("tiny"))
-
 
 def test_trust_remote_code_warns_naming_the_folder(tiny, caplog):
     from cavpref.models import load_model_io

@@ -16,7 +16,7 @@ from cavpref.models.published import QWEN2_5_OMNI_7B_THINKER as PUB
 from cavpref.models.qwen_omni import QwenOmniModelIO
 from cavpref.models.real_config import FILLER, build_qwen_omni_processor, real_width_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECIPE = yaml.safe_load((ROOT / "recipes/qwen2.5-omni-7b/lora_cavpref.yaml").read_text())
 pytestmark = pytest.mark.usefixtures("one_thread")
 

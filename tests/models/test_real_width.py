@@ -17,13 +17,13 @@ import json
 from pathlib import Path
 
 import pytest
-from test_trainer_fixtures import build_all, examples
 
 from cavpref.models.real_config import build_real_width_qwen_omni
 from cavpref.train import main as train_main
+from tests.helpers.trainer_fixtures import build_all, examples
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_one_cavpref_step_real_width(tmp_path):

@@ -4,13 +4,10 @@ keeps ``learning_rate`` (the optimizer's groups as Trainer builds them, split)."
 from __future__ import annotations
 
 import pytest
-from test_trainer import fresh_model, trainer
-from test_trainer import fx as fx  # noqa: F401 - the session fixtures of the trainer tests
-from test_trainer import model_io as model_io  # noqa: F401
-from test_trainer import prefs as prefs  # noqa: F401
 
 from cavpref.models.prepare import prepare_model
 from cavpref.trainer.optimizer_groups import encoder_parameter_ids
+from tests.helpers.trainer import fresh_model, trainer
 
 
 def _trained_towers(fx, model_io):

@@ -8,15 +8,10 @@ import warnings
 
 import numpy as np
 import pytest
-import test_trainer_fixtures as F
 import yaml
 
 from cavpref.train import main
-
-
-@pytest.fixture(scope="module")
-def fx(tmp_path_factory):
-    return F.shared(tmp_path_factory)
+from tests.helpers import trainer_fixtures as F
 
 
 def recipe(fx, path, **overrides):

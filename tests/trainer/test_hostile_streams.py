@@ -9,12 +9,12 @@ import shutil
 
 import numpy as np
 import pytest
-import test_trainer_fixtures as F
 import yaml
 
 from cavpref.data import BenchmarkItem
 from cavpref.media.spec import MediaError, clip, mute, to_json
 from cavpref.media.write import write_mp4
+from tests.helpers import trainer_fixtures as F
 
 
 def silent_copy(src, dst):
@@ -36,7 +36,6 @@ def media(tmp_path_factory):
 def test_eval_counts_items_evaluated_with_a_missing_stream_or_refuses_them(media, tmp_path):
     from cavpref.eval.backends import ModelIOBackend
     from cavpref.eval.pipeline import EvalArgs, evaluate
-
     from cavpref.models import build_tiny_qwen_omni, load_model_io
 
     four = {"A": "cat", "B": "dog", "C": "cow", "D": "None of the above"}
@@ -118,11 +117,6 @@ def test_eval_counts_items_evaluated_with_a_missing_stream_or_refuses_them(media
             rank=0,
             world=1,
         )
-
-
-@pytest.fixture(scope="session")
-def fx(tmp_path_factory):
-    return F.shared(tmp_path_factory)
 
 
 def test_training_counts_rows_trained_with_a_missing_stream_or_refuses_them(fx, tmp_path):

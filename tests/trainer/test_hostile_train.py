@@ -3,49 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-import test_trainer_fixtures as F
 import yaml
 
 from cavpref.train import main
-
-
-@pytest.fixture(scope="session")
-def fx(tmp_path_factory):
-    return F.shared(tmp_path_factory)
-
-
-def recipe(fx, path: Path, **overrides) -> Path:
-    cfg = {
-        "method": "cavpref",
-        "learning_rate": 0.05,
-        "optim": "sgd",
-        "lr_scheduler_type": "constant",
-        "train_dataset": str(fx["prefs"]),
-        "media_root": str(fx["media"]),
-        "per_device_train_batch_size": 4,
-        "max_steps": 1,
-        "logging_steps": 1,
-        "save_strategy": "steps",
-        "save_steps": 1,
-        "seed": 0,
-        "bf16": False,
-        "use_cpu": True,
-        "activation_checkpointing": False,
-        "report_to": "none",
-        "disable_tqdm": True,
-        "dataloader_num_workers": 0,
-        "save_merged": False,
-        "model_name_or_path": str(fx["model"]),
-        "dtype": "float32",
-        "lora_r": 0,
-        "num_frames": 2,
-    }
-    cfg.update(overrides)
-    path.write_text(yaml.safe_dump(cfg))
-    return path
+from tests.helpers.train_recipes import checkpointed_recipe as recipe
 
 
 def test_a_resume_with_a_changed_recipe_is_refused_unless_allowed(fx, tmp_path):

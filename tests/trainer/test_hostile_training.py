@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 import yaml
-from test_hostile_train import fx, recipe  # noqa: F401 - the hostile training tests' session fixture
 
 from cavpref.train import main
+from tests.helpers.train_recipes import checkpointed_recipe as recipe
 
 
 def _error(capsys) -> str:

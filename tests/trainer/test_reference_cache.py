@@ -9,12 +9,11 @@ import copy
 import dataclasses
 
 import pytest
-import test_trainer_fixtures as F
-from test_trainer import fx, model_io  # noqa: F401 - the trainer tests' session fixtures
 
 from cavpref.collator import CAVPrefCollator
 from cavpref.loss import DEFAULT_SWITCHES
 from cavpref.trainer.reference import cache_key
+from tests.helpers import trainer_fixtures as F
 
 
 def other(value):
@@ -103,9 +102,9 @@ def test_runs_differing_only_in_the_audio_budget_get_their_own_reference_cache(f
     """Issue 39's reproduction: audio_max_seconds 4 vs 2, one ref_cache_dir. Before, both runs shared one entry
     (the second trained against the first one's reference log-probs)."""
     from datasets import load_from_disk
-    from test_trainer import trainer
 
     from cavpref.models import AVModelArguments, load_model_io
+    from tests.helpers.trainer import trainer
 
     data = load_from_disk(str(fx["prefs"])).select(range(2))
     F.write_clips(

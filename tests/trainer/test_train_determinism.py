@@ -11,15 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-import test_trainer_fixtures as F
 from safetensors.torch import load_file
-from test_trainer_launch import ROOT, recipe
 
-
-@pytest.fixture(scope="module")
-def fx(tmp_path_factory):
-    return F.shared(tmp_path_factory)
+from tests.helpers.launch import ROOT, recipe
 
 
 def _recipe(fx, path: Path) -> Path:
@@ -48,7 +42,7 @@ def train(rec: Path, out: Path, omp: str, compete: bool, *extra: str, env: dict 
         **env,
         "OMP_NUM_THREADS": omp,
         "TOKENIZERS_PARALLELISM": "false",
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),  # tests.helpers
     }
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if compete else None
     try:

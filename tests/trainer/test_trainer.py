@@ -7,7 +7,6 @@ import json
 import math
 
 import pytest
-import test_trainer_fixtures as F
 import torch
 
 from cavpref.collator import (
@@ -18,77 +17,15 @@ from cavpref.collator import (
     check_example,
     needed_slots,
 )
-from cavpref.config import CAVPrefConfig
 from cavpref.data import TASKS
 from cavpref.loss import DEFAULT_SWITCHES
+from tests.helpers import trainer_fixtures as F
+from tests.helpers.trainer import config, frames, fresh_model, trainer
 
 LOG2 = math.log(2.0)
 
 
 # ----------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="session")
-def fx(tmp_path_factory):
-    return F.shared(tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def model_io(fx):
-    from cavpref.models import AVModelArguments, load_model_io
-
-    return load_model_io(AVModelArguments(model_name_or_path=str(fx["model"]), dtype="float32"))
-
-
-@pytest.fixture(scope="session")
-def prefs(fx):
-    from datasets import load_from_disk
-
-    return load_from_disk(str(fx["prefs"]))
-
-
-def frames():
-    from cavpref.media.decode import FramePolicy
-
-    return FramePolicy(num_frames=2)
-
-
-def config(tmp_path, **kw) -> CAVPrefConfig:
-    base = {
-        "output_dir": str(tmp_path / "out"),
-        "per_device_train_batch_size": 4,
-        "max_steps": 1,
-        "bf16": False,
-        "use_cpu": True,
-        "activation_checkpointing": False,
-        "report_to": "none",
-        "logging_steps": 1,
-        "learning_rate": 1e-3,
-        "save_strategy": "no",
-        "disable_tqdm": True,
-        "media_root": ".",
-    }
-    base.update(kw)
-    return CAVPrefConfig(**base)
-
-
-def fresh_model(fx):
-    from cavpref.models import AVModelArguments, load_model_io
-
-    return load_model_io(AVModelArguments(model_name_or_path=str(fx["model"]), dtype="float32")).model
-
-
-def trainer(fx, model_io, dataset, tmp_path, model=None, **kw):
-    from cavpref.trainer import CAVPrefTrainer
-
-    args = config(tmp_path, media_root=str(fx["media"]), **kw)
-    return CAVPrefTrainer(
-        model if model is not None else fresh_model(fx),
-        model_io,
-        args=args,
-        train_dataset=dataset,
-        frames=frames(),
-    )
 
 
 def by_task(prefs, *tasks):

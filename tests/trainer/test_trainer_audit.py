@@ -7,17 +7,11 @@ from __future__ import annotations
 import logging
 
 import pytest
-import test_trainer_fixtures as F
 import torch
-from test_trainer import config, fresh_model, trainer
 from transformers import TrainerCallback
 
 from cavpref.loss import beta_input, calibrate_beta
-
-
-@pytest.fixture(scope="module")
-def fx(tmp_path_factory):
-    return F.shared(tmp_path_factory)
+from tests.helpers.trainer import config, fresh_model, trainer
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The optimizer batch is the unit: one optimizer batch trained as 8 x 1, 1 x 8, 2 x 4 and on 2 real gloo
 processes x 1 x 4 gives the same gradient, for ``method: cavpref`` with calibrated β and every ``robust`` mode,
-with both samplers (issue 13). Gradients come from ``tests/grad_probe.py`` (the step's gradient as the optimizer
+with both samplers (issue 13). Gradients come from ``tests/helpers/grad_probe.py`` (the step's gradient as the optimizer
 sees it); the two-process cases run in one ``accelerate launch``."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import grad_probe
 import pytest
-import test_trainer_fixtures as F
 import torch
-from test_trainer_launch import accelerate_launch
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import grad_probe
+from tests.helpers.launch import accelerate_launch
+
+ROOT = Path(__file__).resolve().parents[2]
 ROBUST = ("paper", "worst_case", "none")
 SAMPLERS = ("mixed", "task_homogeneous")
 SHAPES = {"8x1": (8, 1), "1x8": (1, 8), "2x4": (2, 4)}  # per-device batch x accumulation, one process
@@ -38,11 +38,6 @@ def rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 @pytest.fixture(scope="module")
-def fx(tmp_path_factory):
-    return F.shared(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
 def one_process(fx, tmp_path_factory):
     cases = [case(r, s, b, g) for r in ROBUST for s in SAMPLERS for b, g in SHAPES.values()]
     return grad_probe.step_gradients(cases, fx, tmp_path_factory.mktemp("grads1"))
@@ -55,7 +50,7 @@ def two_processes(fx, tmp_path_factory):
     (tmp / "cases.json").write_text(json.dumps(cases))
     proc = accelerate_launch(
         "recipes/accelerate/cpu_2proc.yaml",
-        "tests/grad_probe.py",
+        "tests/helpers/grad_probe.py",
         tmp / "grads.pt",
         Path(fx["model"]).parent,
         tmp / "cases.json",

@@ -11,15 +11,9 @@ import subprocess
 import sys
 
 import pytest
-import test_trainer_fixtures as F
-from test_trainer_launch import ROOT, env, losses, max_weight_diff, recipe
 
 from cavpref.train import main
-
-
-@pytest.fixture(scope="session")
-def fx(tmp_path_factory):
-    return F.shared(tmp_path_factory)
+from tests.helpers.launch import ROOT, env, losses, max_weight_diff, recipe
 
 
 def launch_fsdp(rec, out, *extra):
@@ -34,7 +28,7 @@ def launch_fsdp(rec, out, *extra):
         str(ROOT / "recipes/accelerate/fsdp_cpu_2proc.yaml"),
         "--main_process_port",
         port,
-        str(ROOT / "tests/fsdp_cpu_train.py"),
+        str(ROOT / "tests/helpers/fsdp_cpu_train.py"),
         str(rec),
         "--output_dir",
         str(out),

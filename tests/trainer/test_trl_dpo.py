@@ -11,10 +11,10 @@ import copy
 import re
 
 import pytest
-import test_trainer_fixtures as F
-from test_trainer import fx, model_io  # noqa: F401 - the trainer tests' session fixtures
 import torch
 from trl import DPOConfig, DPOTrainer
+
+from tests.helpers import trainer_fixtures as F
 
 # every loss type TRL documents for DPOConfig.loss_type (derived from TRL, so a new one is covered by default)
 LOSS_TYPES = re.findall(r"`'(\w+)'`", DPOConfig.__dataclass_fields__["loss_type"].metadata["help"])
@@ -107,7 +107,7 @@ def trl_step(text_models, tmp_path, options):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_dpo_loss_and_gradient_match_trl(fx, text_models, model_io, tmp_path, name):
-    from test_trainer import trainer
+    from tests.helpers.trainer import trainer
 
     options = CASES[name]
     want, want_grad, policy, (pol, ref, tokens) = trl_step(text_models, tmp_path, options)
@@ -122,7 +122,7 @@ def test_dpo_loss_and_gradient_match_trl(fx, text_models, model_io, tmp_path, na
 
 
 def test_the_cavpref_methods_refuse_trl_variants_with_the_reason(tmp_path):
-    from test_trainer import config
+    from tests.helpers.trainer import config
 
     with pytest.raises(ValueError, match=r"loss_type=\['ipo'\].*method cavpref is sigmoid DPO per component"):
         config(tmp_path, loss_type="ipo")
@@ -135,7 +135,8 @@ def test_an_ipo_run_trains_and_logs_the_y_pair(fx, model_io, tmp_path):
     """End to end: two IPO steps on the audio-visual rows move the weights, with TRL's and our metrics logged
     and the forward statistics TRL cannot know here left out."""
     from datasets import load_from_disk
-    from test_trainer import trainer
+
+    from tests.helpers.trainer import trainer
 
     tr = trainer(
         fx,

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import random
 
+from cavpref.data import SETTINGS
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.context import Context
 from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.mvt import missing
 from cavpref.data_prep.tasks.spec import TaskSpec, register_task
 from cavpref.data_prep.tasks.templates import PromptTemplate
-
-from cavpref.data import SETTINGS
 
 TASK = "SAT"
 SPEC = register_task(
