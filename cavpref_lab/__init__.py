@@ -10,5 +10,5 @@ measure ``cavpref`` rather than ship it.
 * ``bench`` — one module per benchmark.
 
 Each command module has a ``main(argv)``; ``scripts/<name>.py`` is its few-line entry point. The lab imports
-only the product's public names; the product never imports the lab (tests/test_layering.py).
+only the product's public names; the product never imports the lab (tests/core/test_layering.py).
 """

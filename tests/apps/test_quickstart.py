@@ -87,7 +87,7 @@ def test_small_run_writes_every_stage_and_the_report(small_run):
     )
     assert recipes["dpo"]["beta"] == 0.1
     # one persistent data-loader worker collates the next batch while the step runs (bit-identical weights:
-    # tests/test_train_determinism.py)
+    # tests/trainer/test_train_determinism.py)
     assert all(
         r["dataloader_num_workers"] == 1 and r["dataloader_persistent_workers"] for r in recipes.values()
     )

@@ -1,5 +1,5 @@
 """cavpref/cpu.py: which variables a command starts with and what a recipe's ``cpu_isa`` does to them (the bits
-themselves: tests/test_train_determinism.py)."""
+themselves: tests/trainer/test_train_determinism.py)."""
 
 import platform
 

@@ -1,4 +1,4 @@
-"""The public API of ``cavpref`` (docs/training.md's Python example itself runs in tests/test_docs_examples.py)."""
+"""The public API of ``cavpref`` (docs/training.md's Python example itself runs in tests/docs/test_docs_examples.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``cavpref train`` under accelerate's FSDP plugin on CPU processes (gloo), for tests/test_trainer_fsdp.py.
+"""``cavpref train`` under accelerate's FSDP plugin on CPU processes (gloo), for tests/trainer/test_trainer_fsdp.py.
 
 accelerate turns its FSDP plugin on only for accelerator devices: on CPU processes the launch's FSDP config
 is dropped and the run silently becomes plain multi-CPU data parallel. This launcher lifts that one check

@@ -96,6 +96,8 @@ def publish(server: LoopbackServer, url_file: str) -> None:
     threading.Event().wait()
 
 
-if __name__ == "__main__":  # python tests/judge_server.py URL_FILE [REPLY]: every request answered REPLY
+if (
+    __name__ == "__main__"
+):  # python tests/helpers/judge_server.py URL_FILE [REPLY]: every request answered REPLY
     reply = sys.argv[2] if len(sys.argv) > 2 else "A"
     publish(LoopbackServer(lambda body, n: (200, {}, completion(reply), 0)), sys.argv[1])

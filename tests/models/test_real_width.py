@@ -8,7 +8,7 @@ encoder (hidden 1280, 16 heads, intermediate 3420, out_hidden_size 3584) and the
 merges are local, so text token counts are not the real ones). Not in the default suite (``-m "not slow"`` in
 pyproject); run it with
 
-    OMP_NUM_THREADS=1 python -m pytest -q -m slow tests/test_real_width.py
+    OMP_NUM_THREADS=1 python -m pytest -q -m slow tests/models/test_real_width.py
 """
 
 from __future__ import annotations

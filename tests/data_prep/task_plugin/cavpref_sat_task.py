@@ -1,4 +1,4 @@
-"""SAT — Silent Audio Test: a tenth task, declared the way a user adds one (tests/test_tenth_task.py).
+"""SAT — Silent Audio Test: a tenth task, declared the way a user adds one (tests/data_prep/test_tenth_task.py).
 
 A module of its own, outside the package: the task's ``TaskSpec`` (its templates, abstention sentence and
 patterns, Eq. 6 switches) and its generator. An installed distribution makes it a task of every ``cavpref``
