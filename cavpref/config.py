@@ -267,7 +267,7 @@ class CAVPrefConfig(DPOConfig, OutputArguments):
         "min_component_samples": "only when a warning is shown",
         "save_merged": "an extra output after training",
         "ref_cache_dir": "where the cache lives (an entry's key holds everything its values depend on)",
-        "media_cache_size": "decoded clips kept in memory: the same values (tests/test_trainer.py)",
+        "media_cache_size": "decoded clips kept in memory: the same values (tests/trainer/test_trainer.py)",
         "overwrite_output_dir": "this invocation's permission to write into the folder (cavpref.output_dir)",
     }
 

@@ -3,7 +3,7 @@
 The core (rows, collator, loss, trainer metrics, ``train_tasks``) needs four facts of a task: its name, its
 dimension (the evaluator's grouping), whether its correct response is to abstain, and its default Eq. 6
 switches (η: visual term, γ: audio term). The paper's nine tasks and ``CLEAN`` are built in (the values
-below, checked against the data_prep ``TaskSpec`` of each task by ``tests/test_task_specs.py``).
+below, checked against the data_prep ``TaskSpec`` of each task by ``tests/data_prep/test_task_specs.py``).
 
 A new task is added without editing the core: its data_prep module's ``register_task(TaskSpec(...))``
 declares its facts here (:func:`declare_task`), and a training process that never imports data_prep learns

@@ -426,7 +426,7 @@ def run(argv: list[str], *, extensions=()) -> int:
 
     ``extensions``: functions ``(trainer, data_args, model_args) -> list of TrainerCallback`` added once the trainer is
     built. The core trains without the stages; ``cavpref train`` (``cavpref.apps.train``) passes the trust
-    evaluation of ``cavpref.eval`` this way, which the core may not import (tests/test_layering.py)."""
+    evaluation of ``cavpref.eval`` this way, which the core may not import (tests/core/test_layering.py)."""
     train_args, data_args, model_args = parse(argv)
     if data_args.trust_eval_steps and not extensions:
         raise ValueError(

@@ -16,7 +16,7 @@ the task's abstention sentence) and answers with the best one. *Best* depends on
 One forward gives ``sum`` and ``per_token``; the letter is its own continuation of the same prefix (packed with
 the options, ``AVModelIO.option_scores``). Every pass records all three (``scores`` and ``choices``), so a run
 reports all three and ``option_score`` only decides which one is the headline (``docs/evaluation.md``).
-Pure functions; ``tests/test_option_score.py`` checks them with hand-computed numbers.
+Pure functions; ``tests/eval/test_option_score.py`` checks them with hand-computed numbers.
 """
 
 from __future__ import annotations

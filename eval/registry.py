@@ -4,7 +4,7 @@ A benchmark lives in ``eval/benchmarks/<name>/`` — its reader of the released 
 metrics, report section, external-predictions format and own keys (``Options``) — and registers its
 ``Benchmark`` subclass with ``@register`` in that folder's ``__init__.py``. The folders are scanned on the
 first lookup, so a new benchmark is one new folder and nothing else (the fifth one was added so,
-``tests/test_eval_registry.py`` checks that no file outside its folder names it).
+``tests/eval/test_eval_registry.py`` checks that no file outside its folder names it).
 
 Everything shared is written once, outside the folders: the arguments (``eval.args.EvalArgs``), the
 pipeline (``eval.pipeline``: items -> runner -> results.json), the runner (``eval.runner``: records,

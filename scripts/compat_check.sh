@@ -54,10 +54,10 @@ EOF
 tests=("$@")
 if [ "${#tests[@]}" -eq 0 ]; then
     tests=(
-        tests/test_loss.py tests/test_trainer.py tests/test_trainer_audit.py tests/test_trainer_exact.py
-        tests/test_trainer_launch.py tests/test_trainer_fsdp.py tests/test_trl_dpo.py tests/test_reference_cache.py
-        tests/test_run_identity.py tests/test_recipes.py tests/test_models_adapters.py tests/test_models_peft.py
-        tests/test_models_tiny.py tests/test_encoder_learning_rate.py
+        tests/core/test_loss.py tests/trainer/test_trainer.py tests/trainer/test_trainer_audit.py tests/trainer/test_trainer_exact.py
+        tests/trainer/test_trainer_launch.py tests/trainer/test_trainer_fsdp.py tests/trainer/test_trl_dpo.py tests/trainer/test_reference_cache.py
+        tests/core/test_run_identity.py tests/core/test_recipes.py tests/models/test_models_adapters.py tests/models/test_models_peft.py
+        tests/models/test_models_tiny.py tests/trainer/test_encoder_learning_rate.py
     )
 fi
 echo "== pytest ${tests[*]}"

@@ -8,7 +8,7 @@
 # The image has torch 2.11, transformers 5.17, accelerate 1.15, huggingface_hub 1.33, tokenizers 0.23.2, pyarrow,
 # pandas, fsspec, xxhash, httpx, click, hf-xet, ... but no trl, datasets or PyAV. Each pin and why:
 #   transformers 5.25.0, trl 1.16.0, peft 0.21.2, accelerate 1.16.0   the versions pyproject pins (the suite's;
-#                        the trainer uses private TRL / Trainer hooks); tests/test_gpu_check.py checks they match
+#                        the trainer uses private TRL / Trainer hooks); tests/lab/test_gpu_check.py checks they match
 #   huggingface_hub 2.4.0  transformers 5.25 needs >= 2.4 (the image's is 1.33); it brings its new HTTP client:
 #   httpx2 2.16.2, httpcore2 2.16.2, truststore 0.10.5, idna 3.20, h11 0.16.0   (httpx2 needs idna >= 3.18)
 #   datasets 5.0.0       trl needs >= 4.7; 5.0 asks pyarrow >= 21 as trl does (5.2 asks >= 24, the image's is unknown)

@@ -7,7 +7,7 @@
 #
 # It creates the venv, installs numpy<2 first (so the resolver keeps it), then laion-clap and this checkout
 # editable with the laion_clap + dev extras, all from the package registry, and runs the backend's test
-# (tests/test_scoring_backends.py -k laion). The test builds a random HTSAT-tiny CLAP with laion_clap's
+# (tests/data_prep/test_scoring_backends.py -k laion). The test builds a random HTSAT-tiny CLAP with laion_clap's
 # "transformer" text tower and the CLIP BPE tokenizer the package ships: nothing is downloaded at run time.
 #
 # SYSTEM_SITE_PACKAGES=1 makes the venv see the base interpreter's packages (an installed torch /
@@ -29,4 +29,4 @@ fi
 print('laion_clap', version('laion_clap'), 'numpy', numpy.__version__, 'torch', torch.__version__, \
 'transformers', transformers.__version__)"
 OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$ENV_DIR/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/test_scoring_backends.py -k laion -rs
+  tests/data_prep/test_scoring_backends.py -k laion -rs

@@ -1,4 +1,4 @@
-"""Shared fixtures."""
+"""Fixtures shared across the folders (each folder's own are in its conftest.py)."""
 
 import os
 import platform
@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from cavpref.cpu import AVX2_ENV
+from tests.helpers import trainer_fixtures as F
 
 # AVX2 code for this process and every subprocess it starts, set as the shell would set it (not as
 # `default_cpu_isa` does, whose variables a run with `cpu_isa: native` removes again): then an in-process
@@ -40,3 +41,15 @@ def small_world(tmp_path_factory):
         WorldConfig(out=str(out), seed=3, num_clips=6, workers=1, width=64, height=64, fps=4, duration=1.0)
     )
     return out
+
+
+@pytest.fixture(scope="module")
+def world(small_world):
+    """The prep tests' world where any world will do (a file that needs its own declares its own ``world``)."""
+    return small_world
+
+
+@pytest.fixture(scope="session")
+def fx(tmp_path_factory):
+    """The trainer's shared inputs (media/, prefs/, model/: tests/helpers/trainer_fixtures.py), one per session."""
+    return F.shared(tmp_path_factory)

@@ -1,6 +1,6 @@
 """``cavpref train`` and ``scripts/train.py``: the core's training run (``cavpref.train``) with the stages'
 extensions added — today the trust evaluation during training (``cavpref.eval.during_training``), which the
-core may not import (tests/test_layering.py)."""
+core may not import (tests/core/test_layering.py)."""
 
 from __future__ import annotations
 

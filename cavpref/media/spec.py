@@ -16,7 +16,7 @@ Nodes
 ``Stack(parts, axis, gains)``      split screen: the parts' frames side by side in one frame (``axis``
                                    "vertical": top to bottom), their audio mixed with gains.
 
-Every task is expressible (see ``tests/test_media_spec.py``)::
+Every task is expressible (see ``tests/media/test_media_spec.py``)::
 
     MVIT       Combine(video=B, audio=A)           MAIT      Combine(video=A, audio=B)
     MVT        A.drop_video()                      MAT       A.mute()

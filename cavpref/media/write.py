@@ -12,7 +12,7 @@ import numpy as np
 # AVX-512), so the same frames gave another file on a CPU with other instructions (243 of a 1,163-file world
 # differ between libx264's AVX-512 and AVX2 code on one machine: scripts/world_across_cpus.py), and it read
 # memory it never wrote (a heap holding 0xff changed a block). With it off, libx264's AVX-512, AVX2 and SSE4.2 code write the same bytes
-# (docs/synthetic_world.md; tests/test_media_write.py).
+# (docs/synthetic_world.md; tests/media/test_media_write.py).
 X264_OPTIONS = {"crf": "18", "preset": "veryfast", "bf": "0", "x264-params": "mbtree=0"}
 
 

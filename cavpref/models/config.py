@@ -3,7 +3,7 @@ trains.
 
 One flat dataclass (HfArgumentParser-friendly: a recipe key and a command-line flag are the same thing), parsed
 next to ``CAVPrefConfig`` (a ``DPOConfig``) and ``DataArguments`` in one flat recipe, so no field name may repeat
-one of theirs (tests/test_recipes.py checks). It is read by three places: ``load_model_io`` (checkpoint, dtype,
+one of theirs (tests/core/test_recipes.py checks). It is read by three places: ``load_model_io`` (checkpoint, dtype,
 attention, how media become tokens), ``prepare_model`` (LoRA / freezing) and the collator (``frame_policy()``:
 which frames the decoder reads).
 
@@ -42,7 +42,7 @@ class AVModelArguments(MediaArguments):
 
     # keys that may change on resume (cavpref/resume_guard.py: every other key defines the run), with why
     MAY_CHANGE_ON_RESUME: ClassVar[dict[str, str]] = {
-        "feature_cache_size": "model inputs kept in memory: the same values (tests/test_feature_cache.py)",
+        "feature_cache_size": "model inputs kept in memory: the same values (tests/models/test_feature_cache.py)",
     }
 
     model_name_or_path: str = field(default="", metadata={"help": "HF hub id or local folder"})

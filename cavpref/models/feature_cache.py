@@ -5,7 +5,7 @@ rows and every epoch (the quickstart's 9,196 train rows present 1,945 distinct m
 each item once per CircularEval pass — while ``encode_media`` (resampling, the processor's resize / normalise /
 patchify, the Whisper feature extractor) is a pure function of the decoded arrays. The cache keys on the
 arrays' *content* (a BLAKE2 digest of frames, frame times, audio and sample rate), never on a name, so a hit is
-exactly what ``encode_media`` would have returned; ``tests/test_feature_cache.py`` checks that batches and
+exactly what ``encode_media`` would have returned; ``tests/models/test_feature_cache.py`` checks that batches and
 log-probs are bit-identical with and without it.
 
 Per process: each data-loader worker keeps its own (persistent workers keep it across epochs). The values are

@@ -3,7 +3,7 @@
 ``cavpref check`` sizes a run before any download; for a hub id that is not on disk it needs the config's
 values. These are the ``thinker_config`` values of ``Qwen/Qwen2.5-Omni-7B``'s config.json (the defaults of
 transformers' ``Qwen2_5OmniThinkerConfig`` differ from them in the vision width and in tied embeddings); on the
-meta device they give 8,931,813,888 parameters (tests/test_check.py). ``--model_config FILE`` takes any
+meta device they give 8,931,813,888 parameters (tests/apps/test_check.py). ``--model_config FILE`` takes any
 config.json instead.
 
 ``QWEN2_5_OMNI_ADDED_TOKENS`` and ``QWEN2_5_OMNI_7B_PREPROCESSOR`` are the checkpoint's tokenizer and
@@ -71,7 +71,7 @@ QWEN2_5_OMNI_7B_THINKER: dict[str, Any] = {
 #: The Qwen2.5 tokenizer's added tokens as Qwen2.5-Omni names them, in id order from 151643 (right after the
 #: 151,643 BPE pieces), with their ``special`` flag. The ids the thinker config names (pad 151643, audio
 #: 151646-151648, vision 151652 / 151653, image 151655, video 151656) are checked against
-#: ``QWEN2_5_OMNI_7B_THINKER`` in tests/test_real_config.py; the others are the Qwen2.5 family's table.
+#: ``QWEN2_5_OMNI_7B_THINKER`` in tests/models/test_real_config.py; the others are the Qwen2.5 family's table.
 QWEN2_5_OMNI_ADDED_TOKENS: tuple[tuple[int, str, bool], ...] = (
     (151643, "<|endoftext|>", True),
     (151644, "<|im_start|>", True),

@@ -7,7 +7,7 @@ group out as one packed sequence ``[prefix, response_1, response_2, ...]``; ``bl
 attend to the prefix and causally to itself only, and the positions of each response restart at the prefix end
 (they are copied from the full row, so Qwen's 3D rope positions are exactly the full-row ones). Every token sees
 exactly the keys, values and positions it sees in its full row, so log-probs and gradients equal full-row
-scoring up to float summation order (tests/test_shared_prefix.py checks both at 1e-5 in fp32).
+scoring up to float summation order (tests/models/test_shared_prefix.py checks both at 1e-5 in fp32).
 
 The first response token is predicted from the prefix's last position, which all responses of a group share:
 the scoring targets are therefore explicit ``(position, token, row)`` triples, not a label shift.

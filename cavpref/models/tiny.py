@@ -186,7 +186,7 @@ def build_tiny_qwen_omni_full(
     ids += ("vision_end_token_id", "audio_start_token_id", "audio_end_token_id")
     # The talker's codec vocabulary stays small (64): Qwen2_5OmniForConditionalGeneration.generate stops the
     # talker on the hard-coded codec ids 8292 / 8294, which a vocabulary as large as the thinker's would let a
-    # random talker emit at once — the same one-code waveform for every video (tests/test_export_speech.py).
+    # random talker emit at once — the same one-code waveform for every video (tests/models/test_export_speech.py).
     # The cost: transformers warns that the talker's tts_text_* ids (thinker-vocabulary ids) lie outside it.
     codec_vocab = 64
     talker = dict(

@@ -5,7 +5,7 @@ A no-grad forward has nothing to recompute, so checkpointing only costs time the
 ``gradient_checkpointing_enable()`` again, and every enable registers one more input-embedding forward hook
 (``enable_input_require_grads``) without removing the last: one hook per reference forward, i.e. per training step
 with a live reference, so a long full-fine-tuning run's forward grows slower step after step (measured: 21 hooks on
-the embedding after 20 pauses; ``tests/test_trainer_audit.py``). It also re-enables with the run's kwargs, losing
+the embedding after 20 pauses; ``tests/trainer/test_trainer_audit.py``). It also re-enables with the run's kwargs, losing
 any other setting (``every_n_layers``). Flipping the layers' own ``gradient_checkpointing`` flags and restoring them
 exactly avoids both.
 """

@@ -9,7 +9,7 @@ Process ``i`` of ``n`` (accelerate's ``PartialState``: its process index and cou
 builds shard ``i`` of ``n`` — reading, generation and the CLAP / CLIP / AVSM scoring of that shard's rows,
 on its own device — into ``<output_dir>/shards/shard-<i>-of-<n>``; after a barrier the main process merges
 the shards into ``output_dir`` (``merge``), which equals the one-process build byte for byte (rows are
-seeded per record and written sorted by id; ``tests/test_prep_distributed.py``). One process (plain
+seeded per record and written sorted by id; ``tests/data_prep/test_prep_distributed.py``). One process (plain
 ``cavpref prep``) is the ordinary ``build``.
 """
 

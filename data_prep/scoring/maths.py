@@ -29,7 +29,7 @@ def inner_products(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 22) -> np.nda
 
     Why not ``a @ b.T``: BLAS blocks a product by the matrices' sizes, so an entry changed in its last bit
     with how many rows were scored together — a prep shard's scores differed from the one-process build's
-    (``tests/test_prep_distributed.py``). Here every entry is the same sum over D whatever N and M are
+    (``tests/data_prep/test_prep_distributed.py``). Here every entry is the same sum over D whatever N and M are
     (broadcast product, summed along D, in row chunks of at most ``chunk`` elements)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     out = np.empty((a.shape[0], b.shape[0]), dtype=np.float64)

@@ -9,5 +9,5 @@ the model did, item by item, and links every number of report.md to the items be
   template, inline script and styles, the Content-Security-Policy).
 
 docs/evaluation.md, "The HTML report", says what the page shows, its size budget and how it was checked in
-a real browser (tests/test_eval_html_browser.py).
+a real browser (tests/eval/test_eval_html_browser.py).
 """

@@ -43,13 +43,23 @@ from cavpref.apps.quickstart.config import (
     QuickstartConfig,
 )
 from cavpref.apps.quickstart.data import (
+    CAPTION_PROBES,
+    WITHOUT,
     clip_captions,
     corpus,
     probe_clips,
     split_clips,
     start_data,
 )
-from cavpref.apps.quickstart.pipeline import eval_stage, main, run, train_stage
+from cavpref.apps.quickstart.pipeline import (
+    eval_stage,
+    main,
+    run,
+    stage_folders,
+    start_stages,
+    train_stage,
+    write_config,
+)
 from cavpref.apps.quickstart.recipes import recipe, write_recipe
 from cavpref.apps.quickstart.report import (
     category_table,
@@ -60,12 +70,16 @@ from cavpref.apps.quickstart.report import (
 )
 from cavpref.apps.quickstart.stages import Stage, Stages, say
 
+# the stages' folders, the start's stages and the saved config are public: the lab's science runs and
+# benchmarks (cavpref_lab) build on them and import only these names
 __all__ = [
     "CALIBRATED",
+    "CAPTION_PROBES",
     "LABELS",
     "METHODS",
     "PRESETS",
     "TRAIN_METHOD",
+    "WITHOUT",
     "QuickstartConfig",
     "Stage",
     "Stages",
@@ -81,9 +95,12 @@ __all__ = [
     "run",
     "say",
     "split_clips",
+    "stage_folders",
     "start_data",
+    "start_stages",
     "task_accuracy",
     "train_stage",
+    "write_config",
     "write_recipe",
     "write_report",
 ]

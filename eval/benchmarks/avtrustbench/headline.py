@@ -13,7 +13,7 @@ numbers that cannot be gamed that way go first:
 Intervals: the Wilson score interval for the three proportions (right at 0 % and 100 % and for small n, where
 the normal one leaves [0, 100]); the normal interval of a mean for separation, whose pair scores are 0, ½ or 1.
 The "always abstain" / "never abstain" rows are computed from the items (``trust.references``): what the
-policies that ignore the media score. Pure functions of results dicts (``tests/test_trust_headline.py``).
+policies that ignore the media score. Pure functions of results dicts (``tests/eval/test_trust_headline.py``).
 """
 
 from __future__ import annotations

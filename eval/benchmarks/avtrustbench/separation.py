@@ -8,7 +8,7 @@ the value of the "None of the above" option minus the best other option's under 
 margin is the larger (ties count half). 100 %: always more inclined to abstain on the perturbed one; 50 %:
 cannot tell them apart. Read from a likelihood run's recorded option scores; nothing is re-run.
 
-Pure functions of records and items (``tests/test_trust_separation.py`` checks them by hand).
+Pure functions of records and items (``tests/eval/test_trust_during_training.py`` checks them by hand).
 """
 
 from __future__ import annotations

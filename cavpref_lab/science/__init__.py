@@ -1,0 +1,1 @@
+"""The quickstart's science runs and probes (each module a command: ``scripts/<module>.py``)."""
