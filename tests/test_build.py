@@ -15,7 +15,7 @@ from cavpref.data_prep.tasks.context import TableView
 from cavpref.data_prep.tasks.schema import load_outputs
 from datasets import Dataset, load_from_disk
 
-from cavpref.data import TASKS, BenchmarkItem, PreferenceExample
+from cavpref.data import ALL_TASKS, BenchmarkItem, PreferenceExample
 from cavpref.media.spec import from_json, sources
 
 ONTOLOGY = [
@@ -156,7 +156,7 @@ def test_outputs_round_trip(built):
         assert (out / name).is_file()
     items, prefs = load_outputs(out)
     assert set(items) == set(prefs) == {"train", "test"}
-    assert {i.task for split in items.values() for i in split} == set(TASKS)
+    assert {i.task for split in items.values() for i in split} == set(ALL_TASKS)  # the nine + CLEAN (prep default)
     dd = load_from_disk(str(out / "benchmark" / "MVIT"))
     assert set(dd) == {"train", "test"}
     row = dd["train"][0]
