@@ -156,7 +156,8 @@ def test_outputs_round_trip(built):
         assert (out / name).is_file()
     items, prefs = load_outputs(out)
     assert set(items) == set(prefs) == {"train", "test"}
-    assert {i.task for split in items.values() for i in split} == set(ALL_TASKS)  # the nine + CLEAN (prep default)
+    # the nine + CLEAN (prep's default tasks)
+    assert {i.task for split in items.values() for i in split} == set(ALL_TASKS)
     dd = load_from_disk(str(out / "benchmark" / "MVIT"))
     assert set(dd) == {"train", "test"}
     row = dd["train"][0]
