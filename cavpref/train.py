@@ -281,12 +281,28 @@ def write_run_files(
         )
 
 
-def load_preferences(path: str, split: str, limit: int | None = None, tasks: list[str] | None = None):
+def load_preferences(
+    path: str,
+    split: str,
+    limit: int | None = None,
+    tasks: list[str] | None = None,
+    key: str = "train_dataset",
+):
     from datasets import DatasetDict, load_from_disk
 
     if not os.path.isdir(path):
         raise FileNotFoundError(
             f"preference dataset folder {path!r} does not exist (write it with data_prep)"
+        )
+    if not any(os.path.isfile(os.path.join(path, f)) for f in ("dataset_dict.json", "state.json")):
+        prefs = os.path.join(path, "preferences")
+        if os.path.isfile(os.path.join(prefs, "dataset_dict.json")):
+            raise ValueError(
+                f"{key} {path!r} is a `cavpref prep` folder: pass its preferences, --{key} {prefs}"
+            )
+        raise ValueError(
+            f"{key} {path!r}: not a `datasets` folder (no dataset_dict.json or state.json); train_dataset is "
+            "the preferences/ folder `cavpref prep` writes (or `cavpref data import` output)"
         )
     ds = load_from_disk(path)
     if isinstance(ds, DatasetDict):
@@ -337,7 +353,9 @@ def build_trainer(train_args, data_args, model_args, callbacks=None):
         data_args.train_dataset, data_args.train_split, data_args.max_train_samples, data_args.train_tasks
     )
     evald = (
-        load_preferences(data_args.eval_dataset, data_args.eval_split, tasks=data_args.train_tasks)
+        load_preferences(
+            data_args.eval_dataset, data_args.eval_split, tasks=data_args.train_tasks, key="eval_dataset"
+        )
         if data_args.eval_dataset
         else None
     )

@@ -248,6 +248,7 @@ def check_paths(train_args, data_args, model_args, check) -> list[str]:
     """Every path the recipe names, before anything loads: a missing launch / model / processor / media path
     is a ``CheckError``; a missing ``train_dataset`` is a note (the tokens are then estimated)."""
     from cavpref.models.published import PUBLISHED
+    from cavpref.models.registry import not_a_model
 
     for key, path in (
         ("accelerate_config", check.accelerate_config),
@@ -259,6 +260,9 @@ def check_paths(train_args, data_args, model_args, check) -> list[str]:
     model = model_args.model_name_or_path
     if not model:
         raise CheckError("model_name_or_path is not set: add it to the recipe or pass --model_name_or_path")
+    problem = not_a_model(model) if os.path.isdir(model) else None
+    if problem:
+        raise CheckError(f"model_name_or_path {model!r} is {problem}")
     if not os.path.isdir(model) and model not in PUBLISHED and not check.model_config:
         raise CheckError(
             f"model_name_or_path {model!r}: no such folder and no published config (known: {sorted(PUBLISHED)}); "

@@ -62,31 +62,71 @@ def model_io_class(name: str) -> type[AVModelIO]:
     return target
 
 
-def check_model_path(path_or_id: str) -> None:
-    """Refuse, before anything loads, a ``model_name_or_path`` that is neither a folder nor a hub id: a local
-    path (``./x``, ``/x``, ``~/x``, ``a/b/c``) that does not exist, or a bare name without ``org/`` (which the
-    hub client would retry for a minute before failing). ``org/name`` is left to the hub (or its cache)."""
+def check_model_path(path_or_id: str, key: str = "model_name_or_path") -> None:
+    """Refuse, before anything loads, a ``model_name_or_path`` that is neither a model folder nor a hub id: a
+    local path (``./x``, ``/x``, ``~/x``, ``a/b/c``, or ``a/b`` where ``a`` is a local folder) that does not
+    exist, a bare name without ``org/`` (which the hub client would retry for a minute before failing), or a
+    folder that holds no model (another stage's output: ``not_a_model``). ``org/name`` is left to the hub (or
+    its cache)."""
     if not path_or_id:
         raise ValueError("model_name_or_path is not set: add it to the recipe or pass --model_name_or_path")
     if os.path.isdir(path_or_id):
+        problem = not_a_model(path_or_id)
+        if problem:
+            raise ValueError(f"{key} {path_or_id!r} is {problem}")
         return
-    local = path_or_id.startswith((".", "/", "~")) or path_or_id.count("/") != 1
+    head = path_or_id.split("/", 1)[0]
+    local = (
+        path_or_id.startswith((".", "/", "~"))
+        or path_or_id.count("/") != 1
+        or (os.path.isdir(head) and not os.path.isdir(path_or_id))
+    )
     if local:
         raise FileNotFoundError(
-            f"model_name_or_path {path_or_id!r}: no such folder (a tiny offline model: `cavpref model "
+            f"{key} {path_or_id!r}: no such folder or Hub id (a tiny offline model: `cavpref model "
             f"tiny-qwen --out {path_or_id}`; a hub model: its id, e.g. Qwen/Qwen2.5-Omni-7B)"
         )
+
+
+# what another stage's folder holds, by a file only that stage writes (a folder passed as --model by mistake)
+_NOT_MODELS = (
+    ("world.json", "a `cavpref world` folder (the source clips)"),
+    ("lookup_tables.json", "a `cavpref prep` folder (benchmark items and preference rows)"),
+    ("dataset_dict.json", "a `datasets` folder (save_to_disk)"),
+    ("state.json", "a `datasets` folder (save_to_disk)"),
+    ("results.json", "a `cavpref eval` run folder"),
+)
+
+
+def not_a_model(folder: str) -> str | None:
+    """Why ``folder`` is no model folder (it has no ``config.json``), naming what it is instead; None for a
+    model folder."""
+    if os.path.isfile(os.path.join(folder, "config.json")):
+        return None
+    what = next((w for f, w in _NOT_MODELS if os.path.isfile(os.path.join(folder, f))), None)
+    hint = "pass a model folder (one with config.json, e.g. `cavpref model tiny-qwen --out DIR`) or a Hub id"
+    checkpoints = sorted(
+        (e for e in os.listdir(folder) if e.startswith("checkpoint-") and e[11:].isdigit()),
+        key=lambda e: int(e[11:]),
+    )
+    if what is None and checkpoints:
+        last = os.path.join(folder, checkpoints[-1])
+        return f"a training run folder without a final model, not a model; its last checkpoint is {last}"
+    return f"{what or 'a folder without config.json'}, not a model; {hint}"
 
 
 def model_io_name_for(path_or_id: str) -> str:
     """The registered model_io for a checkpoint, from the ``model_type`` in its config.json."""
     from transformers import PreTrainedConfig
 
+    check_model_path(path_or_id, key="model")
     try:
         raw, _ = PreTrainedConfig.get_config_dict(path_or_id)
     except (OSError, ValueError) as err:
         raise ValueError(f"{path_or_id}: cannot read config.json to pick a model I/O ({err})") from err
     model_type = raw.get("model_type")
+    if model_type is None:
+        raise ValueError(f"{path_or_id}/config.json: no model_type (not a transformers model config)")
     if model_type not in _MODEL_TYPES:
         raise ValueError(
             f"{path_or_id}/config.json: model_type {model_type!r} has no registered model_io "
@@ -111,6 +151,10 @@ def load_model_io(
             name_or_path.model_name_or_path if isinstance(name_or_path, AVModelArguments) else name_or_path
         )
         logger.warning(f"trust_remote_code is on: running the Python code shipped in {folder}")
+    check_model_path(
+        name_or_path.model_name_or_path if isinstance(name_or_path, AVModelArguments) else name_or_path,
+        key="model",
+    )
     if isinstance(name_or_path, AVModelArguments):
         cfg = name_or_path
         name = model_io or cfg.model_io or model_io_name_for(cfg.model_name_or_path)

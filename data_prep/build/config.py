@@ -12,7 +12,7 @@ from typing import Literal
 from cavpref.data_prep.tasks import GENERATORS
 from cavpref.data_prep.tasks.common import LLMConfig, TaskOptions
 
-from cavpref.data import SETTINGS, TASKS
+from cavpref.data import ALL_TASKS, SETTINGS
 from cavpref.output_dir import OutputArguments
 
 SPLITS = ("train", "validation", "test")
@@ -53,10 +53,10 @@ class PrepConfig(OutputArguments):
     audioset_labels: str | None = field(default=None, metadata={"help": "class_labels_indices.csv"})
     audioset_ontology: str | None = field(default=None, metadata={"help": "ontology.json (T1/T2 tables)"})
     tasks: list[str] = field(
-        default_factory=lambda: list(TASKS),
+        default_factory=lambda: list(ALL_TASKS),
         metadata={
-            "help": "tasks to generate (default: the nine benchmark tasks; CLEAN and tasks of modules of their "
-            "own, see docs/data_prep.md 'Adding a task', are extra)"
+            "help": "tasks to generate (default: the nine benchmark tasks and CLEAN, the clean twins the paired "
+            "trust score needs; tasks of modules of their own, see docs/data_prep.md 'Adding a task', are extra)"
         },
     )
     clean_rejected: str = field(

@@ -17,7 +17,7 @@ from typing import Any
 from cavpref.data_prep.build.config import PrepConfig
 from cavpref.data_prep.build.fingerprint import _NOT_FINGERPRINTED, fingerprint, versions
 from cavpref.data_prep.build.generate import generate
-from cavpref.data_prep.build.reading import PrepError, read_records, validate
+from cavpref.data_prep.build.reading import PrepError, check_sources, read_records, validate
 from cavpref.data_prep.build.clean_rows import reject_abstaining
 from cavpref.data_prep.build.rotation import rotate_preferences
 from cavpref.data_prep.build.splits import assign_splits, in_shard, split_of_paths
@@ -58,6 +58,7 @@ def build(config: PrepConfig) -> dict[str, Any]:
     config = config.resolved()
     if not config.output_dir:
         raise ValueError("PrepConfig.output_dir is required")
+    check_sources(config)
     if config.check_media and not config.data_root:
         raise ValueError("PrepConfig.data_root is required to check media (or set check_media: false)")
     if config.align_audioset and not config.data_root:
@@ -123,6 +124,13 @@ def _build(config: PrepConfig) -> dict[str, Any]:
     stats["invalid_skipped"] = dict(sorted(invalid.items()))
     valid, stats["alignment_dropped"] = align(valid, config) if config.align_audioset else (valid, {})
     stats["records_kept"] = sum(in_shard(r, config) for r in valid)
+    if not valid:  # the whole pool (every shard reads it): nine empty tasks are no build
+        why = {**stats["reader_skipped"], **stats["excluded_single_modality"], **stats["invalid_skipped"]}
+        why.update(stats["alignment_dropped"])
+        raise ValueError(
+            f"none of the {len(records) + stats['reader_skipped_total']} records read is usable "
+            f"({', '.join(f'{k}: {v}' for k, v in why.items()) or 'no reason counted'})"
+        )
     if config.custom:  # the user's JSONL: what could not be derived from it (shard 0 reports the whole pool)
         stats["custom"] = custom_report(valid, tables, config) if config.shard_index == 0 else {}
     stats["records_reconcile"] = stats["records_read"] == stats["records_kept"] + dropped_total(stats)

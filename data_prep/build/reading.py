@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from cavpref.data_prep.build.config import PrepConfig
+from cavpref.data_prep.build.config import WORLD_LAYOUT, PrepConfig
 from cavpref.data_prep.readers import READERS, ReaderConfig, read_source
 from cavpref.data_prep.records import EVENT_SOURCES, SOURCES, QARecord
 
@@ -22,6 +22,43 @@ class PrepError(ValueError):
         self.reason = f"{field_name}: {kind or problem}"  # the count key of a skip: no per-record values
         super().__init__(
             f"{record.file}: record {record.index} ({record.source_id}): field {field_name!r}: {problem}"
+        )
+
+
+SOURCE_KEYS = (*READERS, "audioset_labels", "audioset_ontology", "tables_override", "scoring_config")
+
+
+def _world_problem(world: Path) -> str:
+    """Why ``world`` holds none of the layout ``cavpref world`` writes, and what to pass instead."""
+    if (world / "manifest.json").is_file() and (world / "preferences").is_dir():
+        return "is a `cavpref prep` output folder, not a world: pass the folder `cavpref world --out` wrote"
+    inner = sorted(p.parent.name for p in world.glob("*/world.json"))
+    hint = f"; did you mean {world / inner[0]}?" if inner else ""
+    layout = ", ".join(v for k, v in WORLD_LAYOUT.items() if k in READERS)
+    return f"holds none of a `cavpref world` folder's sources ({layout}){hint}"
+
+
+def check_sources(config: PrepConfig) -> None:
+    """The inputs exist before anything is claimed or read (``config`` resolved): a mistyped ``world``
+    would otherwise read 0 records, build nine empty tasks and report success. ValueError naming the key."""
+    if config.world is not None:
+        world = Path(config.world)
+        if not world.exists():
+            raise ValueError(f"world {config.world!r}: no such folder")
+        if not world.is_dir():
+            raise ValueError(f"world {config.world!r}: not a folder")
+    for key in SOURCE_KEYS:
+        value = getattr(config, key)
+        for f in [value] if isinstance(value, str) else value or []:
+            if not Path(f).is_file():
+                what = "a folder, not a file" if Path(f).is_dir() else "no such file"
+                raise ValueError(f"{key} {str(f)!r}: {what}")
+    if not any(getattr(config, source) for source in READERS):
+        if config.world is not None:
+            raise ValueError(f"world {config.world!r} {_world_problem(Path(config.world))}")
+        raise ValueError(
+            "no sources: pass --world DIR (a `cavpref world` folder) or annotation files "
+            "(--music_avqa / --avqa / --audioset / --custom FILE ...)"
         )
 
 
@@ -51,6 +88,9 @@ def read_records(config: PrepConfig, stats: dict) -> list[QARecord]:
         records += result.records
         skipped.update({f"{source}: {k}": v for k, v in result.skipped.items()})
         n_in += result.n_in
+    if not n_in:  # files that hold no record at all (an empty JSON list, a header-only CSV)
+        files = [str(f) for source in READERS for f in getattr(config, source)]
+        raise ValueError(f"no records in {', '.join(files)}: every source file is empty")
     # reader skips have no record key to shard by: shard 0 reports them
     stats["reader_skipped"] = dict(sorted(skipped.items())) if config.shard_index == 0 else {}
     stats["reader_skipped_total"] = sum(stats["reader_skipped"].values())

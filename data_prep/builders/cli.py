@@ -112,9 +112,27 @@ def main(argv: list[str] | None = None) -> int:
     except (BuildError, ValueError) as err:  # a bad folder, input file or setting (a missing role model)
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
-    q = stats["questions"]
-    print(
-        f"{prog}: {q['generated']} questions generated, {q['kept']} kept, rejected {q['rejected'] or 'none'}; "
-        f"stats in {stats['outputs']}"
-    )
+    print(summary(prog, stats))
     return 0
+
+
+def summary(prog: str, stats: dict) -> str:
+    """The line a build ends with: its counts, where the benchmark and the stats are, and the units that
+    failed this run (asked again by the same command)."""
+    q, folder = stats["questions"], stats["folder"]
+    benchmark = stats["outputs"].get("benchmark") or stats["outputs"].get("data")
+    rejected = q["rejected"] or {}
+    why = f" ({', '.join(f'{k} {n}' for k, n in rejected.items())})" if rejected else ""
+    line = (
+        f"{prog}: {q['generated']} questions generated, {q['kept']} kept, {sum(rejected.values())} rejected"
+        f"{why}; benchmark {folder}/{benchmark}, stats {folder}/stats.json"
+    )
+    failed = {
+        f"{stage} {reason}": n
+        for stage, s in stats["stages"].items()
+        for reason, n in s.get("failed", {}).items()
+    }
+    if failed:
+        what = ", ".join(f"{k} x{n}" for k, n in failed.items())
+        line += f"; {sum(failed.values())} units failed ({what}): run the same command again to retry them"
+    return line

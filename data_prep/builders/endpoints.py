@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from cavpref.data_prep.builders.work import StepFailed, setting
+from cavpref.data_prep.builders.work import BuildError, StepFailed, setting
 from cavpref.data_prep.tasks.llm import failure_kind
 
 from cavpref.chat_client import ChatClient, ChatConfig
@@ -77,6 +77,44 @@ class EndpointArgs:
         if self.media_format not in MEDIA_FORMATS:
             raise ValueError(f"media_format must be one of {MEDIA_FORMATS}, got {self.media_format!r}")
         self.frame_size()
+
+    def role_urls(self) -> dict[str, list[str]]:
+        """Each role's server (``<role>_base_url``, else ``base_url``, else ``$OPENAI_BASE_URL``) -> its roles."""
+        import os
+
+        out: dict[str, list[str]] = {}
+        for role in self.roles():
+            url = (
+                getattr(self, f"{role}_base_url", None) or self.base_url or os.environ.get("OPENAI_BASE_URL")
+            )
+            if not url:
+                raise ValueError(f"the {role} role has no server: set --base_url (or --{role}_base_url)")
+            out.setdefault(url.rstrip("/"), []).append(role)
+        return out
+
+    def check_servers(self) -> None:
+        """Every role's server answers before a build starts (``BuildError`` naming the server and its roles):
+        a build against a server that is not listening would otherwise retry every unit and end "0 questions
+        generated" with exit 0. One GET of ``<base_url>/models`` each, no retries; any HTTP answer (even an
+        error status: not every server lists its models) counts as listening, only a connection that fails or
+        times out does not."""
+        import httpx
+
+        from cavpref.chat_client import public_url, split_base_url
+
+        for url, roles in self.role_urls().items():
+            bare, params, _ = split_base_url(url)
+            try:
+                httpx.get(f"{bare}/models", params=params, timeout=min(self.timeout_s, 10.0))
+            except httpx.HTTPError as err:
+                what = (
+                    "timed out" if isinstance(err, httpx.TimeoutException) else f"{type(err).__name__}: {err}"
+                )
+                flags = " / ".join(f"--{r}_base_url" for r in roles)
+                raise BuildError(
+                    f"the {', '.join(roles)} role server {public_url(url)} does not answer ({what}): start it, or "
+                    f"point --base_url / {flags} at a running OpenAI-compatible server"
+                ) from None
 
     def frame_size(self) -> tuple[int, int] | None:
         if (self.frame_height is None) != (self.frame_width is None):

@@ -105,6 +105,13 @@ def begin_build(builder: str, cfg: Any, ep: Any, prompt_version: str) -> tuple[P
     ep.check()
     settings = {**public_settings(cfg, ep), "prompt_version": prompt_version}
     out = prepare_out(cfg.out, cfg.videos, builder, settings, overwrite=cfg.overwrite_output_dir)
+    try:  # the folders first (local, instant), then the servers, before any stage runs
+        ep.check_servers()
+    except BaseException:
+        from cavpref.output_dir import release_output_dir
+
+        release_output_dir(out)
+        raise
     return out, Path(cfg.videos).resolve(), Stages(out)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from datasets import Dataset, load_from_disk
 
-from cavpref.data import TASKS, BenchmarkItem, PreferenceExample
+from cavpref.data import ALL_TASKS, BenchmarkItem, PreferenceExample
 from cavpref.data_prep.build import PrepConfig, PrepError, build, format_stats, merge, validate
 from cavpref.data_prep.cli import main
 from cavpref.data_prep.readers import ReaderError
@@ -156,7 +156,8 @@ def test_outputs_round_trip(built):
         assert (out / name).is_file()
     items, prefs = load_outputs(out)
     assert set(items) == set(prefs) == {"train", "test"}
-    assert {i.task for split in items.values() for i in split} == set(TASKS)
+    # the nine + CLEAN (prep's default tasks)
+    assert {i.task for split in items.values() for i in split} == set(ALL_TASKS)
     dd = load_from_disk(str(out / "benchmark" / "MVIT"))
     assert set(dd) == {"train", "test"}
     row = dd["train"][0]

@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from cavpref.data import TASKS
+from cavpref.data import ALL_TASKS, TASKS
 from tests.helpers import trainer_fixtures as F
 from tests.helpers import user_data
 
@@ -80,7 +80,7 @@ def test_the_dataset_card_says_what_was_built(built):
     assert json.loads((out / "manifest.json").read_text())["fingerprint"] in text
     # the hub's configs metadata (what load_dataset(repo, name) reads) names the folder's real files
     configs = {c["config_name"]: c["data_files"] for c in card.data.configs}
-    assert set(configs) == {"preferences", *(f"benchmark-{t}" for t in TASKS)}
+    assert set(configs) == {"preferences", *(f"benchmark-{t}" for t in ALL_TASKS)}  # the nine + CLEAN
     table = pq.read_table(out / configs["preferences"][0]["path"])
     assert table.num_rows == built["stats"]["preferences"]["train"]
 

@@ -115,9 +115,16 @@ def _questions(cfg: AuraConfig, ids: dict[str, str], clips: dict[str, dict], pai
 def build(cfg: AuraConfig, ep: AuraEndpoints) -> dict[str, Any]:
     """Run (or resume) the build; returns the stats also written to ``stats.json``."""
     out, root, stages = begin_build("aura", cfg, ep, PROMPT_VERSION)
-    rels = find_videos(root, cfg.extensions)
-    if not rels:
-        raise BuildError(f"--videos {root}: no video files ({', '.join(cfg.extensions)})")
+    transcriber = Transcriber(cfg.whisper_model, device=cfg.whisper_device, language=cfg.whisper_language)
+    try:  # before any caption is asked for: a Whisper that cannot load would fail the build at its third stage
+        if any(BY_CODE[t].transcript for t in cfg.tasks):
+            transcriber.check()
+        rels = find_videos(root, cfg.extensions)
+        if not rels:
+            raise BuildError(f"--videos {root}: no video files ({', '.join(cfg.extensions)})")
+    except BaseException:
+        release_output_dir(out)
+        raise
     ids = video_ids(rels)
 
     # 1. scan
@@ -195,7 +202,6 @@ def build(cfg: AuraConfig, ep: AuraEndpoints) -> dict[str, Any]:
         caption("audio", "audio", AUDIO_PROMPT),
         workers=ep.max_concurrency,
     )
-    transcriber = Transcriber(cfg.whisper_model, device=cfg.whisper_device, language=cfg.whisper_language)
 
     def transcribe(unit: Unit) -> str:
         media = for_role(from_json(unit.id), root, "audio", frames)
@@ -319,4 +325,4 @@ def build(cfg: AuraConfig, ep: AuraEndpoints) -> dict[str, Any]:
     }
     write_json(out / "stats.json", stats)
     release_output_dir(out)  # claimed by begin_build
-    return stats
+    return {**stats, "folder": str(out)}

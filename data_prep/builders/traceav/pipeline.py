@@ -336,4 +336,4 @@ def _write(out, cfg, items, ledger, vid, events, stages, clients, summary, root)
     }
     write_json(out / "stats.json", stats)
     release_output_dir(out)  # claimed by begin_build
-    return stats
+    return {**stats, "folder": str(out)}

@@ -98,7 +98,8 @@ class AVTrustBench(Benchmark):
         return self.args.option_score
 
     def tasks(self) -> list[str]:
-        """``--tasks`` (checked against the declared tasks), default the paper's nine."""
+        """``--tasks`` (checked against the declared tasks), default the paper's nine (``read`` adds CLEAN
+        when the data holds it: the paired trust score needs the clean twins)."""
         tasks = list(self.args.tasks) or list(TASKS)
         unknown = sorted(set(tasks) - set(task_registry.task_names()))
         if unknown:
@@ -109,10 +110,17 @@ class AVTrustBench(Benchmark):
 
     def read(self) -> Loaded:
         a, o, tasks = self.args, self.opt, self.tasks()
+        wanted = set(tasks) | (set() if a.tasks else {CLEAN_TASK})
+        self._data_tasks: set[str] = set()
+
+        def keep(item) -> bool:
+            self._data_tasks.add(item.task)
+            return item.benchmark == self.name and item.task in wanted and o.setting in (None, item.setting)
+
         loaded = load_items(
             a.data,
             split=o.split,
-            keep=lambda i: i.benchmark == self.name and i.task in tasks and o.setting in (None, i.setting),
+            keep=keep,
             limit=a.limit,
             skip_invalid=o.skip_invalid,
             media_root=a.media_root,
@@ -124,6 +132,8 @@ class AVTrustBench(Benchmark):
                 f"outside the selection, {sum(loaded.skipped.values())} invalid row(s) skipped"
             )
         present = {item.task for item in loaded.items}
+        if not a.tasks and CLEAN_TASK in present:
+            tasks = [*tasks, CLEAN_TASK]
         self._items = sweep.expand(loaded.items, o.instructions)
         return Loaded(
             self._items,
@@ -189,12 +199,13 @@ class AVTrustBench(Benchmark):
     def _why_no_clean(self, outcomes) -> str:
         """The advice that fits: "add CLEAN to --tasks" only when it was not asked for (it used to be
         printed when it was, and the data held none)."""
-        if CLEAN_TASK not in self.tasks():
-            return "add CLEAN to --tasks"
         skipped = sum(o.task == CLEAN_TASK for o in outcomes)
-        if skipped:
-            return f"the {skipped} CLEAN item(s) selected were not evaluated: see the skip reasons"
-        return f"{self.args.data} holds no CLEAN items: prep builds them only when its tasks list CLEAN"
+        if CLEAN_TASK in self.tasks() and skipped:
+            return (
+                "the paired trust score needs each perturbed item's clean twin: the "
+                f"{skipped} CLEAN item(s) selected were not evaluated, see the skip reasons"
+            )
+        return self.clean_advice()
 
     def metrics(self, scored, outcomes) -> dict:
         """The accuracies, the paired trust score and abstention rates (``trust``), and the computed
@@ -205,10 +216,7 @@ class AVTrustBench(Benchmark):
         main_items, main = sweep.first_wording(items, outcomes)
         evaluated = {o.item_id for o in main if o.status == "evaluated"}
         if not any(o.task == CLEAN_TASK and o.status == "evaluated" for o in main):
-            logger.warning(
-                "no CLEAN items evaluated: the paired trust score needs each perturbed item's clean twin "
-                f"({self._why_no_clean(main)})"
-            )
+            logger.warning(f"no CLEAN items evaluated: {self._why_no_clean(main)}")
         out = {
             **summarize(main, circular=circular),
             "trust": trust_summary(main, circular=circular),
@@ -242,6 +250,16 @@ class AVTrustBench(Benchmark):
     def paired(self, items, outcomes):
         """The first wording's outcomes (the main metrics'), like every other table of the run."""
         return super().paired(items, sweep.first_wording(list(items), outcomes)[1])
+
+    def clean_advice(self) -> str:
+        """What gives a run the clean twins of its perturbed items, by why it has none."""
+        why = "the paired trust score needs each perturbed item's clean twin"
+        if CLEAN_TASK in getattr(self, "_data_tasks", ()):
+            return f"{why}: {self.args.data} holds CLEAN items, add CLEAN to --tasks"
+        return (
+            f"{why}, and {self.args.data} holds none: rebuild it with `cavpref prep` (CLEAN is one of its "
+            "default tasks; a config listing its own `tasks`: add CLEAN there)"
+        )
 
     def extra_results(self, scored, outcomes) -> dict:
         """Likelihood mode: ``by_option_score`` — ``{protocol: summarize(...) + {"trust": ...}}``, the same

@@ -101,6 +101,7 @@ def load_items(
     if not path.exists():
         raise DataError(f"{path}: benchmark data not found")
     check_prep_output(path)
+    check_not_preferences(path)
     result = LoadResult([], media_root or default_media_root(path))
     seen: dict[str, str] = {}
     for label, rows in _sources(path, split):
@@ -139,6 +140,28 @@ def load_items(
         result.filtered += len(result.items) - len(kept)
         result.items = kept
     return result
+
+
+def check_not_preferences(path: Path) -> None:
+    """Refuse a folder of preference rows (prep's ``preferences/``, what training reads) with what eval reads
+    instead, before its rows are each refused for six missing benchmark fields."""
+    if not path.is_dir():
+        return
+    info = next((path / f for f in ("dataset_dict.json", "state.json") if (path / f).is_file()), None)
+    if info is None:
+        return
+    split = next((d for d in sorted(path.iterdir()) if (d / "dataset_info.json").is_file()), path)
+    try:
+        features = json.loads((split / "dataset_info.json").read_text()).get("features", {})
+    except (OSError, ValueError):
+        return
+    if {"chosen", "rejected"} <= set(features) and "option_letters" not in features:
+        prep = path.parent if (path.parent / "benchmark").is_dir() else None
+        where = f"--data {prep}" if prep else "a `cavpref prep` folder or its benchmark/"
+        raise DataError(
+            f"{path}: this is a preference folder (chosen / rejected training rows); eval reads the "
+            f"benchmark items: {where}"
+        )
 
 
 def check_prep_output(path: Path) -> None:
