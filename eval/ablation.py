@@ -10,7 +10,7 @@
 
 Because the ablated spec is the item's media, it enters every record key: an ablated run never reuses the
 answers of a full one. results.json ``evaluation.input`` says which input a run had, and every report
-header prints it: the streams the items' media carry after the ablation (MVBench's clips are video only,
+header prints it: the streams the items' media carry after the ablation (a video-only benchmark's clips,
 MMAR's audio only), not the ablation's name alone, which called every unablated run "video + audio".
 """
 

@@ -196,7 +196,7 @@ _NEGATED = re.compile(
 
 def _option_label(letter: str, option: str) -> str:
     """The regex of ``letter``'s labelled option text in every label style the benchmarks' prompts write:
-    "A. text" (AVTrustBench, AURA, MMAR, TraceAV), "(A) text" (MVBench's release), "A) text", "[A] text",
+    "A. text" (AVTrustBench, AURA, MMAR, TraceAV), "(A) text" (a video benchmark's release), "A) text", "[A] text",
     "A: text"."""
     return rf"(?<![A-Za-z0-9])[(\[]?{re.escape(letter)}[).:\]]\s*{re.escape(normalise(option))}"
 
@@ -204,7 +204,7 @@ def _option_label(letter: str, option: str) -> str:
 def _without_prompt_lines(text: str, options: Mapping[str, str], prompt: str) -> str:
     """``text`` without the prompt lines of three words or more it repeats (the question, the instruction
     "… respond with None of the above.") other than option lines, in any label style: those are what a
-    reply names. Only "A. text" used to count as an option line, so a reply repeating MVBench's
+    reply names. Only "A. text" used to count as an option line, so a reply repeating such a
     "(A) Drawing on a tablet" lost it and read as "names no option"."""
     labels = [re.compile(_option_label(x, t), re.IGNORECASE) for x, t in options.items()]
     for line in (normalise(x) for x in prompt.splitlines()):
