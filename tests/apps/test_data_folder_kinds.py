@@ -5,13 +5,13 @@ reads — not datasets' "neither a Dataset nor a DatasetDict directory" or six m
 from __future__ import annotations
 
 import pytest
-import test_trainer_fixtures as F
 import yaml
-from cavpref.data_prep.build import PrepConfig, build
-from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
 
 from cavpref.apps.cli import main as cavpref
+from cavpref.data_prep.build import PrepConfig, build
+from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
 from cavpref.train import load_preferences
+from tests.helpers import trainer_fixtures as F
 
 
 @pytest.fixture(scope="module")

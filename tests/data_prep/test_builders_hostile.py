@@ -12,14 +12,14 @@ import threading
 import time
 
 import pytest
-from tests.helpers.builder_servers import RoleServer, aura_answers
+
+from cavpref.apps.cli import main as cavpref
 from cavpref.data_prep.builders.asr import Transcriber
 from cavpref.data_prep.builders.work import BuildError
 from cavpref.data_prep.synthetic import WorldConfig, generate_world
-from tests.helpers.judge_server import LoopbackServer, completion
-
-from cavpref.apps.cli import main as cavpref
 from cavpref.models.tiny import build_tiny_whisper
+from tests.helpers.builder_servers import RoleServer, aura_answers
+from tests.helpers.judge_server import LoopbackServer, completion
 
 
 @pytest.fixture(scope="module")

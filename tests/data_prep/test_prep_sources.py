@@ -8,6 +8,7 @@ import json
 import shutil
 
 import pytest
+
 from cavpref.data_prep.build import PrepConfig, build
 from cavpref.data_prep.cli import main
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
-import test_trainer_fixtures as F
-from cavpref.data_prep.build import PrepConfig
 
 from cavpref.apps.cli import main as cavpref
 from cavpref.data import ALL_TASKS, CLEAN_TASK, TASKS
+from cavpref.data_prep.build import PrepConfig
+from tests.helpers import trainer_fixtures as F
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
-import test_trainer_fixtures as F
 import yaml
-from cavpref.data_prep.build import PrepConfig, build
 
 from cavpref.apps.cli import main as cavpref
+from cavpref.data_prep.build import PrepConfig, build
 from cavpref.models.registry import load_model_io
+from tests.helpers import trainer_fixtures as F
 
 
 @pytest.fixture(scope="module")
