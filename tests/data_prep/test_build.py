@@ -343,7 +343,7 @@ def test_cli(built, tmp_path, capsys):
     assert main([str(recipe), "--seed", "6"]) == 0
     assert "up to date" in capsys.readouterr().out
     recipe.write_text("colour: blue\n")
-    assert main([str(recipe)]) == 1 and "unknown key --colour" in capsys.readouterr().err
+    assert main([str(recipe)]) == 1 and "'--colour', 'blue'" in capsys.readouterr().err
     assert main(["read", "--source", "avqa", str(world / "avqa/annotation/train_qa.json")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 16 and json.loads(lines[0])["source"] == "avqa"

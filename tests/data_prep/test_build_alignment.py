@@ -160,6 +160,11 @@ def test_shards_count_their_own_drops_and_merge_reconciles(world, tmp_path):
     assert len(clips(tmp_path / "m")) == 3
 
 
-def test_alignment_needs_a_data_root(tmp_path):
+def test_alignment_needs_a_data_root(world, tmp_path):
+    root, _ = world
+    segments = next(root.rglob("eval_segments.csv"))  # annotation files alone: no media root
+    labels = next(root.rglob("class_labels_indices.csv"))
+    cfg = PrepConfig(output_dir=str(tmp_path / "o"), audioset=[str(segments)], audioset_labels=str(labels),
+                     check_media=False, align_audioset=True)  # fmt: skip
     with pytest.raises(ValueError, match="data_root is required by align_audioset"):
-        build(PrepConfig(output_dir=str(tmp_path / "o"), check_media=False, align_audioset=True))
+        build(cfg)

@@ -87,8 +87,9 @@ def test_mmar_headings_carry_the_run_and_rater_counts():
 @pytest.mark.parametrize(
     "tasks, advice",
     [
-        (["MCIT"], "(add CLEAN to --tasks)"),
-        (["MCIT", "CLEAN"], "holds no CLEAN items: prep builds them only when its tasks list CLEAN"),
+        # the data holds no CLEAN items: adding CLEAN to --tasks cannot help, asked for or not
+        (["MCIT"], "holds none: rebuild it with `cavpref prep`"),
+        (["MCIT", "CLEAN"], "holds none: rebuild it with `cavpref prep`"),
     ],
 )
 def test_the_clean_warning_gives_the_advice_that_fits(tmp_path, caplog, tasks, advice):
