@@ -101,15 +101,8 @@ class DataArguments:
 
     # keys that may change on resume (cavpref/resume_guard.py), with why
     MAY_CHANGE_ON_RESUME: ClassVar[dict[str, str]] = dict.fromkeys(
-        (
-            "eval_dataset",
-            "eval_split",
-            "trust_eval_data",
-            "trust_eval_steps",
-            "trust_eval_split",
-            "trust_eval_limit",
-            "trust_eval_option_score",
-        ),
+        # the trust_eval_* keys read from the class body above, so a new one cannot be forgotten here
+        ("eval_dataset", "eval_split", *(k for k in locals() if k.startswith("trust_eval_"))),
         "evaluation only: the trained weights do not depend on it",
     )
 

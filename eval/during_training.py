@@ -67,7 +67,7 @@ class TrustEvalCallback(TrainerCallback):
         self.args = dict(
             benchmark="avtrustbench",
             data=data,
-            tasks=[*task_names(), CLEAN_TASK],
+            tasks=list(task_names()),  # every declared task, CLEAN among them
             limit=limit,
             mode="likelihood",
             option_score=option_score,
