@@ -14,5 +14,9 @@ packages = find_packages(include=["cavpref", "cavpref.*", "cavpref_lab", "cavpre
 for name, folder in STAGES.items():
     packages += [name] + [f"{name}.{sub}" for sub in find_packages(where=folder)]
 
-# the HTML report's template, script and styles (inlined into every report.html)
-setup(packages=packages, package_dir=STAGES, package_data={"cavpref.eval.html_report": ["assets/*"]})
+package_data = {
+    "cavpref.eval.html_report": ["assets/*"],  # the HTML report's template, script and styles
+    # the built-in tasks' facts (cavpref.task_registry reads them as data, data_prep's generators too)
+    "cavpref.data_prep.tasks": ["*.yaml"],
+}
+setup(packages=packages, package_dir=STAGES, package_data=package_data)

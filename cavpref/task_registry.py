@@ -2,8 +2,19 @@
 
 The core (rows, collator, loss, trainer metrics, ``train_tasks``) needs four facts of a task: its name, its
 dimension (the evaluator's grouping), whether its correct response is to abstain, and its default Eq. 6
-switches (η: visual term, γ: audio term). The paper's nine tasks and ``CLEAN`` are built in (the values
-below, checked against the data_prep ``TaskSpec`` of each task by ``tests/data_prep/test_task_specs.py``).
+switches (η: visual term, γ: audio term). The paper's nine tasks and ``CLEAN`` are built in.
+
+A built-in task is one unit in data_prep: ``data_prep/tasks/<task>.py`` (its generator) and
+``data_prep/tasks/<task>.yaml`` (every fact of it: order, name, dimension, abstains, switches, sources,
+templates, abstention sentences and patterns, judge options). :data:`BUILTIN_TASKS` is derived from those
+YAML files, read here as package data: the core locates the folder with ``importlib.util.find_spec``, which
+finds the installed ``cavpref.data_prep`` without running any of its code, so a training process that never
+imports data_prep knows the built-in tasks and the core still imports nothing of data_prep
+(``tests/core/test_layering.py``). Why data files, not the generator modules: importing a generator pulls
+in the whole prep stage (and would be an import of data_prep by the core); why not a table here: then a task
+was edited in the core and in data_prep, and the two had to be kept equal by a test. The ``order`` key of
+each file fixes the order of every task list, table, report and generation seed loop (the paper's order,
+CLEAN last); file names play no part in it.
 
 A new task is added without editing the core: its data_prep module's ``register_task(TaskSpec(...))``
 declares its facts here (:func:`declare_task`), and a training process that never imports data_prep learns
@@ -13,9 +24,13 @@ core never imports data_prep: facts flow in as data.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 DIMENSION_NAMES = (
     "Adversarial attack",
@@ -63,19 +78,80 @@ class TaskInfo:
         return d
 
 
-_ADV, _COMP, _MOD = DIMENSION_NAMES[:3]
-BUILTIN_TASKS: tuple[TaskInfo, ...] = (
-    TaskInfo("MCIT", _ADV, True, (0, 0)),
-    TaskInfo("ICIT", _ADV, True, (0, 0)),
-    TaskInfo("MVIT", _ADV, True, (1, 0)),
-    TaskInfo("MAIT", _ADV, True, (0, 1)),
-    TaskInfo("COT-Stitch", _COMP, False, (0, 0)),
-    TaskInfo("COT-Swap", _COMP, True, (1, 0), released_switches=(1, 1)),
-    TaskInfo("CAT", _COMP, False, (0, 0)),
-    TaskInfo("MVT", _MOD, True, (1, 0)),
-    TaskInfo("MAT", _MOD, True, (0, 1)),
-    TaskInfo("CLEAN", REFERENCE, False, (0, 0)),
-)
+TASK_FILES_PACKAGE = "cavpref.data_prep"  # the built-in task files: <its folder>/tasks/*.yaml
+_CORE_KEYS = ("order", "name", "dimension", "abstains", "switches")  # the keys the core reads (and needs)
+
+
+def builtin_task_folder() -> Path:
+    """The folder of the built-in task files (``data_prep/tasks/``), found without importing data_prep:
+    ``find_spec`` of a sub-package imports its parent (``cavpref``) only, and the folder is where the
+    package's files are installed (an editable install maps it to the checkout's ``data_prep/``)."""
+    spec = importlib.util.find_spec(TASK_FILES_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(f"{TASK_FILES_PACKAGE} is not installed: the built-in task files live in it")
+    return Path(next(iter(spec.submodule_search_locations))) / "tasks"
+
+
+def read_task_file(path: str | Path) -> dict[str, Any]:
+    """One task file as a dict; a file that is not a mapping with the core's keys is an error naming it."""
+    path = Path(path)
+    try:
+        facts = yaml.load(
+            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
+    except (OSError, yaml.YAMLError) as err:
+        raise ValueError(f"{path}: not a readable task file ({' '.join(str(err).split())})") from None
+    # one error type (ValueError) for every fault of a file, a wrong type included
+    if not isinstance(facts, dict):
+        problem = f"a task file is a mapping of keys, got {type(facts).__name__}"
+    elif missing := [k for k in _CORE_KEYS if k not in facts]:
+        problem = f"missing key(s) {missing} (a task file has {list(_CORE_KEYS)} and more)"
+    elif not isinstance(facts["order"], int) or isinstance(facts["order"], bool):
+        problem = f"order must be an integer, got {facts['order']!r}"
+    elif not isinstance(facts["abstains"], bool):
+        problem = f"abstains must be true or false, got {facts['abstains']!r}"
+    else:
+        problem = None
+    if problem:
+        raise ValueError(f"{path}: {problem}")
+    return facts
+
+
+def info_from_facts(facts: Mapping[str, Any], where: str) -> TaskInfo:
+    """The core's :class:`TaskInfo` of a task file's facts; an error names ``where``."""
+    try:
+        released = facts.get("released_switches")
+        return TaskInfo(
+            name=facts["name"],
+            dimension=facts["dimension"],
+            abstains=facts["abstains"],
+            switches=tuple(facts["switches"]),
+            released_switches=tuple(released) if released else None,
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{where}: {err}") from None
+
+
+def load_builtin_tasks(folder: str | Path | None = None) -> tuple[TaskInfo, ...]:
+    """The built-in tasks of every ``*.yaml`` file of ``folder`` (default :func:`builtin_task_folder`), in
+    the order of their ``order`` keys (two files with one order, or one name, are an error naming both)."""
+    folder = Path(folder) if folder is not None else builtin_task_folder()
+    files = sorted(folder.glob("*.yaml"))
+    if not files:
+        raise FileNotFoundError(f"{folder}: no built-in task files (*.yaml)")
+    entries: list[tuple[int, Path, TaskInfo]] = []
+    for path in files:
+        facts = read_task_file(path)
+        info = info_from_facts(facts, str(path))
+        for order, other, known in entries:
+            if order == facts["order"] or known.name == info.name:
+                what = f"order {order}" if order == facts["order"] else f"name {info.name!r}"
+                raise ValueError(f"{path}: {what} is also {other}'s")
+        entries.append((facts["order"], path, info))
+    return tuple(info for _, _, info in sorted(entries, key=lambda e: e[0]))
+
+
+BUILTIN_TASKS: tuple[TaskInfo, ...] = load_builtin_tasks()
 _BUILTIN_NAMES = frozenset(t.name for t in BUILTIN_TASKS)
 _REGISTRY: dict[str, TaskInfo] = {t.name: t for t in BUILTIN_TASKS}
 

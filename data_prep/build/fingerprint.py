@@ -48,21 +48,28 @@ def input_files(config: PrepConfig) -> list[str]:
     return files
 
 
-def code_sha256() -> str:
-    """The source of this stage (build, tasks, readers, tables, scoring): changed code means stale outputs."""
+def code_files() -> list[Path]:
+    """The source of this stage that shapes its outputs: build, tables, records, tasks (the generators and
+    the task files, ``tasks/*.yaml``: templates and abstention sentences are written into the rows), readers,
+    scoring."""
     root = Path(__file__).parents[1]  # the data_prep folder
-    files = sorted(
+    return sorted(
         [
             *root.glob("build/*.py"),
             root / "tables.py",
             root / "records.py",
             *root.glob("tasks/*.py"),
+            *root.glob("tasks/*.yaml"),
             *root.glob("readers/*.py"),
             *root.glob("scoring/*.py"),
         ]
     )
+
+
+def code_sha256() -> str:
+    """The hash of :func:`code_files`: changed code, or a changed task file, means stale outputs."""
     h = hashlib.sha256()
-    for f in files:
+    for f in code_files():
         if f.exists():
             h.update(f"{f.parent.name}/{f.name}".encode() + b"\0" + f.read_bytes())
     return h.hexdigest()

@@ -1,10 +1,14 @@
-"""The nine AVTrustBench task generators (paper Sec. 3, App. A.2), each declaring its ``TaskSpec``.
+"""The nine AVTrustBench task generators (paper Sec. 3, App. A.2) and CLEAN, each declaring its ``TaskSpec``.
 
-The task set is discovered, not listed: every module of this package that defines ``TASK`` and ``generate``
-is a task (``pkgutil``), and so is every module an installed distribution names under the entry-point group
-``cavpref.tasks`` (``[project.entry-points."cavpref.tasks"] my_task = "my_pkg.my_task"``): a tenth task is one
-module of its own plus its tests, see docs/data_prep.md "Adding a task". Importing a task module runs its
-``register_task(TaskSpec(...))``, which also declares the facts the core needs (``cavpref.task_registry``).
+A built-in task is two files here: ``<task>.py`` (its generator) and ``<task>.yaml`` (its facts: order, name,
+dimension, abstains, Eq. 6 switches, sources, templates, abstention sentences and patterns, judge options),
+read by the module (``register_task(spec_from_file(__file__))``) and, as data, by the core
+(``cavpref.task_registry.BUILTIN_TASKS``). The task set is discovered, not listed: every module of this
+package that defines ``TASK`` and ``generate`` is a task (``pkgutil``), and so is every module an installed
+distribution names under the entry-point group ``cavpref.tasks``
+(``[project.entry-points."cavpref.tasks"] my_task = "my_pkg.my_task"``): a tenth task is one module of its own
+plus its tests, see docs/data_prep.md "Adding a task". Importing a task module runs its ``register_task``,
+which also declares the facts the core needs (``cavpref.task_registry``).
 
 Each module has ``generate(records, tables, *, seed, settings=("base", "instruction"), **kw) ->
 (list[BenchmarkItem], list[PreferenceExample])``; ``GENERATORS`` maps the task name to it and
@@ -87,6 +91,12 @@ def discover_tasks() -> dict[str, Callable]:
         module = importlib.import_module(f"{__name__}.{info.name}")
         if hasattr(module, "TASK") and hasattr(module, "generate"):
             add_task_module(module)
+    without = [t.name for t in task_registry.BUILTIN_TASKS if t.name not in GENERATORS]
+    if without:  # a task file (<task>.yaml) whose module is missing or does not read it
+        raise ImportError(
+            f"built-in task(s) {without} of {task_registry.builtin_task_folder()}/*.yaml have no generator "
+            "(a module <task>.py beside the file: TASK, generate, register_task(spec_from_file(__file__)))"
+        )
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
             module = ep.load()

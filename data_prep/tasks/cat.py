@@ -21,25 +21,31 @@ from cavpref.data_prep.tasks.common import norm, shuffled, source_range, unique_
 from cavpref.data_prep.tasks.context import Context, record_spec
 from cavpref.data_prep.tasks.cot_stitch import distractor_pairs, event_pair
 from cavpref.data_prep.tasks.drafts import Draft, run
-from cavpref.data_prep.tasks.spec import TaskSpec, register_task
-from cavpref.data_prep.tasks.templates import ATTRIBUTE_WORDS, BINDINGS, EQUAL_BINDINGS, TEMPLATES
+from cavpref.data_prep.tasks.spec import register_task, spec_from_file
 
 from cavpref.data import SETTINGS
 from cavpref.media.spec import Source, concat, overlay
 
-TASK = "CAT"
-SPEC = register_task(
-    TaskSpec(
-        name=TASK,
-        dimension="Compositional reasoning",
-        abstains=False,
-        switches=(0, 0),  # (eta, gamma) of Eq. 6
-        sources=("audioset", "custom_clips"),
-        templates=TEMPLATES[TASK],
-    )
-)
+SPEC = register_task(spec_from_file(__file__))  # its facts: cat.yaml beside this file
+TASK = SPEC.name
 CATEGORY = "Comparative"
 MIN_SHORT = 0.5  # seconds: a shorter snippet is hardly an event
+
+# CAT (Winoground-style) bindings: the same words, different attribute bindings. {p}/{q}: the two events
+# in mention order; {hi}/{lo}: the attribute words bound to them.
+BINDINGS: tuple[str, ...] = (
+    "{p} is {hi} and {q} is {lo}.",
+    "A {hi} sound of {p} and a {lo} sound of {q}.",
+    "The {p} sound is {hi}, the {q} sound is {lo}.",
+)
+EQUAL_BINDINGS: tuple[str, ...] = (
+    "{p} and {q} are equally {hi}.",
+    "Both {p} and {q} are {hi}.",
+)
+ATTRIBUTE_WORDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "loudness": (("loud", "quiet"), ("loud", "soft"), ("strong", "faint")),
+    "duration": (("long", "short"), ("lasting", "brief")),
+}
 
 
 def binding(template: str, first: str, second: str, first_word: str, second_word: str) -> str:

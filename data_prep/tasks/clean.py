@@ -14,22 +14,12 @@ from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.common import shuffled
 from cavpref.data_prep.tasks.context import Context, plausible_options, record_spec
 from cavpref.data_prep.tasks.drafts import Draft, run
-from cavpref.data_prep.tasks.spec import TaskSpec, register_task
-from cavpref.data_prep.tasks.templates import TEMPLATES
+from cavpref.data_prep.tasks.spec import register_task, spec_from_file
 
-from cavpref.data import CLEAN_TASK, SETTINGS
+from cavpref.data import SETTINGS
 
-TASK = CLEAN_TASK
-SPEC = register_task(
-    TaskSpec(
-        name=TASK,
-        dimension="Reference",
-        abstains=False,
-        switches=(0, 0),  # (eta, gamma) of Eq. 6
-        sources=("avqa", "music_avqa", "custom"),
-        templates=TEMPLATES[TASK],
-    )
-)
+SPEC = register_task(spec_from_file(__file__))  # its facts: clean.yaml beside this file
+TASK = SPEC.name
 
 
 def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:

@@ -16,24 +16,30 @@ from cavpref.data_prep.records import EVENT_SOURCES, QARecord
 from cavpref.data_prep.tasks.common import TaskOptions, norm, rng_for, shuffled, unique_by_norm
 from cavpref.data_prep.tasks.context import Context, make_context, record_spec
 from cavpref.data_prep.tasks.drafts import Draft, run
-from cavpref.data_prep.tasks.spec import TaskSpec, register_task
-from cavpref.data_prep.tasks.templates import ORDER_PHRASES, SIMULTANEOUS, TEMPLATES
+from cavpref.data_prep.tasks.spec import register_task, spec_from_file
 
 from cavpref.data import SETTINGS
 from cavpref.media.spec import concat
 
-TASK = "COT-Stitch"
-SPEC = register_task(
-    TaskSpec(
-        name=TASK,
-        dimension="Compositional reasoning",
-        abstains=False,
-        switches=(0, 0),  # (eta, gamma) of Eq. 6
-        sources=("audioset", "custom_clips"),
-        templates=TEMPLATES[TASK],
-    )
-)
+SPEC = register_task(spec_from_file(__file__))  # its facts: cot_stitch.yaml beside this file
+TASK = SPEC.name
 CATEGORY = "Temporal"
+
+# Event-order phrasings for COT options: (forward, preposition-replaced). forward(a, b) says "a, then b";
+# replaced(a, b) keeps the words and the mention order but says "b, then a" (the paper's "replace the
+# preposition" negative).
+ORDER_PHRASES: tuple[tuple[str, str], ...] = (
+    ("{a} is followed by {b}.", "{a} is preceded by {b}."),
+    ("{a} happens before {b}.", "{a} happens after {b}."),
+    ("First {a}, then {b}.", "First {b}, then {a}."),
+    ("{a}, and after that {b}.", "{a}, and before that {b}."),
+    ("{b} comes after {a}.", "{b} comes before {a}."),
+)
+SIMULTANEOUS: tuple[str, ...] = (
+    "Both of them occur at the same time.",
+    "{a} and {b} happen at the same time.",
+    "Both events occur simultaneously.",
+)
 
 
 def event_pair(record: QARecord, ctx: Context, rng: random.Random) -> tuple[QARecord, str, str, str] | str:
@@ -82,6 +88,11 @@ def order_options(a: str, b: str, ctx: Context, rng: random.Random) -> tuple[lis
     return opts, i_right, i_wrong
 
 
+def right_option(a: str, b: str, rng: random.Random) -> str:
+    """The "a, then b" option of the LLM negatives' prompt (one of :data:`ORDER_PHRASES`)."""
+    return rng.choice(ORDER_PHRASES)[0].format(a=a, b=b)
+
+
 def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
     found = event_pair(record, ctx, rng)
     if isinstance(found, str):
@@ -92,7 +103,7 @@ def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:
     if ctx.options.negatives == "llm":
         from cavpref.data_prep.tasks.llm import llm_order_options
 
-        made = llm_order_options(a, b, ctx, rng)
+        made = llm_order_options(a, b, right_option(a, b, rng), ctx, rng)
         meta["negatives"] = f"template ({made})" if isinstance(made, str) else "llm"  # counted in stats.json
         made = None if isinstance(made, str) else made
     made = made or order_options(a, b, ctx, rng)
@@ -116,7 +127,7 @@ def prefetch_llm(records, ctx: Context, select=None) -> None:
         found = event_pair(r, ctx, rng)
         if not isinstance(found, str):
             _, a, b, _ = found
-            requests.append(llm.messages(a, b, llm.right_option(a, b, rng), ctx.options.num_options - 1))
+            requests.append(llm.messages(a, b, right_option(a, b, rng), ctx.options.num_options - 1))
     if ctx.options.llm is not None and ctx.options.llm.cache_path:
         llm.client(ctx).chat_many(requests, desc="COT-Stitch negatives")
 

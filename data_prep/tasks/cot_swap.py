@@ -20,32 +20,13 @@ from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.context import Context, record_spec
 from cavpref.data_prep.tasks.cot_stitch import CATEGORY, event_pair, order_options
 from cavpref.data_prep.tasks.drafts import Draft, run
-from cavpref.data_prep.tasks.spec import TaskSpec, register_task
-from cavpref.data_prep.tasks.templates import TEMPLATES
+from cavpref.data_prep.tasks.spec import register_task, spec_from_file
 
 from cavpref.data import SETTINGS
 from cavpref.media.spec import combine, concat
 
-TASK = "COT-Swap"
-SPEC = register_task(
-    TaskSpec(
-        name=TASK,
-        dimension="Compositional reasoning",
-        abstains=True,
-        switches=(1, 0),  # (eta, gamma) of Eq. 6
-        released_switches=(1, 1),  # the released code also sets gamma
-        sources=("audioset", "custom_clips"),
-        templates=TEMPLATES[TASK],
-        abstention="The visual and the audio are incompatible, so I cannot answer.",
-        abstention_response="The visual and the audio are incompatible.",
-        abstention_patterns=(
-            "(?:visual|video|audio|sound)s? (?:is|are) (?:incompatible|inconsistent|mismatched|out of (?:sync|order))",
-            "(?:audio|sound) and (?:the )?(?:video|visual)s? (?:do not|don't) (?:match|correspond|align)",
-            "\\bmismatch",
-        ),
-        judge_options=("The visual and audio are incompatible / I cannot answer",),
-    )
-)
+SPEC = register_task(spec_from_file(__file__))  # its facts: cot_swap.yaml beside this file
+TASK = SPEC.name
 
 
 def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:

@@ -15,34 +15,12 @@ from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.common import YES_NO, norm, unique_by_norm
 from cavpref.data_prep.tasks.context import Context, record_spec
 from cavpref.data_prep.tasks.drafts import Draft, run
-from cavpref.data_prep.tasks.spec import TaskSpec, register_task
-from cavpref.data_prep.tasks.templates import TEMPLATES
+from cavpref.data_prep.tasks.spec import register_task, spec_from_file
 
 from cavpref.data import SETTINGS
 
-TASK = "ICIT"
-SPEC = register_task(
-    TaskSpec(
-        name=TASK,
-        dimension="Adversarial attack",
-        abstains=True,
-        switches=(0, 0),  # (eta, gamma) of Eq. 6
-        sources=("avqa", "music_avqa", "custom"),
-        templates=TEMPLATES[TASK],
-        abstention="None of the above: no option is correct, the options are irrelevant to the question.",
-        abstention_response="None of the above: the options are irrelevant to the question.",
-        abstention_patterns=(
-            "no (?:option|choice|answer) is (?:correct|right|relevant)",
-            "irrelevant (?:options|choices)",
-            "(?:options|choices) (?:are|seem) (?:irrelevant|unrelated|not related)",
-            "(?:options|choices) (?:do not|don't) (?:relate|match|correspond)",
-            "not (?:among|in|one of) the (?:options|choices)",
-        ),
-        judge_options=(
-            "None of the above / no option is correct / the options are irrelevant / I cannot answer",
-        ),
-    )
-)
+SPEC = register_task(spec_from_file(__file__))  # its facts: icit.yaml beside this file
+TASK = SPEC.name
 
 
 def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:

@@ -16,7 +16,6 @@ import re
 
 from cavpref.data_prep.tasks.common import LLMConfig, norm, shuffled, unique_by_norm
 from cavpref.data_prep.tasks.context import Context
-from cavpref.data_prep.tasks.templates import ORDER_PHRASES
 
 from cavpref.chat_client import ChatClient, ChatConfig
 
@@ -73,22 +72,20 @@ def parse_negatives(text: str | None, right: str, k: int) -> list[str] | None:
     return negs[:k] if len(negs) >= k else None
 
 
-def right_option(a: str, b: str, rng: random.Random) -> str:
-    return rng.choice(ORDER_PHRASES)[0].format(a=a, b=b)
-
-
 def failure_kind(error: str) -> str:
     """A countable class of an endpoint error: 'HTTP 401', 'timeout', 'connection error', ..."""
     found = re.search(r"HTTP \d+|timeout|connection error|malformed reply", error or "")
     return found.group(0) if found else "error"
 
 
-def llm_order_options(a: str, b: str, ctx: Context, rng: random.Random) -> tuple[list[str], int, int] | str:
-    """Like ``cot_stitch.order_options`` with LLM-written negatives (the first = the swapped order), or why
+def llm_order_options(
+    a: str, b: str, right: str, ctx: Context, rng: random.Random
+) -> tuple[list[str], int, int] | str:
+    """Like ``cot_stitch.order_options`` with LLM-written negatives of ``right`` (the "a, then b" option,
+    ``cot_stitch.right_option``; the first negative = the swapped order), or why
     not: "llm reply unusable" / "llm endpoint error (HTTP 401)" (then the template negatives are used and
     the fallback counted), or a ``TaskError`` for an endpoint error under ``on_failure: error``."""
     k = ctx.options.num_options - 1
-    right = right_option(a, b, rng)
     reply = client(ctx).chat(messages(a, b, right, k))
     if not reply.ok:
         if (ctx.options.llm or LLMConfig()).on_failure == "error":

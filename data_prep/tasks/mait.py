@@ -13,31 +13,12 @@ from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.context import Context
 from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.mvit import mismatched
-from cavpref.data_prep.tasks.spec import TaskSpec, register_task
-from cavpref.data_prep.tasks.templates import TEMPLATES
+from cavpref.data_prep.tasks.spec import register_task, spec_from_file
 
 from cavpref.data import SETTINGS
 
-TASK = "MAIT"
-SPEC = register_task(
-    TaskSpec(
-        name=TASK,
-        dimension="Adversarial attack",
-        abstains=True,
-        switches=(0, 1),  # (eta, gamma) of Eq. 6
-        sources=("avqa", "music_avqa", "custom"),
-        templates=TEMPLATES[TASK],
-        abstention="The audio is incompatible with the question and the video, so I cannot answer.",
-        abstention_response="The audio is incompatible with the question.",
-        abstention_patterns=(
-            "(?:audio|sound|soundtrack)s? (?:is|are) (?:incompatible|inconsistent|unrelated|mismatched)",
-            "(?:audio|sound)s? (?:does not|doesn't|do not) (?:match|correspond|relate)",
-            "(?:video|visual|audio) and (?:the )?(?:question|audio|video) (?:are|is) (?:mismatched|incompatible)",
-            "\\bmismatch",
-        ),
-        judge_options=("The audio is incompatible with the question / I cannot answer",),
-    )
-)
+SPEC = register_task(spec_from_file(__file__))  # its facts: mait.yaml beside this file
+TASK = SPEC.name
 
 
 def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:

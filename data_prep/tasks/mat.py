@@ -12,30 +12,12 @@ from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.context import Context
 from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.mvt import missing
-from cavpref.data_prep.tasks.spec import TaskSpec, register_task
-from cavpref.data_prep.tasks.templates import TEMPLATES
+from cavpref.data_prep.tasks.spec import register_task, spec_from_file
 
 from cavpref.data import SETTINGS
 
-TASK = "MAT"
-SPEC = register_task(
-    TaskSpec(
-        name=TASK,
-        dimension="Modality-specific dependency",
-        abstains=True,
-        switches=(0, 1),  # (eta, gamma) of Eq. 6
-        sources=("music_avqa", "custom"),
-        templates=TEMPLATES[TASK],
-        abstention="The audio is missing, so I cannot answer.",
-        abstention_response="The audio is missing.",
-        abstention_patterns=(
-            "(?:audio|sound)(?: track)? is (?:missing|absent|not (?:present|available|provided))",
-            "\\b(?:there is |has |with )?no (?:audio|sound)\\b",
-            "\\b(?:video|clip) is (?:silent|muted)",
-        ),
-        judge_options=("The audio is missing / I cannot answer",),
-    )
-)
+SPEC = register_task(spec_from_file(__file__))  # its facts: mat.yaml beside this file
+TASK = SPEC.name
 
 
 def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:

@@ -17,32 +17,12 @@ from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.common import YES_NO, norm, shuffled
 from cavpref.data_prep.tasks.context import Context, plausible_options, record_spec
 from cavpref.data_prep.tasks.drafts import Draft, run
-from cavpref.data_prep.tasks.spec import TaskSpec, register_task
-from cavpref.data_prep.tasks.templates import TEMPLATES
+from cavpref.data_prep.tasks.spec import register_task, spec_from_file
 
 from cavpref.data import SETTINGS
 
-TASK = "MCIT"
-SPEC = register_task(
-    TaskSpec(
-        name=TASK,
-        dimension="Adversarial attack",
-        abstains=True,
-        switches=(0, 0),  # (eta, gamma) of Eq. 6
-        sources=("avqa", "music_avqa", "custom"),
-        templates=TEMPLATES[TASK],
-        abstention="None of the above: the provided options are incorrect, so I cannot answer.",
-        abstention_response="None of the above: the provided options are incorrect.",
-        abstention_patterns=(
-            "(?:provided |given |the )?(?:options|choices|answers) (?:are|is) (?:all )?(?:incorrect|wrong)",
-            "no (?:correct|right|valid) (?:option|choice|answer)",
-            "(?:correct|right) (?:answer|option) is (?:not|missing)",
-            "not (?:among|in|one of) the (?:options|choices)",
-            "neither of the (?:options|choices)",
-        ),
-        judge_options=("None of the above / the provided options are incorrect / I cannot answer",),
-    )
-)
+SPEC = register_task(spec_from_file(__file__))  # its facts: mcit.yaml beside this file
+TASK = SPEC.name
 
 
 def draft(record: QARecord, ctx: Context, rng: random.Random) -> Draft | str:

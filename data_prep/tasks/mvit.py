@@ -14,32 +14,13 @@ import random
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.context import Context, plausible_options, record_spec
 from cavpref.data_prep.tasks.drafts import Draft, run, stream_draft
-from cavpref.data_prep.tasks.spec import TaskSpec, register_task
-from cavpref.data_prep.tasks.templates import TEMPLATES
+from cavpref.data_prep.tasks.spec import register_task, spec_from_file
 
 from cavpref.data import SETTINGS
 from cavpref.media.spec import combine
 
-TASK = "MVIT"
-SPEC = register_task(
-    TaskSpec(
-        name=TASK,
-        dimension="Adversarial attack",
-        abstains=True,
-        switches=(1, 0),  # (eta, gamma) of Eq. 6
-        sources=("avqa", "music_avqa", "custom"),
-        templates=TEMPLATES[TASK],
-        abstention="The visual is incompatible with the question and the audio, so I cannot answer.",
-        abstention_response="The visual is incompatible with the question.",
-        abstention_patterns=(
-            "(?:visual|video|visuals|image|scene)s?(?:\\s*/\\s*(?:audio|sound))? (?:is|are) (?:incompatible|inconsistent|unrelated|mismatched)",
-            "(?:video|visual)s? (?:does not|doesn't|do not) (?:match|correspond|relate)",
-            "(?:video|visual|audio) and (?:the )?(?:question|audio|video) (?:are|is) (?:mismatched|incompatible)",
-            "\\bmismatch",
-        ),
-        judge_options=("The visual is incompatible with the question / I cannot answer",),
-    )
-)
+SPEC = register_task(spec_from_file(__file__))  # its facts: mvit.yaml beside this file
+TASK = SPEC.name
 
 
 def mismatched(record: QARecord, ctx: Context, rng: random.Random, stream: str) -> Draft | str:

@@ -15,31 +15,13 @@ from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.common import SINGLE_MODALITY_LABELS
 from cavpref.data_prep.tasks.context import Context, plausible_options, record_spec
 from cavpref.data_prep.tasks.drafts import Draft, run, stream_draft
-from cavpref.data_prep.tasks.spec import TaskSpec, register_task
-from cavpref.data_prep.tasks.templates import TEMPLATES
+from cavpref.data_prep.tasks.spec import register_task, spec_from_file
 
 from cavpref.data import SETTINGS
 from cavpref.media.spec import drop_video, mute
 
-TASK = "MVT"
-SPEC = register_task(
-    TaskSpec(
-        name=TASK,
-        dimension="Modality-specific dependency",
-        abstains=True,
-        switches=(1, 0),  # (eta, gamma) of Eq. 6
-        sources=("music_avqa", "custom"),
-        templates=TEMPLATES[TASK],
-        abstention="The video is missing, so I cannot answer.",
-        abstention_response="The video is missing.",
-        abstention_patterns=(
-            "(?:video|visual)s?(?: stream| content)? (?:is|are) (?:missing|absent|not (?:present|available|provided))",
-            "\\b(?:there is |with )?no (?:video|visual|image)s?\\b",
-            "\\bblank (?:screen|video)",
-        ),
-        judge_options=("The video is missing / I cannot answer",),
-    )
-)
+SPEC = register_task(spec_from_file(__file__))  # its facts: mvt.yaml beside this file
+TASK = SPEC.name
 
 
 def missing(record: QARecord, ctx: Context, rng: random.Random, stream: str) -> Draft | str:

@@ -1,7 +1,9 @@
 """``TaskSpec``: every fact of one task in one place, declared by the task's own module.
 
-Each generator module ``data_prep/tasks/<task>.py`` declares ``SPEC = register_task(TaskSpec(...))``;
-everything else reads the registry ``TASK_SPECS`` (filled when ``cavpref.data_prep.tasks`` is imported):
+A built-in task is two files: ``data_prep/tasks/<task>.py`` (its generator) and ``<task>.yaml`` beside it
+(its facts); the module declares ``SPEC = register_task(spec_from_file(__file__))``. A task of a module of
+its own (a plug-in) may pass a ``TaskSpec(...)`` written in Python instead. Everything else reads the
+registry ``TASK_SPECS`` (filled when ``cavpref.data_prep.tasks`` is imported):
 the generators (sources, templates, the base-setting abstention sentence), prep (the switch table it
 writes to ``manifest.json``), and the evaluator (abstention phrases of the choice extraction, the short
 abstention response of likelihood scoring, the judge's extra options). The core never imports this
@@ -10,13 +12,20 @@ writes), see docs/data_prep.md "Adding a task". ``register_task`` also declares 
 (name, dimension, abstains, switches) in ``cavpref.task_registry``, so rows, the collator, the loss and the
 trainer's ``train_tasks`` accept the task without an edit to the core.
 
-This module imports only the core's task registry, so every layer may read it without a cycle.
+The core reads the same YAML files for its facts (``cavpref.task_registry.BUILTIN_TASKS``) without importing
+data_prep; this module turns a file into the full ``TaskSpec``.
+
+This module imports only the core's task registry (and the ``PromptTemplate`` data class), so every layer
+may read it without a cycle.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
+
+from cavpref.data_prep.tasks.templates import PromptTemplate
 
 from cavpref import task_registry
 from cavpref.task_registry import DIMENSION_NAMES, TaskInfo
@@ -65,6 +74,32 @@ class TaskSpec:
     def info(self) -> TaskInfo:
         """The facts the core needs (``cavpref.task_registry``)."""
         return TaskInfo(self.name, self.dimension, self.abstains, self.switches, self.released_switches)
+
+
+_TUPLES = ("switches", "released_switches", "sources", "abstention_patterns", "judge_options")
+
+
+def spec_from_file(path: str | Path) -> TaskSpec:
+    """The ``TaskSpec`` of a task file: ``<task>.yaml``, or the path of the module beside it (``__file__``).
+    Its ``order`` key is the core's (the task's place in every list); an unknown key, or a template that is
+    not ``{question, instruction}``, is an error naming the file."""
+    path = Path(path).with_suffix(".yaml")
+    facts = task_registry.read_task_file(path)
+    facts.pop("order")
+    unknown = sorted(set(facts) - {f.name for f in fields(TaskSpec)})
+    if unknown:
+        raise ValueError(f"{path}: unknown key(s) {unknown}")
+    try:
+        facts["templates"] = tuple(PromptTemplate(**t) for t in facts.get("templates") or ())
+    except TypeError as err:
+        raise ValueError(f"{path}: templates: each is {{question: ..., instruction: ...}} ({err})") from None
+    for key in _TUPLES:
+        if facts.get(key) is not None:
+            facts[key] = tuple(facts[key])
+    try:
+        return TaskSpec(**facts)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{path}: {err}") from None
 
 
 TASK_SPECS: dict[str, TaskSpec] = {}

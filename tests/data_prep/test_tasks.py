@@ -22,7 +22,8 @@ from cavpref.data_prep.tasks import (
 )
 from cavpref.data_prep.tasks.common import norm
 from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
-from cavpref.data_prep.tasks.templates import ATTRIBUTE_WORDS, BINDINGS, ORDER_PHRASES, SIMULTANEOUS
+from cavpref.data_prep.tasks.cat import ATTRIBUTE_WORDS, BINDINGS
+from cavpref.data_prep.tasks.cot_stitch import ORDER_PHRASES, SIMULTANEOUS
 from cavpref.media.spec import Concat, Overlay, combine, concat, drop_video, from_json, mute
 from tests.helpers.task_records import CAT, COW, DOG, GROUPS, SIREN, T3, avqa, make_tables, music, segment
 

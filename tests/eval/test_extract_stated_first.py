@@ -5,7 +5,6 @@ returned. Each abstaining task's own prompts, as the evaluator renders them."""
 
 import pytest
 from cavpref.data_prep.tasks import TASK_SPECS
-from cavpref.data_prep.tasks.templates import TEMPLATES
 from cavpref.eval.extract import ABSTAIN, is_correct, match_choice
 
 from cavpref.prompts import render_prompt
@@ -19,7 +18,7 @@ def _cases(task):
     """(options, abstain letter, prompt): the perturbed setting's "None of the above" option, and the base
     setting's none (the abstention is then ``ABSTAIN``), under every template of ``task``."""
     for options, letter in ((OPTIONS, "E"), (BASE, None)):
-        for t in TEMPLATES[task]:
+        for t in TASK_SPECS[task].templates:
             question = t.question.format(question="How many dogs bark?")
             yield options, letter, render_prompt(question, options, t.instruction, letter)
 

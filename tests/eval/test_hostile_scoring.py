@@ -8,7 +8,6 @@ import json
 import pytest
 
 from cavpref.data_prep.tasks import TASK_SPECS
-from cavpref.data_prep.tasks.templates import TEMPLATES
 from cavpref.eval.extract import ABSTAIN, is_correct, match_choice
 from cavpref.prompts import render_prompt
 
@@ -21,7 +20,7 @@ def _prompts(task, options, abstain_letter):
     """Every (question, instruction) template of ``task`` rendered as the evaluator shows it."""
     return [
         render_prompt(t.question.format(question="How many?"), options, t.instruction, abstain_letter)
-        for t in TEMPLATES[task]
+        for t in TASK_SPECS[task].templates
     ]
 
 
