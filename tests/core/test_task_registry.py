@@ -100,3 +100,32 @@ def test_a_folder_without_task_files_is_an_error(tmp_path):
     (tmp_path / "list.yaml").write_text("- a\n- b\n")
     with pytest.raises(ValueError, match="list.yaml: a task file is a mapping of keys, got list"):
         load_builtin_tasks(tmp_path)
+
+
+def test_an_installed_package_carries_the_task_files_and_reads_them(tmp_path):
+    """setup.py's ``package_data`` ships ``tasks/*.yaml``: the core of a regular (not editable) install finds
+    them inside the installed ``cavpref/data_prep/tasks`` and derives the same table."""
+    lib = tmp_path / "lib"
+    build = [
+        sys.executable,
+        "setup.py",
+        "-q",
+        "egg_info",
+        "--egg-base",
+        str(tmp_path),
+        "build_py",
+        "--build-lib",
+        str(lib),
+    ]
+    subprocess.run(build, cwd=ROOT, capture_output=True, text=True, check=True)
+    shipped = sorted(p.name for p in (lib / "cavpref" / "data_prep" / "tasks").glob("*.yaml"))
+    assert shipped == sorted(p.name for p in (ROOT / "data_prep" / "tasks").glob("*.yaml"))
+    code = "from cavpref import task_registry as r; print(r.builtin_task_folder()); print(*(t.name for t in r.BUILTIN_TASKS))"
+    env = {"PATH": "", "PYTHONPATH": str(lib)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path, env=env
+    )
+    assert out.stdout.splitlines() == [
+        str(lib / "cavpref" / "data_prep" / "tasks"),
+        " ".join(t.name for t in TODAY),
+    ]
