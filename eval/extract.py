@@ -48,7 +48,7 @@ ABSTENTIONS: dict[str, tuple[str, ...]] = {
         r"\bno idea\b",
     ),
 }
-# The task-specific phrases are task facts: ``TaskSpec.abstention_patterns`` in data_prep/tasks/<task>.py.
+# The task-specific phrases are task facts: ``TaskSpec.abstention_patterns``, data_prep/tasks/<task>.yaml.
 ABSTENTIONS.update(
     {name: spec.abstention_patterns for name, spec in TASK_SPECS.items() if spec.abstention_patterns}
 )
