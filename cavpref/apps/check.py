@@ -360,7 +360,10 @@ def estimates(train_args, model_args, config, tokens: dict, shard, counts: tuple
 
 def run(argv: list[str]) -> dict:
     """Everything ``main`` prints, as data (tests read it)."""
-    train_args, data_args, model_args, check = parse(argv)
+    try:
+        train_args, data_args, model_args, check = parse(argv)
+    except (ValueError, OSError) as err:  # an unknown key, a missing recipe: one line, as in `cavpref train`
+        raise CheckError(str(err)) from err
     notes = check_paths(train_args, data_args, model_args, check)
     config, where = model_config(model_args, check)
     _, total, trainable, layer = meta_model(config, model_args)

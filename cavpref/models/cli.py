@@ -64,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         print(_usage(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     name, rest = argv[0], argv[1:]
-    (args,) = parse_args([_args_class(name, BUILDERS[name])], rest, prog=f"cavpref model {name}")
+    try:
+        (args,) = parse_args([_args_class(name, BUILDERS[name])], rest, prog=f"cavpref model {name}")
+    except (ValueError, OSError) as err:  # an unknown key, a missing config file: one line
+        print(f"cavpref model {name}: error: {err}", file=sys.stderr)
+        return 2
     kwargs = asdict(args)
     out, corpus_file = kwargs.pop("out"), kwargs.pop("corpus_file", "")
     overwrite = kwargs.pop("overwrite_output_dir")

@@ -237,6 +237,8 @@ def _write_card(out: Path, run: Path, base: str, adapter: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``cavpref export``; a key, a folder or a checkpoint it cannot use is one line on stderr and exit code 2,
+    as in ``cavpref train``, ``check``, ``eval``, ``build``, ``world`` and ``quickstart``."""
     from cavpref.parsing import parse_args
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -245,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         out = export_full_model(args)
     except (ValueError, OSError) as err:
         print(f"cavpref export: error: {err}", file=sys.stderr)
-        return 1
+        return 2
     print(f"wrote the full Qwen2.5-Omni model to {out} (Qwen2_5OmniForConditionalGeneration.from_pretrained)")
     return 0
 

@@ -165,9 +165,10 @@ def build_tiny_qwen_omni_full(
     """Write a random-init full Qwen2.5-Omni (thinker + talker + token2wav + ``spk_dict.pt`` + processor) to
     ``out_dir``: what ``cavpref export`` splices a trained thinker into, offline. The thinker is the one in the
     folder ``thinker`` (its config, weights and processor), else a fresh ``build_tiny_qwen_omni``. The talker
-    reads the thinker's hidden states and token ids (its tts text tokens are the thinker vocabulary's last ids);
-    token2wav is a 2-layer DiT and a 6-stage BigVGAN of 64 channels (initialised so it speaks audibly); one speaker, "Chelsie" (the model's
-    default), with a random conditioning vector and reference mel."""
+    reads the thinker's hidden states and token ids (its tts text tokens are thinker pieces whose ids lie in its
+    own 64-code vocabulary too); token2wav is a 2-layer DiT and a 6-stage BigVGAN of 64 channels (initialised
+    so it speaks audibly); one speaker, "Chelsie" (the model's default), with a random conditioning vector and
+    reference mel."""
     from transformers import (
         AutoProcessor,
         Qwen2_5OmniConfig,
@@ -180,24 +181,27 @@ def build_tiny_qwen_omni_full(
         with tempfile.TemporaryDirectory(prefix="tiny-thinker-") as tmp:
             return build_tiny_qwen_omni_full(out, thinker=build_tiny_qwen_omni(tmp, seed=seed), seed=seed)
     trained = Qwen2_5OmniThinkerForConditionalGeneration.from_pretrained(thinker)
+    processor = AutoProcessor.from_pretrained(thinker)
+    tc_tid = processor.tokenizer.convert_tokens_to_ids
     tc = trained.config
     vocab, hidden = tc.text_config.vocab_size, tc.text_config.hidden_size
     ids = ("audio_token_index", "image_token_index", "video_token_index", "vision_start_token_id")
     ids += ("vision_end_token_id", "audio_start_token_id", "audio_end_token_id")
     # The talker's codec vocabulary stays small (64): Qwen2_5OmniForConditionalGeneration.generate stops the
-    # talker on the hard-coded codec ids 8292 / 8294, which a vocabulary as large as the thinker's would let a
-    # random talker emit at once — the same one-code waveform for every video (tests/models/test_export_speech.py).
-    # The cost: transformers warns that the talker's tts_text_* ids (thinker-vocabulary ids) lie outside it.
+    # talker on the hard-coded codec ids 8292 / 8294, and a random talker with a vocabulary as large as the
+    # thinker's speaks the same codes for every video (tests/models/test_export_speech.py). Its tts_text_* ids
+    # are thinker-vocabulary ids (generate embeds them with the thinker's table), yet transformers checks every
+    # *_token_id of the talker config against the talker's own vocab_size (PreTrainedConfig.validate_token_ids):
+    # so they are rare punctuation pieces of the thinker with ids below 64, in range of both vocabularies.
     codec_vocab = 64
+    tts_text = {f"tts_text_{k}_token_id": tc_tid(t) for k, t in (("start", "$"), ("end", "%"), ("pad", "&"))}
     talker = dict(
         vocab_size=codec_vocab,
         tts_codec_pad_token_id=59,
         tts_codec_start_token_id=60,
         tts_codec_end_token_id=61,
         tts_codec_mask_token_id=62,
-        tts_text_start_token_id=vocab - 4,
-        tts_text_end_token_id=vocab - 3,
-        tts_text_pad_token_id=vocab - 2,
+        **tts_text,
         embedding_size=hidden,
         hidden_size=32,
         intermediate_size=64,
@@ -234,7 +238,7 @@ def build_tiny_qwen_omni_full(
     model.thinker.load_state_dict(trained.state_dict())
     model.thinker.generation_config = trained.generation_config
     model.save_pretrained(out)
-    AutoProcessor.from_pretrained(thinker).save_pretrained(out)
+    processor.save_pretrained(out)
     speaker = {"bos_token": vocab - 5, "cond": torch.randn(1, 8), "ref_mel": torch.randn(1, 20, 80)}
     torch.save({"Chelsie": speaker}, out / "spk_dict.pt")
     return out

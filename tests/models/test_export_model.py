@@ -86,7 +86,7 @@ def test_a_fine_tuned_thinker_exports_into_the_full_model_and_speaks(tiny_full, 
 
 def test_bad_exports_say_why_and_write_nothing(tiny_full, tmp_path, capsys):
     argv = ["--run", str(tiny_full["tuned"])]
-    assert main([*argv, "--output_dir", str(tmp_path / "x")]) == 1  # no run_config.yaml: the base is unknown
+    assert main([*argv, "--output_dir", str(tmp_path / "x")]) == 2  # no run_config.yaml: the base is unknown
     assert "is not a full Qwen2.5-Omni checkpoint" in capsys.readouterr().err
     argv += ["--base_model", str(tiny_full["base"])]
     assert (
@@ -99,14 +99,14 @@ def test_bad_exports_say_why_and_write_nothing(tiny_full, tmp_path, capsys):
                 str(tmp_path / "x"),
             ]
         )
-        == 1
+        == 2
     )
     assert "is not a full Qwen2.5-Omni checkpoint" in capsys.readouterr().err
-    assert main([*argv, "--output_dir", str(tiny_full["base"] / "inside")]) == 1
+    assert main([*argv, "--output_dir", str(tiny_full["base"] / "inside")]) == 2
     assert "lies inside the base_model folder" in capsys.readouterr().err
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "keep.txt").write_text("mine")
-    assert main([*argv, "--output_dir", str(tmp_path / "busy")]) == 1
+    assert main([*argv, "--output_dir", str(tmp_path / "busy")]) == 2
     err = capsys.readouterr().err
     assert "is not empty (keep.txt) and was not created by `cavpref export`" in err
     assert (tmp_path / "busy" / "keep.txt").is_file()

@@ -1,7 +1,6 @@
 """The tiny models load without warnings that read as errors (issue 54 #14): the Trainer's PAD/BOS/EOS
-"alignment" warning on every load of the thinker. (The full model's talker keeps a 64-code vocabulary, so
-transformers' "must be within the vocabulary" warnings for its tts_text ids stay: cavpref/models/tiny.py says
-why.)"""
+"alignment" warning on every load of the thinker. (The full model's token ids:
+tests/models/test_tiny_full_omni_load.py.)"""
 
 from __future__ import annotations
 

@@ -5,7 +5,6 @@ DataLoader workers join still stops the run. Real tiny trainings of a few steps.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,51 +12,24 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.helpers import trainer_fixtures as F
-import yaml
 
 from cavpref import interrupts
 from cavpref.run_folder import set_aside_logs
 from cavpref.train import main
+from tests.helpers.launch import env
+from tests.helpers.train_recipes import checkpointed_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-@pytest.fixture(scope="session")
-def fx(tmp_path_factory):
-    return F.shared(tmp_path_factory)
+# the shared one-step checkpointed recipe (tests/helpers/train_recipes.py), as a 4-step DPO run that keeps
+# its last checkpoint of every second step
+RUN = {"method": "dpo", "max_steps": 4, "save_steps": 2, "save_total_limit": 1}
 
 
 def recipe(fx, path: Path, **overrides) -> Path:
-    cfg = {
-        "method": "dpo",
-        "learning_rate": 0.05,
-        "optim": "sgd",
-        "lr_scheduler_type": "constant",
-        "train_dataset": str(fx["prefs"]),
-        "media_root": str(fx["media"]),
-        "per_device_train_batch_size": 4,
-        "max_steps": 4,
-        "logging_steps": 1,
-        "save_strategy": "steps",
-        "save_steps": 2,
-        "save_total_limit": 1,
-        "seed": 0,
-        "bf16": False,
-        "use_cpu": True,
-        "activation_checkpointing": False,
-        "report_to": "none",
-        "disable_tqdm": True,
-        "dataloader_num_workers": 0,
-        "model_name_or_path": str(fx["model"]),
-        "dtype": "float32",
-        "lora_r": 0,
-        "num_frames": 2,
-    }
-    cfg.update(overrides)
-    path.write_text(yaml.safe_dump(cfg))
-    return path
+    return checkpointed_recipe(fx, path, **{**RUN, **overrides})
 
 
 def _steps(out: Path, name: str = "logs.jsonl") -> list[int]:
@@ -70,11 +42,10 @@ def test_ctrl_c_is_one_line_and_the_same_command_resumes_with_one_runs_logs(fx, 
     out = tmp_path / "run"
     rec = recipe(fx, tmp_path / "r.yaml", max_steps=40)
     argv = [str(rec), "--output_dir", str(out)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "cavpref.apps.cli", "train", *argv],
         cwd=tmp_path,
-        env=env,
+        env=env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

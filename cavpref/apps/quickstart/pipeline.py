@@ -33,7 +33,7 @@ from cavpref.data_prep.scoring.train_tiny import (
 from cavpref.data_prep.synthetic import WorldConfig, generate_world
 from cavpref.eval.pipeline import EvalArgs, evaluate
 from cavpref.models.tiny import build_tiny_qwen_omni
-from cavpref.output_dir import claim_output_dir, release_output_dir
+from cavpref.output_dir import OutputDirError, claim_output_dir, release_output_dir
 from cavpref.parsing import parse_args
 from cavpref.train import last_complete_checkpoint
 from cavpref.apps.train import main as train_main
@@ -325,12 +325,20 @@ def run(cfg: QuickstartConfig) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``cavpref quickstart [--config FILE.yaml] [--key value ...]`` (every key: ``--help``)."""
+    """``cavpref quickstart [--config FILE.yaml] [--key value ...]`` (every key: ``--help``). A key, a config
+    file or an ``--out`` folder it may not use is one line on stderr and exit code 2, as in ``cavpref train``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    (cfg,) = parse_args([QuickstartConfig], argv, prog="cavpref quickstart")
+    try:
+        (cfg,) = parse_args([QuickstartConfig], argv, prog="cavpref quickstart")
+    except (ValueError, OSError) as err:  # an unknown key, a config file that is missing or no mapping
+        print(f"cavpref quickstart: error: {err}", file=sys.stderr)
+        return 2
     try:
         with interrupts.catch_interrupts():  # a ^C swallowed by a DataLoader's __del__ is raised again
             run(cfg)
+    except OutputDirError as err:  # --out a folder of the user's, a file, ...: refused before any stage
+        print(f"cavpref quickstart: error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(
             f"cavpref quickstart: interrupted; the same command resumes it (finished stages are reused, a "
