@@ -48,6 +48,19 @@ def log_step(m: Metrics, gather, inputs, total, terms: dict) -> None:
     m["rows/samples"].append(float(gather(inputs["task_ids"].to(total.device)).numel()))
 
 
+def log_displacement(m: Metrics, gather, inputs, policy, ref, task_names) -> None:
+    """Per task, the chosen row's summed log-prob (``task/<T>/chosen_logp``) and its change from the reference
+    (``task/<T>/chosen_logratio``, < 0: displaced). On CLEAN that is the original answer under clean media:
+    the likelihood a preference objective can lower while its margins grow (issue 53's diagnostic)."""
+    tasks = gather(inputs["task_ids"].to(policy["y_w"].device))
+    logp = gather(policy["y_w"].detach())
+    ratio = gather((policy["y_w"] - ref["y_w"]).detach())
+    for t in tasks.unique().tolist():
+        sel = tasks == t
+        m[f"task/{task_names[t]}/chosen_logp"].append(float(logp[sel].mean()))
+        m[f"task/{task_names[t]}/chosen_logratio"].append(float(ratio[sel].mean()))
+
+
 def log_dpo_step(m: Metrics, gather, inputs, loss, beta: float, policy, ref, task_names) -> None:
     """The y pair under TRL's loss code (which logs ``rewards/*`` / ``logps/*`` itself): its margins per task,
     its fixed β and, as every TRL loss is a mean over the micro-batch, ``ess`` = ``n`` = its size. ``loss``: the

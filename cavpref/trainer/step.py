@@ -53,7 +53,7 @@ from cavpref.loss import (
 from cavpref.remedies import ancpo_ell
 from cavpref.trainer.checkpointing import checkpointing_paused
 from cavpref.trainer.gather import gather_rows, unflatten
-from cavpref.trainer.metrics import log_dpo_step, log_preference_step, log_step
+from cavpref.trainer.metrics import log_displacement, log_dpo_step, log_preference_step, log_step
 from cavpref.trainer.reference import Reference
 
 logger = logging.get_logger(__name__)
@@ -364,6 +364,7 @@ class CAVPrefObjective:
             )
         out.loss = total
         log_step(out.metrics, self.gather, inputs, total, values)
+        log_displacement(out.metrics, self.gather, inputs, policy, ref, self.task_names)
         return out
 
     def term_value(self, term, inputs, policy, ref, plan: StepPlan | None = None, betas=None) -> torch.Tensor:
