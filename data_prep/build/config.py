@@ -73,7 +73,7 @@ class PrepConfig(OutputArguments):
         metadata={
             "help": "give every CLEAN row its perturbed twins' visual / audio anchor pairs (the original answer "
             "under clean vs perturbed media), so CAVPref's conditioned terms can run on clean items too "
-            "(training: switch_table {\"CLEAN\": [1, 1]}); docs/training.md, Remedies"
+            '(training: switch_table {"CLEAN": [1, 1]}); docs/training.md, Remedies'
         },
     )
     settings: list[str] = field(
