@@ -41,7 +41,7 @@ METHODS = {
         {"switch_table": {"CLEAN": [1, 1]}},
         "CAVPref, v / a terms on CLEAN too",
     ),
-    "dpo_va": ("dpo", {"loss_type": ["sigmoid", *CAVPREF_TERMS[1:]]}, "DPO + CAVPref's v / a terms"),
+    "dpo_va": ("dpo", {"loss_type": ["sigmoid", "cavpref_v", "cavpref_a"]}, "DPO + CAVPref's v / a terms"),
 }
 CURVE_METHODS = tuple(m for m in METHODS if not m.startswith("ceiling"))
 MIXES = {
