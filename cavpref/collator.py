@@ -218,7 +218,13 @@ class CAVPrefCollator:
     def slots_for(self, example: Mapping[str, Any]) -> tuple[str, ...]:
         if self.method == "all":
             return available_slots(example)
-        eta, gamma = self.switches[example["task"]] if example.get("task") in self.switches else (0, 0)
+        task = example.get("task")
+        eta, gamma = self.switches.get(task, (0, 0))
+        if (eta or gamma) and task_registry.task_info(task).dimension == task_registry.REFERENCE:
+            # CLEAN perturbs nothing: its anchors are borrowed from a perturbed twin (prep's clean_anchors), so a
+            # switch on means "where the row carries that anchor"
+            eta = eta and example.get("visual_response") is not None
+            gamma = gamma and example.get("audio_response") is not None
         return needed_slots(self.method, eta, gamma)
 
     def _decode(self, spec_json: str):

@@ -21,6 +21,7 @@ from cavpref.collator import ANCHORS
 from cavpref.cpu import CPU_ISAS
 from cavpref.loss import BETA_DELTAS, PAPER_LAMBDAS, ROBUST_MODES, switches_for
 from cavpref.output_dir import OutputArguments
+from cavpref.terms import Term, anchor_components, resolve_terms
 
 # The four rows of the paper's Table 5.
 METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref")
@@ -42,6 +43,7 @@ _DPO_OPTIONS = {
     "use_weighting": False,
     "padding_free": False,
 }
+_TERM_OPTIONS = ("loss_type", "loss_weights")  # the objective's term list, every method (cavpref/terms.py)
 _NOT_FOR_DPO = {
     "ld_alpha": f"LD-DPO's length weighting {_PER_TOKEN}",
     "use_weighting": f"WPO's weights {_PER_TOKEN}",
@@ -145,6 +147,21 @@ class CAVPrefConfig(DPOConfig, OutputArguments):
             "normaliser weighted by its share of the step: no extra forward, exact only when "
             "gradient_accumulation_steps = 1)",
             "choices": list(ROBUST_NORMALIZERS),
+        },
+    )
+    dpop_lambda: float = field(
+        default=0.0,
+        metadata={
+            "help": "DPOP (Pal et al. 2024, arXiv:2402.13228): inside each CAVPref term's sigmoid, subtract "
+            "dpop_lambda · max(0, log π_ref(w) − log π(w)), a penalty on the chosen row falling below the "
+            "reference; 0 = off (the paper's CAVPref). docs/training.md, Remedies"
+        },
+    )
+    ancpo_delta: float = field(
+        default=0.0,
+        metadata={
+            "help": "δ of the ancpo_y / ancpo_v / ancpo_a terms (mDPO's anchored preference, arXiv:2406.11839): "
+            "−log σ(β (log π(w) − log π_ref(w)) − δ); mDPO uses 0. docs/training.md, Remedies"
         },
     )
     min_component_samples: int = field(
@@ -295,8 +312,8 @@ class CAVPrefConfig(DPOConfig, OutputArguments):
                 continue
             if name in _NOT_FOR_DPO:
                 why = _NOT_FOR_DPO[name]
-            elif self.method == "dpo":
-                continue  # TRL's loss code (cavpref/trainer/trl_dpo.py)
+            elif self.method == "dpo" or name in _TERM_OPTIONS:
+                continue  # TRL's loss code (cavpref/trainer/trl_dpo.py); the term list (cavpref/terms.py)
             else:
                 why = (
                     f"method {self.method} is sigmoid DPO per component (Eq. 1-3) with Eq. 5's aggregation, "
@@ -315,6 +332,16 @@ class CAVPrefConfig(DPOConfig, OutputArguments):
             _check_domain(name, getattr(self, name), domain)
         for i, weight in enumerate(self.loss_weights or ()):
             _check_domain(f"loss_weights[{i}]", weight, ">= 0")
+        terms = self.terms  # validates loss_type / loss_weights against the method
+        _check_domain("dpop_lambda", self.dpop_lambda, ">= 0")
+        _check_domain(
+            "ancpo_delta", abs(self.ancpo_delta) if _finite(self.ancpo_delta) else self.ancpo_delta, ">= 0"
+        )
+        if self.dpop_lambda and not any(t.kind == "cavpref" for t in terms):
+            raise ValueError(
+                f"CAVPrefConfig.dpop_lambda={self.dpop_lambda}: DPOP's penalty sits inside CAVPref's terms, and "
+                f"loss_type {[t.name for t in terms]} has none (add cavpref_y, or leave dpop_lambda at 0)"
+            )
         if self.reference == "precomputed":
             self.precompute_ref_log_probs = True
         elif self.precompute_ref_log_probs and self.reference == "auto":
@@ -340,20 +367,40 @@ class CAVPrefConfig(DPOConfig, OutputArguments):
     def fixed_betas(self) -> dict[str, float | None]:
         """β per component; ``None`` = calibrated. DPO uses the stock fixed ``beta`` for y."""
         if self.method == "dpo":
-            return {"y": self.beta, "v": None, "a": None}
+            return {"y": self.beta, "v": self.beta_v, "a": self.beta_a}
         return {"y": self.beta_y, "v": self.beta_v, "a": self.beta_a}
 
+    @property
+    def terms(self) -> tuple[Term, ...]:
+        """The objective's weighted terms (``cavpref.terms``): ``loss_type`` / ``loss_weights`` read for ``method``."""
+        return resolve_terms(self.method, self.loss_type, self.loss_weights)
+
+    @property
+    def row_method(self) -> str:
+        """The rows a sample needs (``collator.needed_slots``): sft (the chosen row) | dpo (the y pair) | cavpref
+        (and the anchors some term reads)."""
+        if self.method == "sft":
+            return "sft"
+        return "cavpref" if anchor_components(self.terms) else "dpo"
+
     def switches(self) -> dict[str, tuple[int, int]]:
-        """(η, γ) for every task. SFT and DPO have no anchor terms: all zeros."""
+        """(η, γ) for every task; a switch is on only where a term of the objective reads that anchor (SFT and
+        plain DPO: all zeros)."""
         table = _parse_switch_table(self.switch_table)
-        if self.method in ("sft", "dpo"):
-            return {t: (0, 0) for t in task_registry.task_names()}
-        return {t: switches_for(t, self.switch_variant, table) for t in task_registry.task_names()}
+        used = anchor_components(self.terms) if self.method != "sft" else set()
+        out = {}
+        for t in task_registry.task_names():
+            eta, gamma = switches_for(t, self.switch_variant, table) if used else (0, 0)
+            out[t] = (eta if "v" in used else 0, gamma if "a" in used else 0)
+        return out
 
     def loss_summary(self) -> dict[str, Any]:
         """The resolved loss settings, written next to the run's config for the record."""
         return {
             "method": self.method,
+            "terms": {t.name: t.weight for t in self.terms},
+            **({"dpop_lambda": self.dpop_lambda} if self.dpop_lambda else {}),
+            **({"ancpo_delta": self.ancpo_delta} if any(t.kind == "ancpo" for t in self.terms) else {}),
             "robust": self.robust_mode,
             "lambdas": self.lambdas,
             "beta": {k: ("calibrated" if v is None else v) for k, v in self.fixed_betas.items()},
@@ -401,6 +448,10 @@ def _check_domain(name: str, value, domain: str) -> None:
     if not ok:
         hint = next((h for prefix, h in _HINTS.items() if name.startswith(prefix)), "")
         raise ValueError(f"CAVPrefConfig.{name} must be finite and {domain}, got {value!r}{hint}")
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def _check_choice(name: str, value: str, choices) -> None:

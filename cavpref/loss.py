@@ -51,13 +51,14 @@ reachable (put ``chosen`` in the anchor response column), but it is not the defa
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 import torch
 import torch.nn.functional as F
 
 from cavpref import task_registry
+from cavpref.remedies import dpop_penalty
 
 Gather = Callable[[torch.Tensor], torch.Tensor]
 COMPONENTS = ("y", "v", "a")
@@ -159,15 +160,20 @@ class StepContext:
     bounds: Mapping[str, tuple[float, float] | None] = field(default_factory=dict)  # β's ΔS range
 
 
-def _margin_ell(pol_w, pol_l, ref_w, ref_l, beta, present) -> tuple[torch.Tensor, torch.Tensor]:
-    """(margin, ell = -log sigmoid(beta * margin)), (B,) fp32. Absent entries are selected away before any
-    arithmetic (they may hold NaN, and NaN * 0 would poison the gradient): margin 0 there, ell finite."""
+def _margin_ell(
+    pol_w, pol_l, ref_w, ref_l, beta, present, dpop_lambda=0.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(margin, ell = -log sigmoid(beta * (margin - dpop))), (B,) fp32; ``dpop`` is DPOP's penalty on a chosen
+    log-prob below the reference's (``cavpref.remedies.dpop_penalty``; 0 unless ``dpop_lambda``). Absent entries
+    are selected away before any arithmetic (they may hold NaN, and NaN * 0 would poison the gradient): margin 0
+    there, ell finite. The returned margin is the plain one (what the logs and reward accuracy read)."""
     zero = torch.zeros((), dtype=torch.float32, device=pol_w.device)
-    fill = lambda x: torch.where(present, x.to(torch.float32), zero)  # noqa: E731
+    fill = lambda x: torch.where(present, x.to(torch.float32), zero)
     margin = (fill(pol_w) - fill(ref_w)) - (fill(pol_l) - fill(ref_l))
     beta_t = torch.as_tensor(beta, dtype=torch.float32, device=margin.device).expand_as(margin)
     beta_t = torch.where(present, beta_t, torch.ones_like(beta_t))
-    return margin, -F.logsigmoid(beta_t * margin)
+    inside = margin - dpop_penalty(fill(pol_w), fill(ref_w), dpop_lambda) if dpop_lambda else margin
+    return margin, -F.logsigmoid(beta_t * inside)
 
 
 def component_ell(
@@ -177,9 +183,10 @@ def component_ell(
     ref_l: torch.Tensor,
     beta: torch.Tensor | float,
     present: torch.Tensor,
+    dpop_lambda: float = 0.0,
 ) -> torch.Tensor:
     """ell = -log sigmoid(beta * margin), (B,), 0 where ``present`` is false (absent entries may hold NaN)."""
-    _, ell = _margin_ell(pol_w, pol_l, ref_w, ref_l, beta, present)
+    _, ell = _margin_ell(pol_w, pol_l, ref_w, ref_l, beta, present, dpop_lambda)
     return torch.where(present, ell, torch.zeros((), dtype=torch.float32, device=ell.device))
 
 
@@ -241,9 +248,10 @@ def _component(
     world_size: int,
     step: ComponentStep | None = None,
     micro_batches: int = 1,
+    dpop_lambda: float = 0.0,
 ) -> ComponentOutput:
     zero = torch.zeros((), dtype=torch.float32, device=pol_w.device)
-    margin, ell = _margin_ell(pol_w, pol_l, ref_w, ref_l, beta, present)  # (B,), finite everywhere
+    margin, ell = _margin_ell(pol_w, pol_l, ref_w, ref_l, beta, present, dpop_lambda)  # (B,), finite
 
     ell_d = ell.detach()
     ell_all = gather(ell_d) if gather is not None else ell_d
@@ -256,8 +264,7 @@ def _component(
     share = n_mb / n  # this micro-batch's fraction of the component's samples in the step
 
     if robust == "none":
-        value = ell_all[present_all].sum() / n
-        weights = present.to(torch.float32) / n
+        value, weights = _mean_share(ell_all, present_all, present, n)
     else:
         # The scalar reduction runs in fp64: lambda * (logsumexp - log n) cancels catastrophically in fp32
         # for large lambda (the lambda -> inf limit must recover the mean).
@@ -294,6 +301,36 @@ def _component(
     )
 
 
+def _mean_share(ell_all, present_all, present, n) -> tuple[torch.Tensor, torch.Tensor]:
+    """The plain mean's share of this micro-batch (all ranks) in the step's mean over ``n`` samples, and each
+    local sample's weight ``1 / n``."""
+    return ell_all[present_all].sum() / n, present.to(torch.float32) / n
+
+
+def step_mean(
+    ell: torch.Tensor,
+    present: torch.Tensor,
+    *,
+    n: int | None = None,
+    gather: Gather | None = None,
+    world_size: int = 1,
+    micro_batches: int = 1,
+) -> torch.Tensor:
+    """The mean of per-sample losses ``ell`` (B,) over the optimizer batch's ``n`` samples having the term
+    (default: this micro-batch's, gathered), as the surrogate the trainer backpropagates: its value averaged over
+    the step's micro-batches is the step's mean, and Trainer's division by ``micro_batches`` with DDP's averaging
+    over ``world_size`` ranks give the one-process gradient (the module docstring's rule, for a plain mean)."""
+    ell = torch.where(present, ell, torch.zeros((), dtype=ell.dtype, device=ell.device))
+    ell_d = ell.detach()
+    ell_all = gather(ell_d) if gather is not None else ell_d
+    present_all = gather(present.float()) > 0.5 if gather is not None else present
+    n = int(present_all.sum()) if n is None else int(n)
+    if n == 0 or not bool(present_all.any()):
+        return (ell * 0).sum()
+    value, weights = _mean_share(ell_all, present_all, present, n)
+    return micro_batches * value + world_size * micro_batches * (weights * (ell - ell_d)).sum()
+
+
 def cavpref_loss(
     policy_logps: Mapping[str, torch.Tensor],
     ref_logps: Mapping[str, torch.Tensor],
@@ -306,6 +343,9 @@ def cavpref_loss(
     gather: Gather | None = None,
     world_size: int = 1,
     step: StepContext | None = None,
+    components: tuple[str, ...] = COMPONENTS,
+    weights: Mapping[str, float] | None = None,
+    dpop_lambda: float = 0.0,
 ) -> CAVPrefLossOutput:
     """CAVPref (Eq. 6) from per-sample summed response log-probs.
 
@@ -313,6 +353,9 @@ def cavpref_loss(
     ``v_w, v_l`` / ``a_w, a_l`` (entries of samples whose switch is 0 are ignored — they may hold anything,
     NaN included). ``beta``: keys ``y, v, a``, a float or a per-sample tensor. ``eta`` / ``gamma``:
     per-sample 0/1. All maths in fp32. See the module docstring for ``robust``, ``gather`` and ``step``.
+    ``components``: the terms of the objective's list (``cavpref.terms``); ``weights``: their weights in the
+    total (1 each by default; each component's own ``loss`` stays unweighted); ``dpop_lambda``: DPOP's penalty
+    inside each component's sigmoid (``cavpref.remedies``).
     """
     if robust not in ROBUST_MODES:
         raise ValueError(f"robust must be one of {ROBUST_MODES}, got {robust!r}")
@@ -325,7 +368,7 @@ def cavpref_loss(
         "a": torch.zeros_like(ones) if gamma is None else gamma.to(device=y_w.device).bool(),
     }
     out = CAVPrefLossOutput(loss=torch.zeros((), dtype=torch.float32, device=y_w.device))
-    for name in COMPONENTS:
+    for name in components:
         present = switches[name]
         any_present = bool(present.any()) if gather is None else bool(gather(present.float()).sum() > 0)
         if not any_present:
@@ -355,7 +398,8 @@ def cavpref_loss(
             world_size,
             step.components.get(name) if step is not None else None,
             step.micro_batches if step is not None else 1,
+            dpop_lambda,
         )
         out.components[name] = comp
-        out.loss = out.loss + comp.loss
+        out.loss = out.loss + (comp.loss if weights is None else float(weights[name]) * comp.loss)
     return out

@@ -191,7 +191,7 @@ def count_tokens(
     collator = CAVPrefCollator(
         io,
         train_args.switches(),
-        train_args.method,
+        train_args.row_method,
         calibrated,
         media_root=media_root,
         frames=model_args.frame_policy(),

@@ -1,6 +1,7 @@
 """The metrics a step logs (averaged per logging window by ``DPOTrainer.log``).
 
-Names: ``{y,v,a}/{loss,margin,reward_accuracy,beta,ess,n}`` per loss component (``ess`` and ``n`` over the
+Names: ``loss/total``, ``term/<name>`` per term of the objective (``cavpref.terms``),
+``{y,v,a}/{loss,margin,reward_accuracy,beta,ess,n}`` per loss component (``ess`` and ``n`` over the
 optimizer batch when the step was planned), ``task/<TASK>/<comp>_*`` per task, and TRL's own ``rewards/*`` /
 ``logps/*`` for the y pair, so dashboards built for ``DPOTrainer`` keep working."""
 
@@ -21,10 +22,7 @@ def log_preference_step(
     global batch (every rank runs the same gathers). ``task_names``: the run's tasks in ``task_ids`` order (the
     keys of the collator's switch table). ``context``: the step's plan (then ``ess`` / ``n`` are logged once per
     optimizer step, over the whole batch, by the objective)."""
-    m["loss/total"].append(float(out.loss.detach()))
-    m["rows/policy"].append(float(gather(inputs["num_rows"].reshape(1)).sum()))
     tasks = gather(inputs["task_ids"].to(out.loss.device))
-    m["rows/samples"].append(float(tasks.numel()))
     for comp, c in out.components.items():
         margins = gather(c.margins)
         weights = gather(c.weights)
@@ -40,13 +38,34 @@ def log_preference_step(
     _log_trl_names(m, gather, betas["y"], policy, ref)
 
 
-def log_dpo_step(m: Metrics, gather, inputs, loss, beta: float, policy, ref, task_names) -> None:
-    """``method: dpo`` (TRL's loss code, which logs ``rewards/*`` / ``logps/*`` itself): the y pair's margins per
-    task, its fixed β and, as every TRL loss is a mean over the micro-batch, ``ess`` = ``n`` = its size."""
-    m["loss/total"].append(float(loss.detach()))
+def log_step(m: Metrics, gather, inputs, total, terms: dict) -> None:
+    """Every objective's micro-batch: the total, each term's own (unweighted) value as ``term/<name>``, and the
+    rows the policy ran (``rows/policy``) for how many samples (``rows/samples``)."""
+    m["loss/total"].append(float(total.detach()))
+    for name, value in terms.items():
+        m[f"term/{name}"].append(float(value.detach()) if torch.is_tensor(value) else float(value))
     m["rows/policy"].append(float(gather(inputs["num_rows"].reshape(1)).sum()))
+    m["rows/samples"].append(float(gather(inputs["task_ids"].to(total.device)).numel()))
+
+
+def log_displacement(m: Metrics, gather, inputs, policy, ref, task_names) -> None:
+    """Per task, the chosen row's summed log-prob (``task/<T>/chosen_logp``) and its change from the reference
+    (``task/<T>/chosen_logratio``, < 0: displaced). On CLEAN that is the original answer under clean media:
+    the likelihood a preference objective can lower while its margins grow (issue 53's diagnostic)."""
+    tasks = gather(inputs["task_ids"].to(policy["y_w"].device))
+    logp = gather(policy["y_w"].detach())
+    ratio = gather((policy["y_w"] - ref["y_w"]).detach())
+    for t in tasks.unique().tolist():
+        sel = tasks == t
+        m[f"task/{task_names[t]}/chosen_logp"].append(float(logp[sel].mean()))
+        m[f"task/{task_names[t]}/chosen_logratio"].append(float(ratio[sel].mean()))
+
+
+def log_dpo_step(m: Metrics, gather, inputs, loss, beta: float, policy, ref, task_names) -> None:
+    """The y pair under TRL's loss code (which logs ``rewards/*`` / ``logps/*`` itself): its margins per task,
+    its fixed β and, as every TRL loss is a mean over the micro-batch, ``ess`` = ``n`` = its size. ``loss``: the
+    TRL terms' weighted sum."""
     tasks = gather(inputs["task_ids"].to(loss.device))
-    m["rows/samples"].append(float(tasks.numel()))
     margins = gather(((policy["y_w"] - ref["y_w"]) - (policy["y_l"] - ref["y_l"])).detach())
     m["y/loss"].append(float(loss.detach()))
     m["y/beta"].append(beta)

@@ -48,16 +48,19 @@ from cavpref.loss import (
     cavpref_loss,
     component_ell,
     robust_exponent,
+    step_mean,
 )
+from cavpref.remedies import ancpo_ell
 from cavpref.trainer.checkpointing import checkpointing_paused
 from cavpref.trainer.gather import gather_rows, unflatten
-from cavpref.trainer.metrics import log_dpo_step, log_preference_step
+from cavpref.trainer.metrics import log_displacement, log_dpo_step, log_preference_step, log_step
 from cavpref.trainer.reference import Reference
 
 logger = logging.get_logger(__name__)
 
-# (policy, reference, token counts) -> TRL's DPO loss of the micro-batch (the trainer's bridge to DPOTrainer).
-DPOLoss = Callable[[dict, dict, dict], torch.Tensor]
+# (policy, reference, token counts, TRL loss_type) -> TRL's loss of the micro-batch (the trainer's bridge to
+# DPOTrainer's loss code).
+DPOLoss = Callable[[dict, dict, dict, str], torch.Tensor]
 
 
 @dataclass
@@ -66,7 +69,10 @@ class StepPlan:
     order Trainer runs them (the order ``get_batch_samples`` returned)."""
 
     context: StepContext | None = None  # counts, β's ΔS range, Eq. 5's normaliser (None: sft / dpo)
-    sft_tokens: torch.Tensor | None = None  # sft: the step's response-token count (every micro-batch, rank)
+    sft_tokens: torch.Tensor | None = (
+        None  # sft term: the step's response-token count (every micro-batch, rank)
+    )
+    rows: int = 0  # TRL terms: the step's samples (every micro-batch, rank)
     references: list[dict | None] = field(default_factory=list)  # per micro-batch, from the exact pass
     skip: bool = False  # a rank had an empty micro-batch: the whole step is dropped everywhere
     dropped: bool = (
@@ -129,11 +135,15 @@ class CAVPrefObjective:
         batches = [b for b in batches if not b.get("empty")]
         if plan.skip or not batches:
             return plan
-        if self.args.method == "sft":
+        terms = self.args.terms
+        plan.context = StepContext(len(batches))
+        if any(t.kind == "sft" for t in terms):
             tokens = sum(response_tokens(b).sum() for b in batches)
-            plan.context = StepContext(len(batches))
             plan.sft_tokens = self.gather(tokens.to(torch.float32).reshape(1).to(self.device)).sum()
-        elif self.args.method != "dpo":
+        if any(t.kind == "trl" for t in terms):
+            rows = torch.tensor([sum(len(b["eta"]) for b in batches)], device=self.device)
+            plan.rows = int(self.gather(rows).sum())
+        if any(t.kind in ("cavpref", "ancpo") for t in terms):
             self._plan_preference(plan, batches, model)
         return plan
 
@@ -150,7 +160,8 @@ class CAVPrefObjective:
         # One micro-batch on every rank: that micro-batch (gathered) is the optimizer batch, and the loss's in-graph
         # normaliser is already exact — the no-grad pass would compute the same number at the cost of a forward.
         micro = int(self.gather(torch.tensor([len(batches)], device=self.device)).max())
-        if args.robust_mode != "none" and args.robust_normalizer == "exact" and micro > 1:
+        robust_terms = any(t.kind == "cavpref" for t in args.terms) and args.robust_mode != "none"
+        if robust_terms and args.robust_normalizer == "exact" and micro > 1:
             lse = exact_normalizers(self, model, batches, plan)
             plan.context = StepContext(
                 len(batches), {c: ComponentStep(counts[c], lse.get(c)) for c in COMPONENTS}, bounds
@@ -219,9 +230,7 @@ class CAVPrefObjective:
             return out
         if self.args.method == "sft":
             return self._sft(inputs, policy, plan)
-        if self.args.method == "dpo":
-            return self._dpo(inputs, policy, ref)
-        return self._preference(inputs, policy, ref, plan)
+        return self._terms(inputs, policy, ref, plan)
 
     def _dropped(self, model, inputs, plan: StepPlan) -> ObjectiveOutput:
         """A micro-batch of a dropped step: zero loss, no forward."""
@@ -264,69 +273,151 @@ class CAVPrefObjective:
         return betas
 
     def _sft(self, inputs, policy, plan: StepPlan | None) -> ObjectiveOutput:
+        """``method: sft``: the ``sft`` term alone."""
+        out = ObjectiveOutput(self._sft_term(inputs, policy, plan))
+        out.metrics["sft/nll_per_token"].append(float(out.loss.detach()))
+        out.metrics["rows/policy"].append(float(self.gather(inputs["num_rows"].reshape(1)).sum()))
+        return out
+
+    def _sft_term(self, inputs, policy, plan: StepPlan | None) -> torch.Tensor:
         """Token-mean NLL of the chosen response under the presented media, normalised by the step's token count
-        so DDP averaging and Trainer's division by the micro-batches reproduce the one-process gradient."""
+        so DDP averaging and Trainer's division by the micro-batches reproduce the one-process gradient (TRL's
+        ``sft`` takes the mean per micro-batch instead)."""
         tokens = response_tokens(inputs).to(policy["y_w"].device)
         n_local = tokens.sum().to(torch.float32)
         sum_local = policy["y_w"].sum()
-        micro = plan.context.micro_batches if plan is not None else 1
+        micro = plan.context.micro_batches if plan is not None and plan.context is not None else 1
         n_global = (
-            plan.sft_tokens.to(n_local.device) if plan is not None else self.gather(n_local.reshape(1)).sum()
+            plan.sft_tokens.to(n_local.device)
+            if plan is not None and plan.sft_tokens is not None
+            else self.gather(n_local.reshape(1)).sum()
         )
         sum_global = self.gather(sum_local.detach().reshape(1)).sum()
         value = -micro * sum_global / n_global  # averaged over the step's micro-batches: the step's value
         surrogate = -self.world_size * micro * sum_local / n_global
-        out = ObjectiveOutput(value + surrogate - surrogate.detach())
-        out.metrics["sft/nll_per_token"].append(float(value))
-        out.metrics["rows/policy"].append(float(self.gather(inputs["num_rows"].reshape(1)).sum()))
-        return out
+        return value + surrogate - surrogate.detach()
 
-    def _dpo(self, inputs, policy, ref) -> ObjectiveOutput:
-        """TRL's DPO loss (``args.loss_type`` / ``loss_weights`` / ``label_smoothing`` / ``beta``) on this
-        micro-batch's log-probs, by TRL's own code (``dpo_loss``)."""
+    def _trl_term(self, name: str, inputs, policy, ref, plan: StepPlan | None) -> torch.Tensor:
+        """TRL's ``name`` loss (with ``beta``, ``label_smoothing``, …) by TRL's own code, a mean over this
+        micro-batch, rescaled by the micro-batch's share of the step's samples (``rows · micro_batches ·
+        world_size / step rows``: 1 for equal micro-batches) so unequal splits give the step's mean too."""
         tokens = {s: response_tokens(inputs, s).to(policy[s].device) for s in ("y_w", "y_l")}
-        out = ObjectiveOutput(self.dpo_loss(policy, ref, tokens))
-        log_dpo_step(
-            out.metrics, self.gather, inputs, out.loss, float(self.args.beta), policy, ref, self.task_names
-        )
-        return out
+        loss = self.dpo_loss(policy, ref, tokens, name)
+        if plan is None or not plan.rows:
+            return loss
+        micro = plan.context.micro_batches if plan.context is not None else 1
+        return loss * (len(policy["y_w"]) * micro * self.world_size / plan.rows)
 
-    def _preference(self, inputs, policy, ref, plan: StepPlan | None) -> ObjectiveOutput:
+    def _terms(self, inputs, policy, ref, plan: StepPlan | None) -> ObjectiveOutput:
+        """The weighted sum of the objective's terms (``args.terms``, ``cavpref.terms``), each logged as
+        ``term/<name>``: CAVPref's components in one ``cavpref_loss`` call, mDPO's anchors, the step-exact
+        ``sft`` and TRL's loss types."""
+        args, terms = self.args, self.args.terms
         device = policy["y_w"].device
         context = plan.context if plan is not None else None
-        betas = self.betas(inputs, device, context)
-        result = cavpref_loss(
-            policy,
-            ref,
-            beta=betas,
-            lambdas=self.args.lambdas,
-            eta=inputs["eta"].to(device),
-            gamma=inputs["gamma"].to(device),
-            robust=self.args.robust_mode,
+        total = torch.zeros((), dtype=torch.float32, device=device)
+        values: dict[str, torch.Tensor] = {}
+        out = ObjectiveOutput(total)
+        own = [t for t in terms if t.kind == "cavpref"]
+        betas = (
+            self.betas(inputs, device, context) if any(t.kind in ("cavpref", "ancpo") for t in terms) else {}
+        )
+        present = {
+            "y": torch.ones_like(inputs["eta"], dtype=torch.bool),
+            "v": inputs["eta"].bool(),
+            "a": inputs["gamma"].bool(),
+        }
+        present = {k: v.to(device) for k, v in present.items()}
+        if own:
+            result = cavpref_loss(
+                policy,
+                ref,
+                beta=betas,
+                lambdas=args.lambdas,
+                eta=present["v"],
+                gamma=present["a"],
+                robust=args.robust_mode,
+                gather=self.gather,
+                world_size=self.world_size,
+                step=context,
+                components=tuple(t.component for t in own),
+                weights={t.component: t.weight for t in own},
+                dpop_lambda=args.dpop_lambda,
+            )
+            total = total + result.loss
+            for t in own:
+                comp = result.components.get(t.component)
+                values[t.name] = comp.loss if comp is not None else torch.zeros((), device=device)
+            log_preference_step(
+                out.metrics, self.gather, inputs, result, betas, policy, ref, self.task_names, context
+            )
+            self._log_step_components(out, result, plan)
+        for t in terms:
+            if t.kind != "cavpref":
+                values[t.name] = self.term_value(t, inputs, policy, ref, plan, betas)
+                total = total + t.weight * values[t.name]
+        trl = [t for t in terms if t.kind == "trl"]
+        if trl:
+            trl_sum = sum(t.weight * values[t.name] for t in trl)
+            log_dpo_step(
+                out.metrics, self.gather, inputs, trl_sum, float(args.beta), policy, ref, self.task_names
+            )
+        out.loss = total
+        log_step(out.metrics, self.gather, inputs, total, values)
+        log_displacement(out.metrics, self.gather, inputs, policy, ref, self.task_names)
+        return out
+
+    def term_value(self, term, inputs, policy, ref, plan: StepPlan | None = None, betas=None) -> torch.Tensor:
+        """One ``sft`` / ``trl`` / ``ancpo`` term of the objective on a micro-batch (unweighted), as the surrogate
+        the step backpropagates; ``plan`` None: the micro-batch is the whole batch. (CAVPref's own terms are one
+        ``cavpref_loss`` call: their β ranges and Eq. 5 weights couple the samples.)"""
+        if term.kind == "sft":
+            return self._sft_term(inputs, policy, plan)
+        if term.kind == "trl":
+            return self._trl_term(term.name, inputs, policy, ref, plan)
+        if term.kind != "ancpo":
+            raise ValueError(f"term {term.name!r} ({term.kind}) is computed by cavpref_loss, not term_value")
+        c, context = term.component, plan.context if plan is not None else None
+        device = policy["y_w"].device
+        present = {
+            "y": torch.ones_like(inputs["eta"], dtype=torch.bool),
+            "v": inputs["eta"].bool(),
+            "a": inputs["gamma"].bool(),
+        }[c].to(device)
+        beta = (betas if betas is not None else self.betas(inputs, device, context))[c]
+        ell = ancpo_ell(policy[f"{c}_w"], ref[f"{c}_w"], beta, self.args.ancpo_delta, present)
+        return step_mean(
+            ell,
+            present,
+            n=context.components[c].n if context is not None and context.components else None,
             gather=self.gather,
             world_size=self.world_size,
-            step=context,
+            micro_batches=context.micro_batches if context is not None else 1,
         )
-        out = ObjectiveOutput(result.loss)
-        log_preference_step(
-            out.metrics, self.gather, inputs, result, betas, policy, ref, self.task_names, context
-        )
-        if context is not None:
-            for comp, c in context.components.items():
-                if not c.n:
-                    continue
-                if comp not in result.components:  # absent from this micro-batch: adds 0 to the step's mean
-                    out.metrics[f"{comp}/loss"].append(0.0)
-                else:  # Σ w² over the step, for the effective sample size 1 / Σ w²
-                    w = self.gather(result.components[comp].weights.detach())
-                    plan.w2[comp] = plan.w2.get(comp, 0.0) + float(w.pow(2).sum())
-            if plan.done == context.micro_batches:  # the step's last micro-batch: its sample counts and ESS
-                for comp, c in context.components.items():
-                    if c.n:
-                        out.metrics[f"{comp}/n"].append(float(c.n))
-                        if plan.w2.get(comp):
-                            out.metrics[f"{comp}/ess"].append(1.0 / plan.w2[comp])
-        return out
+
+    def _log_step_components(self, out: ObjectiveOutput, result, plan: StepPlan | None) -> None:
+        """Per component, over the optimizer step: 0 for a component absent from this micro-batch (it adds 0 to
+        the step's mean), and on the step's last micro-batch its sample count and effective sample size."""
+        context = plan.context if plan is not None else None
+        if context is None:
+            return
+        own = [t.component for t in self.args.terms if t.kind == "cavpref"]
+        for comp in own:
+            c = context.components[comp]
+            if not c.n:
+                continue
+            if comp not in result.components:
+                out.metrics[f"{comp}/loss"].append(0.0)
+            else:  # Σ w² over the step, for the effective sample size 1 / Σ w²
+                w = self.gather(result.components[comp].weights.detach())
+                plan.w2[comp] = plan.w2.get(comp, 0.0) + float(w.pow(2).sum())
+        if plan.done == context.micro_batches:  # the step's last micro-batch
+            for comp in own:
+                c = context.components[comp]
+                if c.n:
+                    out.metrics[f"{comp}/n"].append(float(c.n))
+                    if plan.w2.get(comp):
+                        out.metrics[f"{comp}/ess"].append(1.0 / plan.w2[comp])
 
 
 def exact_normalizers(
@@ -339,6 +430,7 @@ def exact_normalizers(
     finite are left out (their micro-batch is skipped). The reference log-probs are kept in ``plan.references``:
     the backward pass reuses them, so the reference runs once per micro-batch."""
     args, device, ctx = objective.args, objective.device, plan.context
+    own = [t.component for t in args.terms if t.kind == "cavpref"]
     z: dict[str, list[torch.Tensor]] = {c: [] for c in COMPONENTS}
     for batch in batches:
         batch = send_to_device(batch, device)
@@ -347,7 +439,7 @@ def exact_normalizers(
         plan.references.append({k: v.detach() for k, v in ref.items()})
         betas = objective.betas(batch, policy["y_w"].device, ctx)
         present = {"y": None, "v": batch["eta"].bool(), "a": batch["gamma"].bool()}
-        for comp in COMPONENTS:
+        for comp in own:
             mask = present[comp]
             mask = torch.ones_like(policy["y_w"], dtype=torch.bool) if mask is None else mask.to(device)
             if not bool(mask.any()):
@@ -355,11 +447,11 @@ def exact_normalizers(
             w, lo = f"{comp}_w", f"{comp}_l"
             vals = (policy[w], policy[lo], ref[w], ref[lo])
             ok = mask & torch.stack([torch.isfinite(v) for v in vals]).all(0)
-            ell = component_ell(*vals, betas[comp], ok)
+            ell = component_ell(*vals, betas[comp], ok, args.dpop_lambda)
             z[comp].append(robust_exponent(ell, args.lambdas[comp], args.robust_mode)[ok])
     out = {}
     for comp in COMPONENTS:
-        if ctx.components[comp].n == 0:
+        if comp not in own or ctx.components[comp].n == 0:  # the same on every rank: config and global counts
             continue
         local = torch.cat(z[comp]) if z[comp] else torch.zeros(0, dtype=torch.float64, device=device)
         everything = objective.gather(local)

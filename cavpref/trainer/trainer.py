@@ -135,7 +135,7 @@ class CAVPrefTrainer(DPOTrainer):
             data_collator = CAVPrefCollator(
                 model_io=model_io,
                 switches=args.switches(),
-                method=args.method,
+                method=args.row_method,
                 calibrated=calibrated,
                 media_root=args.media_root,
                 frames=frames,
@@ -192,13 +192,14 @@ class CAVPrefTrainer(DPOTrainer):
             dpo_loss=self._trl_dpo_loss,
         )
         self._plan: StepPlan | None = None
-        if args.method == "dpo":  # TRL's loss code checks loss_type (and friends) now, not at the first step
-            zero, one = torch.zeros(1, device=self.accelerator.device), torch.ones(1, dtype=torch.long)
+        # TRL's loss code checks each of its loss types (and friends) now, not at the first step
+        zero, one = torch.zeros(1, device=self.accelerator.device), torch.ones(1, dtype=torch.long)
+        for term in (t for t in args.terms if t.kind == "trl"):
             self._trl_dpo_loss(
-                {"y_w": zero, "y_l": zero}, {"y_w": zero, "y_l": zero}, {"y_w": one, "y_l": one}
+                {"y_w": zero, "y_l": zero}, {"y_w": zero, "y_l": zero}, {"y_w": one, "y_l": one}, term.name
             )
-            for mode in ("train", "eval"):
-                self._metrics[mode].clear()
+        for mode in ("train", "eval"):
+            self._metrics[mode].clear()
         use_compact_console(self)  # one short console line per logged step; every metric in logs.jsonl
 
     # ------------------------------------------------------------------ data
@@ -299,9 +300,11 @@ class CAVPrefTrainer(DPOTrainer):
             self._metrics[mode][key].extend(values)
         return (out.loss, None) if return_outputs else out.loss
 
-    def _trl_dpo_loss(self, policy, ref, tokens) -> torch.Tensor:
-        """``method: dpo``: TRL's ``DPOTrainer.compute_loss`` on the model I/O's log-probs (``trl_dpo``)."""
+    def _trl_dpo_loss(self, policy, ref, tokens, loss_type: str) -> torch.Tensor:
+        """TRL's ``DPOTrainer.compute_loss`` for one of its loss types on the model I/O's log-probs (``trl_dpo``);
+        the objective weighs and logs each term itself (``cavpref.terms``)."""
         model, batch = sequence_batch(policy, ref, tokens)
+        self.loss_types, self.loss_weights = [loss_type], [1.0]  # the attributes TRL's loss code reads
         loss = super().compute_loss(model, batch)
         for key in NOT_MEASURED:  # statistics of a forward TRL did not run (cavpref/trainer/trl_dpo.py)
             self._metrics["train" if self.model.training else "eval"].pop(key, None)

@@ -10,6 +10,7 @@ from pathlib import Path
 from cavpref.apps.quickstart import QuickstartConfig
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.eval.option_score import OPTION_SCORES
+from cavpref.terms import ANCPO_TERMS, CAVPREF_TERMS
 
 # ladder method -> (cavpref train method, quickstart recipe overrides, label); β as the quickstart sets it
 METHODS = {
@@ -21,9 +22,35 @@ METHODS = {
     "cavpref": ("cavpref", {}, "CAVPref"),
     "cavpref_fixed_beta": ("cavpref_fixed_beta", {}, "CAVPref (fixed β)"),
     "cavpref_paper_anchor": ("cavpref", {"anchor_response": "chosen"}, "CAVPref (anchor = chosen)"),
+    # issue 53: the remedies (docs/training.md "Remedies"), each with its paper's constant
+    "cavpref_sft": (
+        "cavpref",
+        {"loss_type": [*CAVPREF_TERMS, "sft"], "loss_weights": [1.0, 1.0, 1.0, 1.0]},
+        "CAVPref + NLL (RPO, α = 1)",
+    ),
+    "cavpref_ancpo": (
+        "cavpref",
+        {"loss_type": [*CAVPREF_TERMS, *ANCPO_TERMS]},
+        "CAVPref + anchored preference (mDPO, δ = 0)",
+    ),
+    "cavpref_dpop": ("cavpref", {"dpop_lambda": 50.0}, "CAVPref + DPOP (λ = 50)"),
+    "cavpref_apo": ("cavpref", {"loss_type": [*CAVPREF_TERMS, "apo_zero"]}, "CAVPref + APO-zero"),
+    # run it on the clean_abstain_anchors mix: CLEAN rows carrying their twins' anchors
+    "cavpref_clean_cond": (
+        "cavpref",
+        {"switch_table": {"CLEAN": [1, 1]}},
+        "CAVPref, v / a terms on CLEAN too",
+    ),
+    "dpo_va": ("dpo", {"loss_type": ["sigmoid", "cavpref_v", "cavpref_a"]}, "DPO + CAVPref's v / a terms"),
 }
 CURVE_METHODS = tuple(m for m in METHODS if not m.startswith("ceiling"))
-MIXES = {"paper": list(TASKS), "clean": [*TASKS, CLEAN_TASK], "clean_abstain": [*TASKS, CLEAN_TASK]}
+MIXES = {
+    "paper": list(TASKS),
+    "clean": [*TASKS, CLEAN_TASK],
+    "clean_abstain": [*TASKS, CLEAN_TASK],
+    # clean_abstain with every CLEAN row carrying its twins' anchor pairs (prep's clean_anchors)
+    "clean_abstain_anchors": [*TASKS, CLEAN_TASK],
+}
 
 
 @dataclass

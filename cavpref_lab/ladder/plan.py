@@ -63,7 +63,13 @@ from cavpref.apps.quickstart import QuickstartConfig, Stage, eval_stage, recipe,
 from cavpref.parsing import parse_args
 from cavpref_lab.ladder.config import METHODS, MIXES, LadderConfig, source_config
 from cavpref_lab.ladder.report import write_report
-from cavpref_lab.ladder.rows import ceiling_data, ceiling_order, ceiling_rot_data, clean_abstain_data
+from cavpref_lab.ladder.rows import (
+    ceiling_data,
+    ceiling_order,
+    ceiling_rot_data,
+    clean_abstain_data,
+    clean_anchor_data,
+)
 
 
 class Job(NamedTuple):
@@ -117,8 +123,17 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
     n_rows["ceiling_weighted"] = len(ceiling_order(ids, tasks, cfg.ceiling_clean_copies)[0])
     jobs: list[Job] = []
     mix_dir = {mix: prefs for mix in MIXES} | {"clean_abstain": root / "mixes" / "clean_abstain" / "data"}
-    if {"clean_abstain"} & {*cfg.mixes, *cfg.decisive_mixes}:
+    if {"clean_abstain", "clean_abstain_anchors"} & {*cfg.mixes, *cfg.decisive_mixes}:
         jobs.append(Job("mixes/clean_abstain/data", lambda st: clean_abstain_data(st, prefs)))
+    if "clean_abstain_anchors" in {*cfg.mixes, *cfg.decisive_mixes}:
+        mix_dir["clean_abstain_anchors"] = root / "mixes" / "clean_abstain_anchors" / "data"
+        jobs.append(
+            Job(
+                "mixes/clean_abstain_anchors/data",
+                lambda st: clean_anchor_data(st, mix_dir["clean_abstain"]),
+                lambda: Stage(root, "mixes/clean_abstain/data").done,
+            )
+        )
 
     def evaluate(name: str, model: Path, label: str, ready=lambda: True) -> None:
         jobs.append(Job(name, lambda st: eval_stage(qcfg, st, model, data, world, label), ready, "eval"))

@@ -27,6 +27,7 @@ from cavpref.eval.tables import fmt, table
 from cavpref.parsing import parse_args
 from cavpref.plotting import pyplot
 from cavpref_lab.ladder.config import METHODS, MIXES, LadderConfig, source_config
+from cavpref_lab.ladder.displacement import displacement
 from cavpref_lab.ladder.margins import separation, test_items
 
 MODALITY = ("MVIT", "MAIT", "MVT", "MAT")
@@ -320,6 +321,10 @@ def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
         plot(curves, ceilings, CLEAN_TASK, refs_clean, root / "plots" / "ladder_clean.png"),
     ]
     out += [f"Plots: {', '.join(f'`{x.relative_to(root)}`' for x in plots)}", ""]
+    disp_lines, disp_stats = displacement(
+        root, {_label(methods, m, mix): run for (mix, m), run in runs.items()}, sorted(cfg.budgets), batch
+    )
+    out += disp_lines
     dec_stats = {}
     for steps in sorted(cfg.decisive_steps):
         out += [f"## Decisive table ({steps} steps, seeds {cfg.decisive_seeds})", ""]
@@ -335,6 +340,7 @@ def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
         "ceilings": ceilings,
         "curves": curves,
         "separation": sep_stats,
+        "displacement": disp_stats,
         "decisive": dec_stats,
         "wall_cpu_s": times,
     }
@@ -342,7 +348,12 @@ def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
     return root / "ladder.md"
 
 
-MIX_LABELS = {"paper": "", "clean": " +CLEAN", "clean_abstain": " +CLEAN rejecting abstention"}
+MIX_LABELS = {
+    "paper": "",
+    "clean": " +CLEAN",
+    "clean_abstain": " +CLEAN rejecting abstention",
+    "clean_abstain_anchors": " +CLEAN rejecting abstention, twins' anchors",
+}
 
 
 def _label(methods: dict, method: str, mix: str) -> str:

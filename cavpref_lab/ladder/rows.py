@@ -11,6 +11,7 @@ from datasets import Dataset, DatasetDict, load_from_disk
 
 from cavpref.apps.quickstart import Stage
 from cavpref.data import CLEAN_TASK, NONE_OF_THE_ABOVE, TASKS, BenchmarkItem, PreferenceExample
+from cavpref.data_prep.build.clean_rows import borrow_twin_anchors
 from cavpref.data_prep.build.rotation import rotate_preference
 from cavpref.prompts import n_passes, rotate_response, rotated_view, rotation_for
 
@@ -115,3 +116,14 @@ def clean_abstain_data(stage: Stage, prefs_dir: Path) -> None:
     rows = prefs.map(lambda row, n: {"rejected": new.get(n, row["rejected"])}, with_indices=True)
     DatasetDict({"train": rows}).save_to_disk(str(stage.dir))
     stage.finish(rows=len(rows), clean_rows_changed=len(new))
+
+
+def clean_anchor_data(stage: Stage, mix_dir: Path) -> None:
+    """``mixes/clean_abstain_anchors/data``: the ``clean_abstain`` rows with every CLEAN row carrying its twins'
+    anchor pairs, by the product's ``borrow_twin_anchors`` (prep's ``clean_anchors``)."""
+    rows = load_from_disk(str(mix_dir))["train"]
+    prefs, changed = borrow_twin_anchors([PreferenceExample.from_row(r) for r in rows])
+    DatasetDict(
+        {"train": Dataset.from_list([p.to_row() for p in prefs], features=rows.features)}
+    ).save_to_disk(str(stage.dir))
+    stage.finish(rows=len(prefs), clean_rows_with_twin_anchors=changed)

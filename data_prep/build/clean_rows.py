@@ -59,4 +59,42 @@ def reject_abstaining(
     return out, changed
 
 
-__all__ = ["CLEAN_REJECTED", "reject_abstaining", "twin_key"]
+def borrow_twin_anchors(prefs: Sequence[PreferenceExample]) -> tuple[list[PreferenceExample], int]:
+    """``prefs`` with every CLEAN row carrying its twins' anchor pairs (``PrepConfig.clean_anchors``), and how
+    many rows got one.
+
+    Why: CAVPref's visual / audio terms compare the original answer under clean vs perturbed media, and only on
+    the perturbed tasks' rows — where the presented media are the perturbed ones and the y term rewards
+    abstaining. On a CLEAN row the same comparison raises the answer where answering is right (its chosen
+    response, under its own clean media, against the twin's perturbed video / audio). The pair's media are the
+    twin's (same record, same setting; the first twin in task order with that anchor), its response the CLEAN
+    row's own chosen answer (so CircularEval's rotation moves it with the row's letters), and its AVSM delta the
+    twin's: ``AVSM(V_w, A_w) − AVSM(V_l, A_w)`` depends on the media pair alone. Training uses them where the
+    switch table turns CLEAN's switches on (``switch_table: {"CLEAN": [1, 1]}``)."""
+    twins: dict[str, dict[str, tuple]] = {}
+    for p in sorted(prefs, key=lambda p: _task_order(p.task)):
+        if p.task == CLEAN_TASK:
+            continue
+        got = twins.setdefault(twin_key(p.id), {})
+        if p.visual is not None:
+            got.setdefault("visual", (p.visual, p.avsm_delta_v))
+        if p.audio is not None:
+            got.setdefault("audio", (p.audio, p.avsm_delta_a))
+    out, changed = [], 0
+    for p in prefs:
+        got = twins.get(twin_key(p.id), {}) if p.task == CLEAN_TASK else {}
+        if not got:
+            out.append(p)
+            continue
+        kw = {}
+        for name, delta in (("visual", "avsm_delta_v"), ("audio", "avsm_delta_a")):
+            if name in got:
+                pair, score = got[name]
+                kw[name] = dataclasses.replace(pair, response=p.chosen)
+                kw[delta] = score
+        out.append(dataclasses.replace(p, **kw))
+        changed += 1
+    return out, changed
+
+
+__all__ = ["CLEAN_REJECTED", "borrow_twin_anchors", "reject_abstaining", "twin_key"]

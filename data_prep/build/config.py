@@ -68,6 +68,14 @@ class PrepConfig(OutputArguments):
             "choices": ["abstain", "wrong_option"],
         },
     )
+    clean_anchors: bool = field(
+        default=False,
+        metadata={
+            "help": "give every CLEAN row its perturbed twins' visual / audio anchor pairs (the original answer "
+            "under clean vs perturbed media), so CAVPref's conditioned terms can run on clean items too "
+            '(training: switch_table {"CLEAN": [1, 1]}); docs/training.md, Remedies'
+        },
+    )
     settings: list[str] = field(
         default_factory=lambda: list(SETTINGS),
         metadata={"help": "prompt settings: base and/or instruction (None of the above + instruction)"},

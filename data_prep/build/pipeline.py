@@ -18,7 +18,7 @@ from cavpref.data_prep.build.config import PrepConfig
 from cavpref.data_prep.build.fingerprint import _NOT_FINGERPRINTED, fingerprint, versions
 from cavpref.data_prep.build.generate import generate
 from cavpref.data_prep.build.reading import PrepError, check_sources, read_records, validate
-from cavpref.data_prep.build.clean_rows import reject_abstaining
+from cavpref.data_prep.build.clean_rows import borrow_twin_anchors, reject_abstaining
 from cavpref.data_prep.build.rotation import rotate_preferences
 from cavpref.data_prep.build.splits import assign_splits, in_shard, split_of_paths
 from cavpref.data_prep.build.stats import (
@@ -144,6 +144,11 @@ def _build(config: PrepConfig) -> dict[str, Any]:
         for s, p in prefs.items():
             prefs[s], changed[s] = reject_abstaining(p, items.get(s, []))
         stats["clean_rows_rejecting_abstention"] = changed
+    if config.clean_anchors:  # before scoring: the scorer reads the rows' anchors (clean_rows.py)
+        borrowed = {}
+        for s, p in prefs.items():
+            prefs[s], borrowed[s] = borrow_twin_anchors(p)
+        stats["clean_rows_with_twin_anchors"] = borrowed
     if config.score:
         prefs = {s: score(p, config) for s, p in prefs.items()}
     if config.rotate_options:  # after scoring: the scores are of the rows as drawn (the quickstart's order)

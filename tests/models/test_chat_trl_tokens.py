@@ -116,7 +116,6 @@ def test_the_dpo_loss_on_a_fixed_batch_equals_trls(setup, tmp_path, options):
     from cavpref.media.spec import clip, to_json
     from cavpref.task_registry import task_names
     from cavpref.trainer import CAVPrefTrainer
-    from cavpref.trainer.step import response_tokens
 
     model_io, policy, ref = setup
     tr = trl_trainer(setup, tmp_path, **options)
@@ -148,6 +147,5 @@ def test_the_dpo_loss_on_a_fixed_batch_equals_trls(setup, tmp_path, options):
         ref_logps = model_io.logps(ref, batch)
     pol = {s: policy_logps[inputs["slots"][s]] for s in ("y_w", "y_l")}
     rf = {s: ref_logps[inputs["slots"][s]] for s in ("y_w", "y_l")}
-    tokens = {s: response_tokens(inputs, s) for s in ("y_w", "y_l")}
-    got = ours.objective.dpo_loss(pol, rf, tokens).item()
+    got = sum(t.weight * ours.objective.term_value(t, inputs, pol, rf) for t in args.terms).item()
     assert got == pytest.approx(want, abs=1e-5), options

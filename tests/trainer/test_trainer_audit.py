@@ -81,12 +81,10 @@ def test_a_skipped_step_does_not_step_the_optimizer_nor_the_schedule_nor_log_a_l
 @pytest.mark.parametrize(
     "option, value",
     [
-        ("loss_type", "ipo"),
         ("label_smoothing", 0.1),
         ("ld_alpha", 0.5),
         ("use_weighting", True),
         ("f_divergence_type", "js_divergence"),
-        ("loss_weights", [2.0]),
     ],
 )
 def test_dpo_options_the_loss_ignores_are_refused(tmp_path, option, value):
