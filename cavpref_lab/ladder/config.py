@@ -55,7 +55,7 @@ class LadderConfig:
         metadata={
             "help": "ceiling_weighted: each clean twin this many times per perturbed row, a cost on abstaining "
             "where the answer is wanted (the balanced ceiling abstains on a third of clean items; the cut its "
-            "own training items want is worth about 4:1 in the odds of the answer letter, docs/results.md)"
+            "own training items want is worth about 4:1 in the odds of the answer letter, cavpref_lab/ladder/README.md)"
         },
     )
     methods: list[str] = field(

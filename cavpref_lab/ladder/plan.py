@@ -32,7 +32,7 @@ Parts (``--parts``):
 **Curve points are checkpoints of one run.** Every run trains at a constant learning rate after
 ``--warmup_steps`` (``constant_with_warmup``) and saves every ``--save_every`` steps; the data order depends
 only on (seed, epoch) (``PreferenceBatchSampler``), so the checkpoint at step N *is* the run with
-``max_steps = N`` (checked bit for bit, docs/results.md) at a fraction of the cost of separate runs. Each run
+``max_steps = N`` (checked bit for bit, cavpref_lab/ladder/README.md) at a fraction of the cost of separate runs. Each run
 goes to ``--budgets`` and on to at least ``--epochs`` epochs of its own data.
 
 Resumable stage by stage: each stage is a folder with a ``.done.json`` marker (with its wall time); a killed

@@ -2,7 +2,7 @@
 
 Why: a CLEAN row that rejects a wrong option teaches the answer, but nothing in a mix of such rows and the
 perturbed tasks' rows ever penalises *abstaining* on a clean item — while 7 of the 9 tasks reward it. The
-learnability ladder measured what that does (docs/results.md, "The learnability ladder"; same start and rows,
+learnability ladder measured what that does (cavpref_lab/ladder/README.md; same start and rows,
 per-token reading, 2 epochs, 3 seeds): DPO's paired trust went from 0 % with wrong-option CLEAN rows to
 22.6 ± 5.3 % with CLEAN rows that reject abstaining (its `clean_abstain` mix), false abstention 0.7 ± 0.7 %.
 
