@@ -66,7 +66,7 @@ class LadderConfig:
         default_factory=lambda: list(MIXES),
         metadata={
             "help": "paper (the 9 tasks) | clean (+ CLEAN's rows: a wrong option rejected) | clean_abstain (+ "
-            "CLEAN's rows with abstaining rejected: clean_abstain_rows)"
+            "CLEAN's rows with abstaining rejected, prep's default now: rows.MIX_CLEAN_REJECTED)"
         },
     )
     option_score: str = field(

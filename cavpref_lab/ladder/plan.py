@@ -23,8 +23,10 @@ Parts (``--parts``):
   by a constant its own training items measure: ``scripts/ladder_diagnose.py --fit_on``).
 - ``curves``: DPO, CAVPref w/o Robustness, CAVPref (calibrated β), CAVPref (fixed β) and CAVPref with the
   paper's anchor (``anchor_response: chosen``), each on the paper's mix (the 9 tasks), with CLEAN's rows added
-  as prep builds them (a wrong option rejected), or with CLEAN's rows rejecting abstention (``clean_abstain``,
-  ``cavpref_lab.ladder.rows.clean_abstain_rows``) (``--mixes``).
+  as prep built them before its default changed (``clean``: a wrong option rejected), or with CLEAN's rows
+  rejecting abstention (``clean_abstain``, prep's default now) (``--mixes``). Each mix names its kind of CLEAN
+  row (``cavpref_lab.ladder.rows.MIX_CLEAN_REJECTED``): the mix whose kind the source's prep built trains on the
+  source's rows; the other is built once by the product's rule (``mixes/<mix>/data``, ``rows.mix_data``).
 - ``decisive``: ``--decisive_methods`` over ``--decisive_seeds`` at each of ``--decisive_steps`` (one table
   each; seed 0 is the curve's checkpoint: the same run). One run per seed goes to the largest budget and keeps a
   checkpoint at every one, so a budget added later extends the runs without losing the earlier checkpoints.
@@ -63,7 +65,14 @@ from cavpref.apps.quickstart import QuickstartConfig, Stage, eval_stage, recipe,
 from cavpref.parsing import parse_args
 from cavpref_lab.ladder.config import METHODS, MIXES, LadderConfig, source_config
 from cavpref_lab.ladder.report import write_report
-from cavpref_lab.ladder.rows import ceiling_data, ceiling_order, ceiling_rot_data, clean_abstain_data
+from cavpref_lab.ladder.rows import (
+    MIX_CLEAN_REJECTED,
+    ceiling_data,
+    ceiling_order,
+    ceiling_rot_data,
+    mix_data,
+    source_clean_rejected,
+)
 
 
 class Job(NamedTuple):
@@ -116,9 +125,12 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
     n_rows["ceiling"] = len(ceiling_order(ids, tasks)[0])
     n_rows["ceiling_weighted"] = len(ceiling_order(ids, tasks, cfg.ceiling_clean_copies)[0])
     jobs: list[Job] = []
-    mix_dir = {mix: prefs for mix in MIXES} | {"clean_abstain": root / "mixes" / "clean_abstain" / "data"}
-    if {"clean_abstain"} & {*cfg.mixes, *cfg.decisive_mixes}:
-        jobs.append(Job("mixes/clean_abstain/data", lambda st: clean_abstain_data(st, prefs)))
+    mix_dir = {mix: prefs for mix in MIXES}
+    built = source_clean_rejected(src) if {*MIX_CLEAN_REJECTED} & {*cfg.mixes, *cfg.decisive_mixes} else None
+    for mix, kind in MIX_CLEAN_REJECTED.items():
+        if kind != built and mix in {*cfg.mixes, *cfg.decisive_mixes}:
+            mix_dir[mix] = root / "mixes" / mix / "data"
+            jobs.append(Job(f"mixes/{mix}/data", lambda st, mix=mix: mix_data(st, src, mix)))
 
     def evaluate(name: str, model: Path, label: str, ready=lambda: True) -> None:
         jobs.append(Job(name, lambda st: eval_stage(qcfg, st, model, data, world, label), ready, "eval"))
