@@ -11,8 +11,8 @@ source record, in the same setting) rejects the abstention instead: in the instr
 "None of the above" option (``"<letter>. None of the above"``; the rotation of ``rotate_options`` moves it with
 the letters), in the base setting — which has no such option — the twin's abstention sentence (the first twin in
 task order). ``clean_rejected: wrong_option`` keeps the wrong plausible option. A pure function of the rows and
-items, applied before scoring and rotation (``data_prep/build/pipeline.py``); the same rule as the ladder's
-``clean_abstain`` mix.
+items, applied before scoring and rotation (``data_prep/build/pipeline.py``); the ladder's
+``clean_abstain`` mix calls it (``cavpref_lab/ladder/rows.py``).
 """
 
 from __future__ import annotations
