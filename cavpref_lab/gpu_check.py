@@ -23,7 +23,7 @@ recipe parsed with overrides, ``cavpref.train.build_trainer``), on the shared-pr
 
 Writes ``gpu_check.json`` and ``gpu_check.md`` (the tables) to ``--out`` (default ``$OUT``) after every
 section, so a run stopped by its time limit still leaves what it measured. Exit status 1 when a section failed
-or a check did not hold. GPU: ``docs/benchmarks.md`` ("The GPU check") gives the one command (wheels for the
+or a check did not hold. GPU: ``cavpref_lab/bench/README.md`` ("The GPU check") gives the one command (wheels for the
 packages the GPU image lacks: ``scripts/gpu_wheels.sh``). On CPU at tiny widths (``tests/lab/test_gpu_check.py``
 runs this with smaller clips and float32 only, so the script cannot rot):
 

@@ -166,7 +166,7 @@ class EvalArgs(EvalModelArguments, MediaArguments, JudgeArguments, HTMLReportArg
         metadata={
             "help": "likelihood mode: how an option's log-likelihood is read for the headline — per_token (the "
             "summed log-prob over its token count; default: the sum makes a model that never abstains 'abstain' "
-            "on 90-100 % of COT-Stitch / CAT, whose options are long, docs/results.md) | sum | letter (the "
+            "on 90-100 % of COT-Stitch / CAT, whose options are long, cavpref_lab/ladder/README.md) | sum | letter (the "
             "answer letter alone); all three are recorded and reported (docs/evaluation.md)",
             "choices": list(OPTION_SCORES),
         },

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python packages scripts/gpu_check.py needs that the GPU machine's image lacks (or has too old), as wheels for
 # its python3 (CPython 3.12, x86-64 Linux), downloaded into .whl/ (git-ignored) to be carried with the run and
-# installed there without an index (docs/benchmarks.md, "The GPU check"):
+# installed there without an index (cavpref_lab/bench/README.md, "The GPU check"):
 #
 #     bash scripts/gpu_wheels.sh [DEST]        # default DEST: .whl (about 54 MB)
 #
@@ -16,7 +16,7 @@
 #   av 18.1.0            PyAV: the real-processor row writes and decodes mp4 clips
 # Checked on CPU: scripts/gpu_check.py at tiny widths passes every section with these packages over the image's
 # transformers 5.17.0, accelerate 1.15.0, huggingface_hub 1.33.0, tokenizers 0.23.2 and pyarrow 21.0.0
-# (docs/benchmarks.md).
+# (cavpref_lab/bench/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=${1:-.whl}

@@ -82,7 +82,7 @@ class LadderConfig:
         metadata={
             "help": "ceiling_weighted: each clean twin this many times per perturbed row, a cost on abstaining "
             "where the answer is wanted (the balanced ceiling abstains on a third of clean items; the cut its "
-            "own training items want is worth about 4:1 in the odds of the answer letter, docs/results.md)"
+            "own training items want is worth about 4:1 in the odds of the answer letter, cavpref_lab/ladder/README.md)"
         },
     )
     methods: list[str] = field(
@@ -93,7 +93,7 @@ class LadderConfig:
         default_factory=lambda: list(MIXES),
         metadata={
             "help": "paper (the 9 tasks) | clean (+ CLEAN's rows: a wrong option rejected) | clean_abstain (+ "
-            "CLEAN's rows with abstaining rejected: clean_abstain_rows)"
+            "CLEAN's rows with abstaining rejected, prep's default now: rows.MIX_CLEAN_REJECTED)"
         },
     )
     option_score: str = field(

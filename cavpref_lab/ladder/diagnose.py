@@ -39,6 +39,7 @@ from pathlib import Path
 
 from cavpref.data import CLEAN_TASK
 from cavpref.eval.benchmarks.avtrustbench.reader import load_items
+from cavpref.eval.benchmarks.avtrustbench.separation import pair_scores, twin_margins
 from cavpref.eval.benchmarks.avtrustbench.trust import record_key
 from cavpref.eval.option_score import OPTION_SCORES
 from cavpref.eval.tables import fmt, table
@@ -123,7 +124,8 @@ def at_cut(
 def diagnose(run: Path, items: dict, instruments: set[str], protocol: str) -> dict:
     """The run's paired separation, pooled AUROC and clean abstention (overall and by source × option mix)."""
     reading = first_pass(run, items, protocol)
-    pairs = [(reading[p][0], reading[c][0]) for p, c in twin_pairs(reading, items)]
+    margins = {i: m for i, (m, _) in reading.items()}
+    pairs = [pair for ps in twin_margins(margins, items).values() for pair in ps]  # the product's pairing
     if not pairs:
         raise ValueError(
             f"{run}: no (perturbed item, clean twin) pair among its first passes; evaluate CLEAN and a perturbed "
@@ -139,7 +141,7 @@ def diagnose(run: Path, items: dict, instruments: set[str], protocol: str) -> di
         groups.setdefault(f"{item.source}, {option_mix(shown, instruments)}", []).append(reading[iid][0] > 0)
     return {
         "pairs": len(pairs),
-        "separation": 100 * statistics.fmean((p > c) + 0.5 * (p == c) for p, c in pairs),
+        "separation": 100 * statistics.fmean(pair_scores(margins, items)),
         "pooled AUROC": pooled_auroc([p for p, _ in pairs], clean),
         "abstains perturbed": 100 * statistics.fmean(p > 0 for p, _ in pairs),
         "abstains clean": 100 * statistics.fmean(c > 0 for c in clean),

@@ -2,18 +2,21 @@
 
 The margin of one pass is the value of the "None of the above" option minus the best other option's under one
 option-scoring protocol (> 0: the model abstains); with it, whether that best other option is the answer. The
-ladder's report reads the separation of perturbed items from their clean twins from it, and
-``scripts/ladder_diagnose.py`` the pooled AUROC, the clean abstention and the fitted cut; nothing is re-run.
+ladder's report reads the separation of perturbed items from their clean twins from it through the product's
+own functions (``cavpref.eval.benchmarks.avtrustbench.separation``, what training-time trust reports), and
+``scripts/ladder_diagnose.py`` the pooled AUROC, the clean abstention and the fitted cut; nothing is re-run. What
+stays here is what the product does not read: every pass's margin (``readings``, for the circular figure at a
+fitted cut) with whether the best other option is the answer, and the twin pairs by id.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 
-from cavpref.data import CLEAN_TASK, TASKS
+from cavpref.data import CLEAN_TASK
 from cavpref.eval.benchmarks.avtrustbench.reader import load_items
+from cavpref.eval.benchmarks.avtrustbench.separation import first_pass_margins, separation
 from cavpref.eval.benchmarks.avtrustbench.trust import record_key
 from cavpref.eval.option_score import option_values
 from cavpref.eval.runner import load_records
@@ -61,9 +64,23 @@ def first_pass(run: Path, items: dict, protocol: str) -> dict[str, tuple[float, 
     return {i: r[0] for i, r in readings(run, items, protocol).items()}
 
 
-def margins(run: Path, items: dict, protocol: str) -> dict[str, float]:
-    """item id -> the first pass's abstention margin (``first_pass``)."""
-    return {i: m for i, (m, _) in first_pass(run, items, protocol).items()}
+def run_margins(run: Path, items: dict, protocol: str) -> dict[str, float]:
+    """item id -> the first pass's abstention margin: the product's ``first_pass_margins`` on the run's records,
+    with the run's ``pin_abstain`` setting (what training-time trust and the report read)."""
+    config = run / "results.json"
+    settings = json.loads(config.read_text()).get("config", {}) if config.is_file() else {}
+    records = load_records(run)
+    if not records:
+        raise FileNotFoundError(
+            f"{run}: no evaluation records (records.rank*.jsonl); name a `cavpref eval avtrustbench` output folder"
+        )
+    return first_pass_margins(records.values(), items, protocol, pin=bool(settings.get("pin_abstain")))
+
+
+def run_separation(run: Path, items: dict, protocol: str) -> dict[str, dict]:
+    """Per perturbed task and ``"all"``, the run's paired separation and each side's abstention rate: the
+    product's ``separation`` of ``run_margins``."""
+    return separation(run_margins(run, items, protocol), items)
 
 
 def twin_pairs(reading: dict, items: dict) -> list[tuple[str, str]]:
@@ -79,28 +96,6 @@ def twin_pairs(reading: dict, items: dict) -> list[tuple[str, str]]:
         for i in items.values()
         if i.task != CLEAN_TASK and i.id in reading and (i.setting, record_key(i)) in twins
     ]
-
-
-def separation(run: Path, items: dict, protocol: str) -> dict[str, dict]:
-    """Per perturbed task, how well the model tells an item from its own clean twin, whatever its bias: over
-    the (perturbed, clean twin) pairs, the share where the perturbed item's abstention margin is the larger
-    (ties count half) — 100 % always more inclined to abstain on the perturbed one, 50 % unable to tell them
-    apart — and each side's abstention rate (margin > 0)."""
-    m = margins(run, items, protocol)
-    pairs: dict[str, list[tuple[float, float]]] = {}
-    for p, c in twin_pairs(m, items):
-        pairs.setdefault(items[p].task, []).append((m[p], m[c]))
-    pairs["all"] = [p for t in TASKS for p in pairs.get(t, [])]
-    return {
-        task: {
-            "pairs": len(ps),
-            "separation": 100 * statistics.fmean((a > b) + 0.5 * (a == b) for a, b in ps),
-            "abstain perturbed": 100 * statistics.fmean(a > 0 for a, _ in ps),
-            "abstain clean": 100 * statistics.fmean(b > 0 for _, b in ps),
-        }
-        for task, ps in pairs.items()
-        if ps
-    }
 
 
 def test_items(data: Path) -> dict:

@@ -23,8 +23,10 @@ Parts (``--parts``):
   by a constant its own training items measure: ``scripts/ladder_diagnose.py --fit_on``).
 - ``curves``: DPO, CAVPref w/o Robustness, CAVPref (calibrated β), CAVPref (fixed β) and CAVPref with the
   paper's anchor (``anchor_response: chosen``), each on the paper's mix (the 9 tasks), with CLEAN's rows added
-  as prep builds them (a wrong option rejected), or with CLEAN's rows rejecting abstention (``clean_abstain``,
-  ``cavpref_lab.ladder.rows.clean_abstain_rows``) (``--mixes``).
+  as prep built them before its default changed (``clean``: a wrong option rejected), or with CLEAN's rows
+  rejecting abstention (``clean_abstain``, prep's default now) (``--mixes``). Each mix names its kind of CLEAN
+  row (``cavpref_lab.ladder.rows.MIX_CLEAN_REJECTED``): the mix whose kind the source's prep built trains on the
+  source's rows; the other is built once by the product's rule (``mixes/<mix>/data``, ``rows.mix_data``).
 - ``decisive``: ``--decisive_methods`` over ``--decisive_seeds`` at each of ``--decisive_steps`` (one table
   each; seed 0 is the curve's checkpoint: the same run). One run per seed goes to the largest budget and keeps a
   checkpoint at every one, so a budget added later extends the runs without losing the earlier checkpoints.
@@ -32,7 +34,7 @@ Parts (``--parts``):
 **Curve points are checkpoints of one run.** Every run trains at a constant learning rate after
 ``--warmup_steps`` (``constant_with_warmup``) and saves every ``--save_every`` steps; the data order depends
 only on (seed, epoch) (``PreferenceBatchSampler``), so the checkpoint at step N *is* the run with
-``max_steps = N`` (checked bit for bit, docs/results.md) at a fraction of the cost of separate runs. Each run
+``max_steps = N`` (checked bit for bit, cavpref_lab/ladder/README.md) at a fraction of the cost of separate runs. Each run
 goes to ``--budgets`` and on to at least ``--epochs`` epochs of its own data.
 
 Resumable stage by stage: each stage is a folder with a ``.done.json`` marker (with its wall time); a killed
@@ -64,11 +66,13 @@ from cavpref.parsing import parse_args
 from cavpref_lab.ladder.config import METHODS, MIXES, LadderConfig, source_config
 from cavpref_lab.ladder.report import write_report
 from cavpref_lab.ladder.rows import (
+    MIX_CLEAN_REJECTED,
     ceiling_data,
     ceiling_order,
     ceiling_rot_data,
-    clean_abstain_data,
     clean_anchor_data,
+    mix_data,
+    source_clean_rejected,
 )
 
 
@@ -122,18 +126,20 @@ def plan(cfg: LadderConfig, qcfg: QuickstartConfig) -> list[Job]:
     n_rows["ceiling"] = len(ceiling_order(ids, tasks)[0])
     n_rows["ceiling_weighted"] = len(ceiling_order(ids, tasks, cfg.ceiling_clean_copies)[0])
     jobs: list[Job] = []
-    mix_dir = {mix: prefs for mix in MIXES} | {"clean_abstain": root / "mixes" / "clean_abstain" / "data"}
-    if {"clean_abstain", "clean_abstain_anchors"} & {*cfg.mixes, *cfg.decisive_mixes}:
-        jobs.append(Job("mixes/clean_abstain/data", lambda st: clean_abstain_data(st, prefs)))
-    if "clean_abstain_anchors" in {*cfg.mixes, *cfg.decisive_mixes}:
+    mix_dir = {mix: prefs for mix in MIXES}
+    wanted = {*cfg.mixes, *cfg.decisive_mixes}
+    if "clean_abstain_anchors" in wanted:
+        wanted.add("clean_abstain")  # its rows are clean_abstain's, each CLEAN row with its twins' anchors
+    built = source_clean_rejected(src) if {*MIX_CLEAN_REJECTED} & wanted else None
+    for mix, kind in MIX_CLEAN_REJECTED.items():
+        if kind != built and mix in wanted:
+            mix_dir[mix] = root / "mixes" / mix / "data"
+            jobs.append(Job(f"mixes/{mix}/data", lambda st, mix=mix: mix_data(st, src, mix)))
+    if "clean_abstain_anchors" in wanted:
+        base = mix_dir["clean_abstain"]
         mix_dir["clean_abstain_anchors"] = root / "mixes" / "clean_abstain_anchors" / "data"
-        jobs.append(
-            Job(
-                "mixes/clean_abstain_anchors/data",
-                lambda st: clean_anchor_data(st, mix_dir["clean_abstain"]),
-                lambda: Stage(root, "mixes/clean_abstain/data").done,
-            )
-        )
+        ready = (lambda: True) if base == prefs else (lambda: Stage(root, "mixes/clean_abstain/data").done)
+        jobs.append(Job("mixes/clean_abstain_anchors/data", lambda st: clean_anchor_data(st, base), ready))
 
     def evaluate(name: str, model: Path, label: str, ready=lambda: True) -> None:
         jobs.append(Job(name, lambda st: eval_stage(qcfg, st, model, data, world, label), ready, "eval"))

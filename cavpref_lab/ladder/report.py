@@ -28,7 +28,7 @@ from cavpref.parsing import parse_args
 from cavpref.plotting import pyplot
 from cavpref_lab.ladder.config import METHODS, MIXES, LadderConfig, source_config
 from cavpref_lab.ladder.displacement import displacement
-from cavpref_lab.ladder.margins import separation, test_items
+from cavpref_lab.ladder.margins import run_separation, test_items
 
 MODALITY = ("MVIT", "MAIT", "MVT", "MAT")
 REST = tuple(t for t in TASKS if t not in MODALITY)
@@ -141,7 +141,9 @@ def stick_tables(root: Path, data: Path, models: dict[str, str]) -> tuple[list[s
 
 def separation_table(root: Path, runs: dict[str, str], items: dict, protocol: str) -> tuple[list[str], dict]:
     stats = {
-        label: separation(root / name, items, protocol) for label, name in runs.items() if load(root, name)
+        label: run_separation(root / name, items, protocol)
+        for label, name in runs.items()
+        if load(root, name)
     }
     tasks = [t for t in (*TASKS, "all") if any(t in s for s in stats.values())]
     rows = [

@@ -1,19 +1,23 @@
 """The ladder's own training rows (issue 38): the ceiling's (each perturbed row with its clean twin), the same
-under every CircularEval rotation, and the ``clean_abstain`` mix (CLEAN rows rejecting abstention). Pure
-functions of the preference rows, and the stages that save them (``scripts/ladder.py`` runs them)."""
+under every CircularEval rotation, and the mixes' CLEAN rows of either kind, built by the product's own rule
+(``MIX_CLEAN_REJECTED``). Pure functions of the preference rows, and the stages that save them
+(``scripts/ladder.py`` runs them)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+import shutil
+from dataclasses import fields, replace
 from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
 from cavpref.apps.quickstart import Stage
-from cavpref.data import CLEAN_TASK, NONE_OF_THE_ABOVE, TASKS, BenchmarkItem, PreferenceExample
-from cavpref.data_prep.build.clean_rows import borrow_twin_anchors
+from cavpref.data import CLEAN_TASK, BenchmarkItem, PreferenceExample
+from cavpref.data_prep.build import PrepConfig, build
+from cavpref.data_prep.build.clean_rows import borrow_twin_anchors, reject_abstaining
 from cavpref.data_prep.build.rotation import rotate_preference
-from cavpref.prompts import n_passes, rotate_response, rotated_view, rotation_for
+from cavpref.prompts import n_passes, rotate, rotate_response, rotated_view, rotation_for
 
 
 def ceiling_order(ids: list[str], tasks: list[str], clean_copies: int = 1) -> tuple[list[int], int]:
@@ -86,36 +90,71 @@ def ceiling_rot_data(qcfg, stage: Stage, prefs_dir: Path, data: Path) -> None:
     stage.finish(rows=len(rows), from_rows=len(order))
 
 
-def clean_abstain_rows(
-    ids: list[str], tasks: list[str], chosen: list[str], prompts: list[str]
-) -> dict[int, str]:
-    """Row index -> new rejected response of every CLEAN row that has a perturbed twin: abstaining where
-    answering is right. In the instruction setting that is the row's own "None of the above" option (its letter
-    in the row's rotated prompt); in the base setting the twin's abstention sentence (the first perturbed twin in
-    task order). The ``clean`` mix's CLEAN rows reject a wrong option, so nothing in it ever penalises
-    abstaining on a clean item; this mix does."""
-    twin: dict[str, str] = {}
-    for i, t, c in sorted(
-        zip(ids, tasks, chosen), key=lambda x: TASKS.index(x[1]) if x[1] in TASKS else len(TASKS)
-    ):
-        if t != CLEAN_TASK:
-            twin.setdefault(i.split(":", 1)[1], c)
+#: the kind of CLEAN rows each mix trains on, as prep's ``clean_rejected`` names it: ``clean`` = CLEAN rows as
+#: prep built them before its default changed (a wrong option rejected), ``clean_abstain`` = CLEAN rows rejecting
+#: abstention (the ladder's lesson, now prep's default: ``cavpref.data_prep.build.clean_rows``)
+MIX_CLEAN_REJECTED = {"clean": "wrong_option", "clean_abstain": "abstain"}
+
+
+def prep_config(source: Path) -> dict:
+    """The prep keys the source's ``data/`` was built with (its ``manifest.json``)."""
+    manifest = source / "data" / "manifest.json"
+    if not manifest.is_file():
+        raise FileNotFoundError(
+            f"{manifest}: no prep manifest; --source must be a finished `cavpref quickstart` run"
+        )
+    return json.loads(manifest.read_text())["config"]
+
+
+def source_clean_rejected(source: Path) -> str:
+    """The kind of the source's CLEAN rows: its prep's ``clean_rejected`` (a prep older than the key built only
+    ``wrong_option`` rows — the ladder's published runs)."""
+    return prep_config(source).get("clean_rejected", "wrong_option")
+
+
+def items_as_shown(items: dict, seed: int) -> dict:
+    """Each item with its "None of the above" letter under the rotation its training row is shown under (prep's
+    ``rotate_options``: drawn from (seed, id)), so the product's rule reads the letter the row's prompt shows."""
     out = {}
-    for n, (i, t, prompt) in enumerate(zip(ids, tasks, prompts)):
-        if t != CLEAN_TASK or i.split(":", 1)[1] not in twin:
-            continue
-        none = [x.split(". ", 1)[0] for x in prompt.splitlines() if x.endswith(f". {NONE_OF_THE_ABOVE}")]
-        out[n] = f"{none[-1]}. {NONE_OF_THE_ABOVE}" if none else twin[i.split(":", 1)[1]]
+    for i, item in items.items():
+        if item.abstain_letter is not None:
+            new_of = rotate(item.options, rotation_for(seed, i, item.options))[1]
+            item = replace(item, abstain_letter=new_of[item.abstain_letter])
+        out[i] = item
     return out
 
 
-def clean_abstain_data(stage: Stage, prefs_dir: Path) -> None:
-    """``mixes/clean_abstain/data``: the preference rows with ``clean_abstain_rows``' rejected responses."""
-    prefs = load_from_disk(str(prefs_dir))["train"]
-    new = clean_abstain_rows(prefs["id"], prefs["task"], prefs["chosen"], prefs["prompt"])
-    rows = prefs.map(lambda row, n: {"rejected": new.get(n, row["rejected"])}, with_indices=True)
-    DatasetDict({"train": rows}).save_to_disk(str(stage.dir))
-    stage.finish(rows=len(rows), clean_rows_changed=len(new))
+def mix_data(stage: Stage, source: Path, mix: str) -> None:
+    """``mixes/<mix>/data``: the source's preference rows with CLEAN rows of the mix's kind
+    (``MIX_CLEAN_REJECTED``) where the source's prep built the other kind, through the product's own rule:
+    rows rejecting abstention are the source's rows through ``reject_abstaining`` (as prep applies it, the letter
+    read under each row's rotation); rows rejecting a wrong option, which an ``abstain`` prep no longer holds, are
+    prep re-run from the source's manifest with ``clean_rejected: wrong_option`` (the same rows otherwise)."""
+    kind, config = MIX_CLEAN_REJECTED[mix], prep_config(source)
+    prefs_dir = source / "data" / "preferences"
+    if kind == "abstain":
+        prefs = load_from_disk(str(prefs_dir))["train"]
+        clean = load_from_disk(str(source / "data" / "benchmark" / CLEAN_TASK))["train"]
+        items = {row["id"]: BenchmarkItem.from_row(row) for row in clean}
+        if config.get("rotate_options"):
+            items = items_as_shown(items, config["seed"])
+        rows, changed = reject_abstaining([PreferenceExample.from_row(r) for r in prefs], items.values())
+        out = prefs.map(lambda row, n: {"rejected": rows[n].rejected}, with_indices=True)
+    else:
+        built = stage.dir.parent / f".{stage.dir.name}_prep"
+        built.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(built, ignore_errors=True)
+        known = {f.name for f in fields(PrepConfig)}
+        keys = {k: v for k, v in config.items() if k in known}
+        build(PrepConfig(**{**keys, "output_dir": str(built), "clean_rejected": kind}))
+        out = load_from_disk(str(built / "preferences"))["train"]
+        changed = sum(
+            a != b for a, b in zip(out["rejected"], load_from_disk(str(prefs_dir))["train"]["rejected"])
+        )
+    DatasetDict({"train": out}).save_to_disk(str(stage.dir))
+    if kind != "abstain":
+        shutil.rmtree(built)
+    stage.finish(rows=len(out), clean_rows_changed=changed, clean_rejected=kind)
 
 
 def clean_anchor_data(stage: Stage, mix_dir: Path) -> None:

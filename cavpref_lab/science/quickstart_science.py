@@ -2,7 +2,7 @@
 
     python scripts/quickstart_science.py --out runs/quickstart [--seeds 0 1 2] [--grid 0.5 1 2] [quickstart keys]
     python scripts/quickstart_science.py --config science.yaml [--key value ...]   (the same keys in a YAML file)
-    python scripts/quickstart_science.py --preset perceiving --out runs/sci256   (docs/results.md)
+    python scripts/quickstart_science.py --preset perceiving --out runs/sci256   (cavpref_lab/science/README.md)
 
 1. runs (or reuses) ``cavpref quickstart`` in ``--out`` with the given flags;
 2. seeds: every quickstart method (SFT, DPO, CAVPref w/o Robustness, CAVPref, CAVPref with a fixed β) again

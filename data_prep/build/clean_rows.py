@@ -2,7 +2,7 @@
 
 Why: a CLEAN row that rejects a wrong option teaches the answer, but nothing in a mix of such rows and the
 perturbed tasks' rows ever penalises *abstaining* on a clean item — while 7 of the 9 tasks reward it. The
-learnability ladder measured what that does (docs/results.md, "The learnability ladder"; same start and rows,
+learnability ladder measured what that does (cavpref_lab/ladder/README.md; same start and rows,
 per-token reading, 2 epochs, 3 seeds): DPO's paired trust went from 0 % with wrong-option CLEAN rows to
 22.6 ± 5.3 % with CLEAN rows that reject abstaining (its `clean_abstain` mix), false abstention 0.7 ± 0.7 %.
 
@@ -11,8 +11,8 @@ source record, in the same setting) rejects the abstention instead: in the instr
 "None of the above" option (``"<letter>. None of the above"``; the rotation of ``rotate_options`` moves it with
 the letters), in the base setting — which has no such option — the twin's abstention sentence (the first twin in
 task order). ``clean_rejected: wrong_option`` keeps the wrong plausible option. A pure function of the rows and
-items, applied before scoring and rotation (``data_prep/build/pipeline.py``); the same rule as the ladder's
-``clean_abstain`` mix.
+items, applied before scoring and rotation (``data_prep/build/pipeline.py``); the ladder's
+``clean_abstain`` mix calls it (``cavpref_lab/ladder/rows.py``).
 """
 
 from __future__ import annotations

@@ -329,7 +329,7 @@ def plausible_options(record: QARecord, ctx: Context, rng: random.Random) -> lis
     ``distractors: same_group`` only those in the answer's T2 group (or, for an answer in no group, in none),
     and none whose words hold the answer's or are held by them ("middle" / "In the middle"): a category's T3
     vocabulary mixes kinds (MUSIC-AVQA's Temporal: instruments, "Right", "Car"), and an instrument question
-    offered "Car" reads like ICIT's irrelevant options (docs/results.md, the ladder's ceiling).
+    offered "Car" reads like ICIT's irrelevant options (cavpref_lab/ladder/README.md, the ceiling).
     """
     answer = record.answer
     if not answer:

@@ -1,7 +1,7 @@
 """`cavpref quickstart --preset small` end to end: every stage's real output, then a second run that reuses them all.
 
 This is the pipeline check CI runs (tiny world, a few steps); it asserts what the pipeline wrote, not the
-science (the full-size numbers are in docs/results.md).
+science (the full-size numbers are in cavpref_lab/science/README.md).
 """
 
 import json

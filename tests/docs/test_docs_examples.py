@@ -1,4 +1,5 @@
-"""Every fenced example in README.md and docs/*.md runs, as a user following the page would run it (issue 37).
+"""Every fenced example in README.md, docs/*.md and the result pages beside the experiments
+(cavpref_lab/**/README.md) runs, as a user following the page would run it (issue 37).
 
 The convention (what runs, where, fast or slow, and the ``<!-- doc-test: ... -->`` marker for blocks this CPU
 machine cannot run as written) is in docs/index.md, "Examples that run". Each page's blocks run in order in one
@@ -20,7 +21,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# the result pages live beside their experiment (cavpref_lab/<experiment>/README.md, issue 52); docs/ the manuals
+RESULT_PAGES = sorted((ROOT / "cavpref_lab").rglob("README.md"))
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *RESULT_PAGES]
 RUN, NOT_RUN = ("bash", "python"), ("text",)
 FENCE = re.compile(r"^```(\S*)\s*$")
 MARK = re.compile(r"^<!--\s*doc-test:(.*?)-->\s*$")
@@ -227,10 +230,11 @@ def _slug(heading: str) -> str:
 
 
 def test_every_link_and_docs_path_resolves():
-    """A moved page leaves no dead link: every relative markdown link (file and #anchor) in README.md and docs/,
-    and every ``docs/*.md`` path named in the docs, the code or the recipes, exists."""
+    """A moved page leaves no dead link: every relative markdown link and image (file and #anchor) in README.md,
+    docs/ and the result pages, and every ``docs/*.md`` or ``cavpref_lab/**/README.md`` path named in the docs,
+    the code or the recipes, exists."""
     dead = []
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *RESULT_PAGES]
     anchors = {p.resolve(): {_slug(h) for h in re.findall(r"^#+ (.+)$", p.read_text(), re.M)} for p in pages}
     for page in pages:
         for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
@@ -249,9 +253,9 @@ def test_every_link_and_docs_path_resolves():
         *ROOT.glob("eval/**/*.py"),
         *ROOT.glob("cavpref_lab/**/*.py"),
     ]
-    sources += [*ROOT.glob("scripts/*.py"), *ROOT.glob("recipes/**/*.yaml")]
+    sources += [*ROOT.glob("scripts/*.py"), *ROOT.glob("scripts/*.sh"), *ROOT.glob("recipes/**/*.yaml")]
     for src in sources:
-        for name in set(re.findall(r"\bdocs/[\w/]+\.md\b", src.read_text())):
+        for name in set(re.findall(r"\b(?:docs/[\w/]+\.md|cavpref_lab/[\w/]*README\.md)\b", src.read_text())):
             if not (ROOT / name).exists():
                 dead.append(f"{src.relative_to(ROOT)}: {name}")
     assert not dead, "\n".join(dead)

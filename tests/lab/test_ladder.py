@@ -29,27 +29,6 @@ def test_ceiling_rows_pair_each_perturbed_row_with_its_clean_twin():
     assert ladder_rows.ceiling_order(ids, tasks, clean_copies=3) == ([1, 0, 0, 0, 2, 3, 0, 0, 0, 4], 2)
 
 
-def test_clean_rows_that_reject_abstaining():
-    """Each CLEAN row with a perturbed twin rejects abstaining: its own "None of the above" letter in the
-    instruction setting, the first twin's (task order) abstention sentence in the base setting; a CLEAN row
-    without a twin keeps its rejected response."""
-    ids = ["CLEAN:base:r1", "MVIT:base:r1", "MCIT:base:r1", "CLEAN:instruction:r1", "MAIT:instruction:r1"]
-    ids += ["CLEAN:base:r2", "CAT:base:e1"]
-    tasks = [i.split(":")[0] for i in ids]
-    chosen = ["A. Bird", "The visual is incompatible.", "None of the above: no option is correct."]
-    chosen += ["C. Bird", "B. None of the above", "A. Dog", "A. x"]
-    prompts = ["Q?\nA. Bird\nB. Car", "Q?", "Q?"]
-    prompts += [
-        "Q?\nA. Car\nB. None of the above\nC. Bird\nIf none is right, answer None of the above.",
-        "Q?",
-    ]
-    prompts += ["Q?", "Q?"]
-    assert ladder_rows.clean_abstain_rows(ids, tasks, chosen, prompts) == {
-        0: "None of the above: no option is correct.",  # MCIT comes before MVIT
-        3: "B. None of the above",  # the CLEAN row's own letter, not its twin's
-    }
-
-
 def test_every_run_reaches_the_largest_budget_and_two_epochs():
     cfg = ladder.LadderConfig(source="s", out="o")
     assert cfg.budgets == [120, 480, 960, 1920]
@@ -72,6 +51,8 @@ def test_decisive_runs_keep_every_decisive_budget(tmp_path):
     DatasetDict(
         {"train": Dataset.from_dict({"id": ids, "task": [i.split(":")[0] for i in ids]})}
     ).save_to_disk(str(tmp_path / "src" / "data" / "preferences"))
+    # a prep from before `clean_rejected`: its CLEAN rows reject a wrong option, the `clean` mix's own kind
+    (tmp_path / "src" / "data" / "manifest.json").write_text('{"config": {}}')
     cfg = ladder.LadderConfig(
         source=str(tmp_path / "src"),
         out=str(tmp_path / "lad"),
@@ -105,6 +86,8 @@ def test_allow_recipe_change_reaches_the_training_runs_only(tmp_path, monkeypatc
     DatasetDict(
         {"train": Dataset.from_dict({"id": ids, "task": [i.split(":")[0] for i in ids]})}
     ).save_to_disk(str(tmp_path / "src" / "data" / "preferences"))
+    # a prep from before `clean_rejected`: its CLEAN rows reject a wrong option, the `clean` mix's own kind
+    (tmp_path / "src" / "data" / "manifest.json").write_text('{"config": {}}')
     written = {}
     monkeypatch.setattr(ladder, "train_stage", lambda qcfg, st, rec: written.setdefault(st.name, rec))
     for allow in (False, True):

@@ -25,7 +25,7 @@ One module per job:
 Answer mode: option log-likelihood by default. The tiny thinker knows the answers (CLEAN likelihood accuracy
 far above chance) but in free generation writes one letter for nearly every question and then the right
 text — it cannot point at the letter, which the paper's generation protocol requires (measured:
-docs/results.md). ``--eval_mode generate`` runs that protocol.
+cavpref_lab/science/README.md). ``--eval_mode generate`` runs that protocol.
 
 β: the world's train clips train tiny CLAP / CLIP scorers (stage ``scorers``: ``cavpref model tiny-clap`` /
 ``tiny-clip``; held-out retrieval and AVSM(clean) > AVSM(perturbed) rates in docs/scoring.md), prep scores the

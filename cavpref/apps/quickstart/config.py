@@ -135,7 +135,7 @@ PRESETS: dict[str, dict] = {
 
 
 #: A whole run of each preset, measured with ``/usr/bin/time -v cavpref quickstart --preset P`` on a quiet 2-core
-#: machine (docs/results.md, "Wall time"): the overall estimate the run prints before its first stage.
+#: machine (cavpref_lab/science/README.md, "Wall time"): the overall estimate the run prints before its first stage.
 MEASURED_WALL = {"default": "18 min 15 s", "perceiving": "46 min 39 s", "small": "57 s"}
 
 
