@@ -54,6 +54,11 @@ class _Grab(TrainerCallback):
             )
 
 
+def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The relative difference ``|a − b| / |b|`` of two flat gradients."""
+    return float((a - b).norm() / b.norm())
+
+
 def step_gradients(cases: list[dict], fixtures: dict[str, Path], out_dir: Path) -> dict[str, torch.Tensor]:
     """``cases``: dicts with ``name``, ``sampler`` and any CAVPrefConfig overrides (batch size, accumulation...)."""
     from cavpref.config import CAVPrefConfig

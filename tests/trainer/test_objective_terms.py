@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from tests.helpers import grad_probe
+from tests.helpers.grad_probe import rel
 from tests.helpers.launch import accelerate_launch
 
 SHAPES = {"8x1": (8, 1), "1x8": (1, 8), "2x4": (2, 4)}
@@ -40,10 +41,6 @@ def case(name, batch, accumulation):
         "gradient_accumulation_steps": accumulation,
         **OBJECTIVES[name],
     }
-
-
-def rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    return float((a - b).norm() / b.norm())
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from tests.helpers import grad_probe
+from tests.helpers.grad_probe import rel
 from tests.helpers.launch import accelerate_launch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,10 +32,6 @@ def case(robust, sampler, batch, accumulation, **kw):
         "gradient_accumulation_steps": accumulation,
         **kw,
     }
-
-
-def rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    return float((a - b).norm() / b.norm())
 
 
 @pytest.fixture(scope="module")
