@@ -34,7 +34,7 @@ __all__ = [
     "ModelIOError",
     "Row",
     "load_model_io",
-    "model_io_class",  # noqa: PLE0604
+    "model_io_class",
     "register_model_io",
     "registered_model_ios",
     *_LAZY,

@@ -301,20 +301,25 @@ def test_imported_sets_train_one_step(foreign, tmp_path, which):
         method = "dpo"
     import_dataset(args)
     recipe = {
-        **{
-            "method": method,
-            "train_dataset": str(tmp_path / "imp" / "preferences"),
-            "media_root": str(foreign),
-        },
-        **{
-            "output_dir": str(tmp_path / "run"),
-            "per_device_train_batch_size": 2,
-            "max_steps": 1,
-            "logging_steps": 1,
-        },
-        **{"save_strategy": "no", "bf16": False, "use_cpu": True, "report_to": "none", "disable_tqdm": True},
-        **{"dataloader_num_workers": 0, "activation_checkpointing": False, "seed": 0, "num_frames": 2},
-        **{"model_name_or_path": str(F.tiny_model(tmp_path / "model")), "dtype": "float32", "lora_r": 0},
+        "method": method,
+        "train_dataset": str(tmp_path / "imp" / "preferences"),
+        "media_root": str(foreign),
+        "output_dir": str(tmp_path / "run"),
+        "per_device_train_batch_size": 2,
+        "max_steps": 1,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "bf16": False,
+        "use_cpu": True,
+        "report_to": "none",
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+        "activation_checkpointing": False,
+        "seed": 0,
+        "num_frames": 2,
+        "model_name_or_path": str(F.tiny_model(tmp_path / "model")),
+        "dtype": "float32",
+        "lora_r": 0,
     }
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
     assert main([str(tmp_path / "r.yaml")]) == 0

@@ -245,7 +245,7 @@ def trace_blindfold(body: dict) -> str:
     """Guesses right only on the planted "[guessable]" question (the options saying "indeed"); abstains
     otherwise."""
     text = body["messages"][1]["content"]
-    picked = re.findall(r"^([A-D])\. .*indeed", text, re.M) if "[guessable]" in text else []
+    picked = re.findall(r"^([A-D])\. .*indeed", text, re.MULTILINE) if "[guessable]" in text else []
     return json.dumps({"predicted_options": picked, "confidence": 0.9 if picked else 0.0, "reason": "text"})
 
 

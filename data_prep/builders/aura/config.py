@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from cavpref.data_prep.builders.aura.tasks import TASKS
 from cavpref.data_prep.builders.endpoints import EndpointArgs, role_model, role_url
+from cavpref.data_prep.builders.media import VIDEO_EXTENSIONS
 from cavpref.data_prep.builders.work import setting
 from cavpref.output_dir import OutputArguments
-from cavpref.data_prep.builders.media import VIDEO_EXTENSIONS
 
 
 @dataclass

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cavpref import jsonl
 from cavpref.data_prep.builders.media import best_window
 from cavpref.data_prep.builders.work import BuildError
-
-from cavpref import jsonl
 from cavpref.media.spec import Combine, MediaSpec, Source, shift_audio
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cavpref.data_prep.builders.endpoints import EndpointArgs, role_model, role_url
+from cavpref.data_prep.builders.traceav.tasks import TASKS
 from cavpref.data_prep.builders.work import setting
 from cavpref.output_dir import OutputArguments
-from cavpref.data_prep.builders.traceav.tasks import TASKS
 
 
 @dataclass

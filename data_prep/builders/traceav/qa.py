@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import json
 
+from cavpref.chat_json import parse_json_reply
 from cavpref.data_prep.builders.traceav.questions import LETTERS, letters
 from cavpref.data_prep.builders.traceav.tasks import TraceTask
-
-from cavpref.chat_json import parse_json_reply
 
 DIFFICULTIES = ("easy", "medium", "hard")
 

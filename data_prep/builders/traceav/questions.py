@@ -19,9 +19,8 @@ import random
 import re
 from typing import Any
 
-from cavpref.data_prep.builders.traceav.tasks import TraceTask
-
 from cavpref.chat_json import parse_json_reply
+from cavpref.data_prep.builders.traceav.tasks import TraceTask
 
 LETTERS = ("A", "B", "C", "D")
 

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cavpref import task_registry
+from cavpref.data import CLEAN_TASK
 from cavpref.eval.benchmarks.avtrustbench import headline, sweep
 from cavpref.eval.benchmarks.avtrustbench.trust import REFERENCES
 from cavpref.eval.metrics import primary
 from cavpref.eval.reports import input_line
 from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
-
-from cavpref import task_registry
-from cavpref.data import CLEAN_TASK
 from cavpref.plotting import pyplot
 
 CATEGORY_ABBR = {
