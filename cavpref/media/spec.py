@@ -37,7 +37,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Union
+from typing import Any
 
 
 class MediaError(ValueError):
@@ -151,7 +151,7 @@ class Stack:
         object.__setattr__(self, "gains", gains)
 
 
-MediaSpec = Union[Source, Combine, Concat, Overlay, Mask, Stack]
+MediaSpec = Source | Combine | Concat | Overlay | Mask | Stack
 _NODES = {
     "source": Source,
     "combine": Combine,

@@ -28,7 +28,7 @@ _LAZY = {
     "demo_media": "cavpref.models.tiny",
 }
 
-__all__ = [
+__all__ = [  # noqa: PLE0604 - *_LAZY unpacks the lazy names (strings)
     "AVModelIO",
     "AVModelArguments",
     "ModelIOError",

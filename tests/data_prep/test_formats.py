@@ -195,9 +195,9 @@ def test_swift_preference_file_imports(foreign, tmp_path):
     assert stats["imported"] == 3 and stats["counts"]["preference pairs"] == 3
     rows = load_from_disk(str(tmp_path / "o" / "preferences"))["train"]
     assert [r["rejected"] for r in rows] == ["A flute.", "A drum.", "A piano."]
-    assert {r["media"] for r in rows} == {'{"audio":{"end":null,"op":"source","path":"audio/q4.wav","start":0.0},'
+    assert {r["media"] for r in rows} == {('{"audio":{"end":null,"op":"source","path":"audio/q4.wav","start":0.0},'
                                           '"op":"combine","video":{"end":null,"op":"source","path":"clips/q4.mp4",'
-                                          '"start":0.0}}'}  # fmt: skip
+                                          '"start":0.0}}')}  # fmt: skip
 
 
 def test_trl_standard_and_conversational_rows_import(foreign, tmp_path):

@@ -142,6 +142,7 @@ def _run(block: Block, workdir: Path) -> None:
         argv = ["bash", "-euo", "pipefail", "-c", code]
     done = subprocess.run(
         argv,
+        check=False,
         cwd=workdir,
         env=_env(workdir),
         capture_output=True,

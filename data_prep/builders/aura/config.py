@@ -17,11 +17,11 @@ class AuraConfig(OutputArguments):
         "folder of the user's videos (read, never written; searched recursively)", default=""
     )
     out: str = setting("build folder: new, empty, or an earlier AURA build to resume (required)", default="")
-    tasks: list[str] = setting(
+    tasks: list[str] = setting(  # noqa: RUF009 - setting() is dataclasses.field(metadata=help)
         f"AURA tasks to build, by code: {[t.code for t in TASKS]}",
         default_factory=lambda: [t.code for t in TASKS],
     )
-    extensions: list[str] = setting(
+    extensions: list[str] = setting(  # noqa: RUF009 - setting() is dataclasses.field(metadata=help)
         "file name endings taken as videos", default_factory=lambda: list(VIDEO_EXTENSIONS)
     )
     short_clip_s: float = setting(

@@ -20,7 +20,7 @@ class TraceConfig(OutputArguments):
     out: str = setting(
         "build folder: new, empty, or an earlier TraceAV build to resume (required)", default=""
     )
-    tasks: list[str] = setting(
+    tasks: list[str] = setting(  # noqa: RUF009 - setting() is dataclasses.field(metadata=help)
         "sub-tasks to build (released task_type names)", default_factory=lambda: [t.task_type for t in TASKS]
     )
     min_duration_s: float = setting(

@@ -79,7 +79,7 @@ def verify_prompt(task: TraceTask, item: dict) -> str:
 def parse_verdict(text: str | None) -> dict:
     obj = parse_json_reply(text, want=dict)
     if not isinstance(obj.get("should_drop"), bool):
-        raise ValueError("should_drop is not a boolean")
+        raise ValueError("should_drop is not a boolean")  # noqa: TRY004 - a malformed reply is a ValueError (chat_json)
     return obj
 
 

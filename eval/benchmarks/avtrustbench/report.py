@@ -336,9 +336,11 @@ def _trust_first(results: dict, title: str) -> list[str]:
     out = [
         "## Trust first",
         "",
-        "Paired trust: perturbed item right *and* its clean twin right; false abstention: CLEAN items abstained "
-        "on; separation: how often the perturbed item of a pair is the more inclined to abstain (likelihood "
-        "runs). [95 % interval over items]; the last column counts pairs / CLEAN items.",
+        (
+            "Paired trust: perturbed item right *and* its clean twin right; false abstention: CLEAN items abstained "
+            "on; separation: how often the perturbed item of a pair is the more inclined to abstain (likelihood "
+            "runs). [95 % interval over items]; the last column counts pairs / CLEAN items."
+        ),
         "",
     ]
     for setting in settings:
