@@ -141,7 +141,7 @@ class BenchmarkItem:
         return row
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "BenchmarkItem":
+    def from_row(cls, row: dict[str, Any]) -> BenchmarkItem:
         import json
         from dataclasses import MISSING, fields
 
@@ -228,7 +228,7 @@ class PreferenceExample:
         return row
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "PreferenceExample":
+    def from_row(cls, row: dict[str, Any]) -> PreferenceExample:
         row = dict(row)
         anchors = {}
         for name in ("visual", "audio"):

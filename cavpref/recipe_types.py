@@ -53,7 +53,7 @@ def _accepts(tp: Any, value: Any) -> tuple[bool, str]:
         return value in choices, f"one of {list(choices)}"
     base = origin or tp
     if isinstance(base, type) and issubclass(base, enum.Enum):
-        return isinstance(value, str) or isinstance(value, base), f"one of {[e.value for e in base]}"
+        return isinstance(value, (str, base)), f"one of {[e.value for e in base]}"
     if base in (float, int, bool) and isinstance(value, str):
         return _converts(base, value), {float: "float", int: "int", bool: "bool (true / false)"}[base]
     if base is float:

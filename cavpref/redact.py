@@ -19,7 +19,9 @@ _SECRETS: set[str] = set()
 _LOCK = threading.Lock()
 # query parameters whose value is a credential (matched case-insensitively): these words anywhere in the name,
 # or the whole name for short ones (Azure Functions' `code`)
-_SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth|sig|credential|session|^(code|pass|jwt)$", re.I)
+_SECRET_PARAM = re.compile(
+    r"key|token|secret|passw|pwd|auth|sig|credential|session|^(code|pass|jwt)$", re.IGNORECASE
+)
 
 
 def secret_forms(value: str) -> set[str]:

@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cavpref import jsonl
+from cavpref.apps.train import main as train_main
 from cavpref.data import TASKS
 from cavpref.eval.metrics import primary
 from cavpref.eval.pipeline import EvalArgs, evaluate
-from cavpref import jsonl
 from cavpref.parsing import parse_args
 from cavpref.plotting import pyplot
-from cavpref.apps.train import main as train_main
 
 AXES = ("lambda_y", "lambda_v", "lambda_a", "beta_y", "beta_v", "beta_a", "beta_scale", "beta_offset")
 FIG6_TASK = {"lambda_y": "MCIT", "lambda_v": "MVIT", "lambda_a": "MAIT", "beta_v": "MVIT", "beta_a": "MAIT"}

@@ -18,10 +18,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cavpref.cpu import default_cpu_isa
 from cavpref.data_prep.build import PrepConfig, PrepError, build_distributed, format_stats, merge
 from cavpref.data_prep.readers.cli import main as read_main
-
-from cavpref.cpu import default_cpu_isa
 from cavpref.output_dir import OutputArguments, expand_path
 from cavpref.parsing import parse_args
 

@@ -23,10 +23,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cavpref.data import CATEGORIES
 from cavpref.data_prep.readers.audioset import Ontology, read_ontology
 from cavpref.data_prep.records import QA_SOURCES, QARecord
-
-from cavpref.data import CATEGORIES
 
 TABLES_VERSION = 1
 DEFAULT_FILENAME = "lookup_tables.json"

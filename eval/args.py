@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cavpref.eval.option_score import OPTION_SCORES, check_option_score
-
 from cavpref.media.args import MediaArguments
 from cavpref.output_dir import OutputArguments
 

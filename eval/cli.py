@@ -24,10 +24,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cavpref.cpu import default_cpu_isa
 from cavpref.eval import registry
 from cavpref.eval.args import EvalArgs, HTMLReportArguments
-
-from cavpref.cpu import default_cpu_isa
 from cavpref.output_dir import check_output_file, claim_output_dir
 
 USAGE = __doc__

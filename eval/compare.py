@@ -18,7 +18,6 @@ from cavpref.eval import registry, significance
 from cavpref.eval.reports import input_line
 from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
-
 from cavpref.plotting import pyplot
 
 

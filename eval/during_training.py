@@ -26,12 +26,11 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from cavpref.data import CLEAN_TASK
 from cavpref.eval.backends import ModelIOBackend
 from cavpref.eval.benchmarks.avtrustbench.reader import load_items
 from cavpref.eval.metrics import primary
 from cavpref.eval.pipeline import EvalArgs, evaluate
-
-from cavpref.data import CLEAN_TASK
 from cavpref.task_registry import task_names
 
 

@@ -29,17 +29,27 @@ ABSTAIN = "ABSTAIN"
 ABSTENTIONS: dict[str, tuple[str, ...]] = {
     "_common": (
         r"none of the (?:above|options|choices|answers|given options|provided options)",
-        r"\b(?:choices|options|answers|answer choices)(?: given| provided| listed| offered)? "
-        r"(?:are|is|seem|seems|look|looks)(?: all| completely| entirely)? (?:irrelevant|unrelated|not relevant)",
+        (
+            r"\b(?:choices|options|answers|answer choices)(?: given| provided| listed| offered)? "
+            r"(?:are|is|seem|seems|look|looks)(?: all| completely| entirely)? (?:irrelevant|unrelated|not relevant)"
+        ),
         r"\birrelevant (?:choices|options|answers|answer choices)\b",
-        r"\b(?:video|visuals?|audio|sound|clip|media)(?: and (?:the )?(?:audio|sound|video))? and (?:the )?"
-        r"questions? (?:are|is) (?:mismatched|unrelated|incompatible|inconsistent|not related)",
-        r"\bquestions? (?:is|are) (?:mismatched|unrelated|incompatible|inconsistent|not related) "
-        r"(?:with|to) (?:the )?(?:video|visuals?|audio|sound|clip|media)",
-        r"\b(?:video|visuals?|audio|sound|clip|media) (?:does not|doesn't|do not|don't) (?:match|fit|correspond to) "
-        r"(?:the )?questions?",
-        r"\bquestions? (?:does not|doesn't|do not|don't) (?:match|fit|correspond to) (?:the )?"
-        r"(?:video|visuals?|audio|sound|clip|media)",
+        (
+            r"\b(?:video|visuals?|audio|sound|clip|media)(?: and (?:the )?(?:audio|sound|video))? and (?:the )?"
+            r"questions? (?:are|is) (?:mismatched|unrelated|incompatible|inconsistent|not related)"
+        ),
+        (
+            r"\bquestions? (?:is|are) (?:mismatched|unrelated|incompatible|inconsistent|not related) "
+            r"(?:with|to) (?:the )?(?:video|visuals?|audio|sound|clip|media)"
+        ),
+        (
+            r"\b(?:video|visuals?|audio|sound|clip|media) (?:does not|doesn't|do not|don't) (?:match|fit|correspond to) "
+            r"(?:the )?questions?"
+        ),
+        (
+            r"\bquestions? (?:does not|doesn't|do not|don't) (?:match|fit|correspond to) (?:the )?"
+            r"(?:video|visuals?|audio|sound|clip|media)"
+        ),
         r"\bmismatch(?:ed)? between (?:the )?(?:video|visuals?|audio|sound|clip|media) and (?:the )?questions?",
         r"\bi (?:cannot|can ?not|can't|am unable to|am not able to) (?:answer|determine|tell|say)",
         r"\bunable to (?:answer|determine)",

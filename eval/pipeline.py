@@ -94,7 +94,6 @@ def build_backend(args: EvalArgs):
         )
         return EndpointBackend(client, media_format=args.media_format, max_tokens=args.max_new_tokens)
     from cavpref.eval.runner import dist_state
-
     from cavpref.models import load_model_io
 
     # a chunk's media are featurised once for all their CircularEval passes (exact: cavpref.models.feature_cache)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from cavpref.eval.tables import table as _table
-
 from cavpref.plotting import pyplot
 
 

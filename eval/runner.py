@@ -31,9 +31,8 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from cavpref.eval.metrics import ItemOutcome
-
 from cavpref import jsonl
+from cavpref.eval.metrics import ItemOutcome
 from cavpref.media.decode import DecodedMedia, FramePolicy
 from cavpref.redact import redact
 

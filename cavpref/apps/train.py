@@ -4,9 +4,8 @@ core may not import (tests/core/test_layering.py)."""
 
 from __future__ import annotations
 
-from cavpref.eval.during_training import trust_callbacks
-
 from cavpref import train
+from cavpref.eval.during_training import trust_callbacks
 
 
 def main(argv: list[str] | None = None, *, interrupt_line: bool = True) -> int:

@@ -42,7 +42,7 @@ def decord_available() -> bool:
             import decord  # noqa: F401
 
             _decord_state["ok"] = True
-        except Exception as err:  # a missing wheel (non-x86_64) or a broken shared library
+        except Exception as err:  # noqa: BLE001 - a missing wheel (non-x86_64) or a broken shared library
             _decord_state["ok"] = False
             log.warning("decord is unavailable (%s)", err)
     return bool(_decord_state["ok"])
@@ -217,7 +217,7 @@ def read_audio(path: Path, info: MediaInfo, start: float, num_samples: int, samp
     if not chunks:
         return out
     y = np.concatenate(chunks).astype(np.float32, copy=False)
-    offset = int(round((start - t0) * sample_rate))
+    offset = round((start - t0) * sample_rate)
     if offset >= 0:
         seg = y[offset : offset + num_samples]
         out[: seg.size] = seg

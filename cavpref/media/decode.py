@@ -136,11 +136,11 @@ def _decode_video(pieces, times, size, backend) -> np.ndarray:
 
 
 def _decode_audio(pieces, duration: float, sample_rate: int) -> np.ndarray:
-    total = int(round(duration * sample_rate))
+    total = round(duration * sample_rate)
     out = np.zeros(total, dtype=np.float32)
     for p in pieces:
-        n0 = int(round(p.at * sample_rate))
-        n = min(int(round(p.length * sample_rate)), total - n0)
+        n0 = round(p.at * sample_rate)
+        n = min(round(p.length * sample_rate), total - n0)
         if n > 0 and not p.blank:  # a Mask span stays silent
             out[n0 : n0 + n] += np.float32(p.gain) * read_audio(p.file, p.info, p.src_start, n, sample_rate)
     return out

@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator, Union
+from typing import Any
 
 
 class MediaError(ValueError):
@@ -59,8 +60,8 @@ class Source:
 
 @dataclass(frozen=True)
 class Combine:
-    video: "MediaSpec | None" = None
-    audio: "MediaSpec | None" = None
+    video: MediaSpec | None = None
+    audio: MediaSpec | None = None
 
     def __post_init__(self):
         if self.video is None and self.audio is None:
@@ -69,7 +70,7 @@ class Combine:
 
 @dataclass(frozen=True)
 class Concat:
-    parts: tuple["MediaSpec", ...] = field(default_factory=tuple)
+    parts: tuple[MediaSpec, ...] = field(default_factory=tuple)
 
     def __post_init__(self):
         object.__setattr__(self, "parts", tuple(self.parts))
@@ -79,7 +80,7 @@ class Concat:
 
 @dataclass(frozen=True)
 class Overlay:
-    parts: tuple["MediaSpec", ...] = field(default_factory=tuple)
+    parts: tuple[MediaSpec, ...] = field(default_factory=tuple)
     gains: tuple[float, ...] | None = None
     video: int | None = 0
 
@@ -103,7 +104,7 @@ class Mask:
     evidence can be taken out without changing what the input looks like elsewhere. Spans are sorted and
     overlapping ones merged, so equal masks give equal JSON (record keys)."""
 
-    part: "MediaSpec"
+    part: MediaSpec
     spans: tuple[tuple[float, float], ...] = ()
     video: bool = True
     audio: bool = True
@@ -134,7 +135,7 @@ class Stack:
     AURA's implicit-distraction videos; "horizontal": left to right), bands sized by the parts' frame sizes;
     the parts' audio mixed with ``gains``; duration = the longest part's."""
 
-    parts: tuple["MediaSpec", ...] = field(default_factory=tuple)
+    parts: tuple[MediaSpec, ...] = field(default_factory=tuple)
     axis: str = "vertical"
     gains: tuple[float, ...] | None = None
 
@@ -150,7 +151,7 @@ class Stack:
         object.__setattr__(self, "gains", gains)
 
 
-MediaSpec = Union[Source, Combine, Concat, Overlay, Mask, Stack]
+MediaSpec = Source | Combine | Concat | Overlay | Mask | Stack
 _NODES = {
     "source": Source,
     "combine": Combine,

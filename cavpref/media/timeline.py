@@ -27,6 +27,7 @@ A stream is present in the result if at least one piece provides it; gaps in a p
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -231,7 +232,7 @@ def _blank(pieces, spans):
     out = []
     for p in pieces:
         edges = sorted({p.at, p.at + p.length, *(t for s in spans for t in s if p.at < t < p.at + p.length)})
-        for a, b in zip(edges, edges[1:]):
+        for a, b in itertools.pairwise(edges):
             inside = any(s <= a and b <= e for s, e in spans)
             out.append(
                 replace(p, src_start=p.src_start + (a - p.at), at=a, length=b - a, blank=p.blank or inside)

@@ -28,13 +28,13 @@ _LAZY = {
     "demo_media": "cavpref.models.tiny",
 }
 
-__all__ = [
+__all__ = [  # noqa: PLE0604 - *_LAZY unpacks the lazy names (strings)
     "AVModelIO",
     "AVModelArguments",
     "ModelIOError",
     "Row",
     "load_model_io",
-    "model_io_class",  # noqa: PLE0604
+    "model_io_class",
     "register_model_io",
     "registered_model_ios",
     *_LAZY,

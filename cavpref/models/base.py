@@ -18,7 +18,6 @@ import torch
 
 from cavpref.media.decode import DecodedMedia
 
-
 #: the label of every token that is not scored (prompt, padding, media placeholders): ``collate``'s contract
 IGNORE_INDEX = -100
 

@@ -30,7 +30,6 @@ from transformers.utils import logging
 
 from cavpref.media.decode import DecodedMedia
 from cavpref.models.base import AVModelIO, ModelIOError, Row
-from cavpref.models.feature_cache import FeatureCache
 from cavpref.models.common import (
     IGNORE_INDEX,
     EncodedMedia,
@@ -45,6 +44,7 @@ from cavpref.models.common import (
     to_device,
     unwrap,
 )
+from cavpref.models.feature_cache import FeatureCache
 from cavpref.models.shared_prefix import (
     as_attention_mask,
     attention_kernel,

@@ -17,8 +17,8 @@ Not ``trl.ModelConfig`` (TRL's model arguments for text LMs): hence the name.
 
 from __future__ import annotations
 
-from typing import ClassVar
 from dataclasses import dataclass, field, fields
+from typing import ClassVar
 
 import torch
 

@@ -179,7 +179,7 @@ def _write_full_model(args: ExportModelArgs, run: Path, run_base: str | None, ba
         own = full.thinker.state_dict()
         bad = [k for k in own if k not in state or state[k].shape != own[k].shape]
         if bad or set(state) - set(own):
-            first = bad[0] if bad else sorted(set(state) - set(own))[0]
+            first = bad[0] if bad else min(set(state) - set(own))
             raise ValueError(
                 f"{run}: the trained thinker does not fit the base model's thinker (first: {first})"
             )

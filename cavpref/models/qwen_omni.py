@@ -103,7 +103,7 @@ class QwenOmniModelIO(ChatModelIO):
         # (15.4 MB and ~20x the CPU time per clip there).
         self.audio_max_seconds = audio_max_seconds
         self.audio_samples = (
-            int(round(audio_max_seconds * self.sample_rate))
+            round(audio_max_seconds * self.sample_rate)
             if audio_max_seconds
             else int(processor.feature_extractor.n_samples)
         )

@@ -55,8 +55,8 @@ from cavpref.config import CAVPrefConfig
 from cavpref.models.base import AVModelIO
 from cavpref.models.step import ModelIOStep
 from cavpref.trainer.callbacks import JsonlLogger, TrainingProgress
-from cavpref.trainer.console import use_compact_console
 from cavpref.trainer.checkpoint import load_full_checkpoint
+from cavpref.trainer.console import use_compact_console
 from cavpref.trainer.fsdp import check_fsdp_modes, fsdp_launch, full_tensor
 from cavpref.trainer.optimizer_groups import encoder_parameter_ids, split_encoder_groups
 from cavpref.trainer.reference import Reference, precompute_reference_logps

@@ -23,9 +23,8 @@ from pathlib import Path
 import yaml
 from transformers import TrainerCallback
 
-from cavpref.eval.during_training import trust_callbacks
-
 from cavpref.data import CLEAN_TASK, TASKS
+from cavpref.eval.during_training import trust_callbacks
 from cavpref.jsonl import read_jsonl
 from cavpref.parsing import parse_args
 from cavpref.train import main as train_main

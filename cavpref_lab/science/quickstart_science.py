@@ -562,8 +562,10 @@ def main(argv=None) -> int:
     report += [
         "## What each method moved during training (logged per component)",
         "",
-        "Margins are β-free log-ratio differences (chosen − rejected; for v / a: clean − perturbed stream); "
-        "first and last logged step, mean over the seeds.",
+        (
+            "Margins are β-free log-ratio differences (chosen − rejected; for v / a: clean − perturbed stream); "
+            "first and last logged step, mean over the seeds."
+        ),
         "",
         *lines,
         "",

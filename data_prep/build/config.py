@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cavpref.data import ALL_TASKS, SETTINGS
 from cavpref.data_prep.tasks import GENERATORS
 from cavpref.data_prep.tasks.common import LLMConfig, TaskOptions
-
-from cavpref.data import ALL_TASKS, SETTINGS
 from cavpref.output_dir import OutputArguments
 
 SPLITS = ("train", "validation", "test")

@@ -19,12 +19,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from transformers.utils import logging
+
 from cavpref.data_prep.build.config import PrepConfig
 from cavpref.data_prep.build.merge import merge
 from cavpref.data_prep.build.pipeline import build
 from cavpref.data_prep.tables import DEFAULT_FILENAME
-from transformers.utils import logging
-
 from cavpref.output_dir import claim_output_dir, release_output_dir
 
 logger = logging.get_logger(__name__)

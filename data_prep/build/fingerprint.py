@@ -15,10 +15,10 @@ from typing import Any
 
 import datasets
 import transformers
-from cavpref.data_prep.build.config import PrepConfig
-from cavpref.data_prep.integrity import file_sha256
 
 import cavpref
+from cavpref.data_prep.build.config import PrepConfig
+from cavpref.data_prep.integrity import file_sha256
 
 BUILD_VERSION = 1
 # where / how fast / how patiently, not what

@@ -14,7 +14,6 @@ from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks import generate_all, make_context
 from cavpref.data_prep.tasks.common import stable_hash
 from cavpref.data_prep.tasks.context import clip_id
-
 from cavpref.safety import die_with_parent
 
 _WORK: dict[str, Any] = {}  # inherited by forked workers: the context is built once, in the parent

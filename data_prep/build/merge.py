@@ -16,7 +16,6 @@ from cavpref.data_prep.cards import prep_card
 from cavpref.data_prep.integrity import output_files
 from cavpref.data_prep.tables import DEFAULT_FILENAME
 from cavpref.data_prep.tasks.schema import load_outputs, write_outputs
-
 from cavpref.output_dir import output_dir as _output_dir
 
 

@@ -14,11 +14,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from transformers import HfArgumentParser
+from transformers.utils import logging
+
+from cavpref import task_registry
+from cavpref.data import PreferenceExample
+from cavpref.data_prep.build.clean_rows import borrow_twin_anchors, reject_abstaining
 from cavpref.data_prep.build.config import PrepConfig
 from cavpref.data_prep.build.fingerprint import _NOT_FINGERPRINTED, fingerprint, versions
 from cavpref.data_prep.build.generate import generate
 from cavpref.data_prep.build.reading import PrepError, check_sources, read_records, validate
-from cavpref.data_prep.build.clean_rows import borrow_twin_anchors, reject_abstaining
 from cavpref.data_prep.build.rotation import rotate_preferences
 from cavpref.data_prep.build.splits import assign_splits, in_shard, split_of_paths
 from cavpref.data_prep.build.stats import (
@@ -36,11 +41,6 @@ from cavpref.data_prep.tables import DEFAULT_FILENAME, TablesConfig, apply_overr
 from cavpref.data_prep.tables import build_tables as derive_tables
 from cavpref.data_prep.tasks.context import TableView, clip_id
 from cavpref.data_prep.tasks.schema import write_outputs
-from transformers import HfArgumentParser
-from transformers.utils import logging
-
-from cavpref import task_registry
-from cavpref.data import PreferenceExample
 from cavpref.output_dir import output_dir
 from cavpref.parsing import load_yaml
 from cavpref.redact import public_config

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from cavpref.data import CATEGORIES
 from cavpref.data_prep.build.config import WORLD_LAYOUT, PrepConfig
 from cavpref.data_prep.readers import READERS, ReaderConfig, read_source
 from cavpref.data_prep.records import EVENT_SOURCES, SOURCES, QARecord
-
-from cavpref.data import CATEGORIES
 from cavpref.media.probe import probe
 from cavpref.media.spec import MediaError, from_json, resolve_path, sources
 from cavpref.media.timeline import build_plan

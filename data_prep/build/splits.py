@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from cavpref.data import BenchmarkItem, PreferenceExample
 from cavpref.data_prep.build.config import PrepConfig
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.common import stable_hash
-
-from cavpref.data import BenchmarkItem, PreferenceExample
 
 
 def split_of_path(path: str, config: PrepConfig) -> str:

@@ -10,13 +10,12 @@ import json
 from collections import Counter, defaultdict
 from typing import Any
 
+from cavpref.data import CATEGORIES, BenchmarkItem
 from cavpref.data_prep.build.config import PrepConfig
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tables import normalise
 from cavpref.data_prep.tasks.common import YES_NO, norm
 from cavpref.data_prep.tasks.context import clip_id
-
-from cavpref.data import CATEGORIES, BenchmarkItem
 
 
 def dropped_total(stats: dict[str, Any]) -> int:

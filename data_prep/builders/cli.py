@@ -16,7 +16,6 @@ import sys
 from dataclasses import dataclass, field
 
 from cavpref.data_prep.builders.work import BuildError
-
 from cavpref.parsing import parse_args
 
 USAGE = __doc__

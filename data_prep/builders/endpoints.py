@@ -13,11 +13,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from cavpref.data_prep.builders.work import BuildError, StepFailed, setting
-from cavpref.data_prep.tasks.llm import failure_kind
-
 from cavpref.chat_client import ChatClient, ChatConfig
 from cavpref.chat_json import ask
+from cavpref.data_prep.builders.work import BuildError, StepFailed, setting
+from cavpref.data_prep.tasks.llm import failure_kind
 from cavpref.media.chat_parts import MEDIA_FORMATS, content_parts
 
 

@@ -23,9 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cavpref.data_prep.builders.work import BuildError, write_text
-
 from cavpref import jsonl
+from cavpref.data_prep.builders.work import BuildError, write_text
 
 AUDIT_COLUMNS = ("label", "rating", "notes")  # left empty for the auditors
 

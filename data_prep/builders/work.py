@@ -224,6 +224,6 @@ class Stages:
             "finished": len(done),
             "reused": reused,
             "failed": dict(sorted(failed.items())),
-            "errors": dict(list(sorted(errors.items()))[:20]),
+            "errors": dict(sorted(errors.items())[:20]),
         }
         return done

@@ -15,7 +15,6 @@ import sys
 from cavpref.data_prep.formats.common import sft_note
 from cavpref.data_prep.formats.convert import ExportArgs, ImportArgs, export_dataset, import_dataset
 from cavpref.data_prep.readers.common import ReaderError
-
 from cavpref.parsing import parse_args
 
 VERBS = {"export": (ExportArgs, export_dataset), "import": (ImportArgs, import_dataset)}

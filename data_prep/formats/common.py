@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cavpref import jsonl
 from cavpref.data_prep.readers.common import ReaderError
 from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES
-
-from cavpref import jsonl
 from cavpref.media.spec import (
     Combine,
     MediaError,

@@ -29,10 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cavpref.data_prep.formats.common import EXTRA_PREFIX, Fail, Turn, files_spec
-
 from cavpref import task_registry
 from cavpref.data import AnchorPair, PreferenceExample
+from cavpref.data_prep.formats.common import EXTRA_PREFIX, Fail, Turn, files_spec
 from cavpref.media.spec import from_json, to_json
 
 TASKS = {"CLEAN-V": (1, 0), "CLEAN-A": (0, 1), "CLEAN-VA": (1, 1)}  # η (visual term), γ (audio term)

@@ -20,14 +20,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from cavpref.data_prep.build.fingerprint import file_sha256
-from cavpref.data_prep.formats import common, conditional, llamafactory, swift, trl
-from cavpref.data_prep.formats.common import EXTRA_COLUMNS, EXTRA_PREFIX, Fail, ReaderError, Turn
-from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
 from tqdm.auto import tqdm
 
 from cavpref import task_registry
 from cavpref.data import PreferenceExample
+from cavpref.data_prep.build.fingerprint import file_sha256
+from cavpref.data_prep.formats import common, conditional, llamafactory, swift, trl
+from cavpref.data_prep.formats.common import EXTRA_COLUMNS, EXTRA_PREFIX, Fail, ReaderError, Turn
+from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
 from cavpref.manifest import prep_manifest
 from cavpref.media.materialize import materialize
 from cavpref.media.spec import (

@@ -24,7 +24,6 @@ from cavpref.data_prep.readers.common import (
     require,
 )
 from cavpref.data_prep.records import QARecord
-
 from cavpref.media.spec import MediaError, Source, to_json
 
 DEFAULT_TEMPLATE = "clips/{ytid}_{start:d}.mp4"

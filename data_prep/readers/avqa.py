@@ -27,7 +27,6 @@ from cavpref.data_prep.readers.common import (
     require,
 )
 from cavpref.data_prep.records import QARecord
-
 from cavpref.media.spec import MediaError, Source, to_json
 
 DEFAULT_TEMPLATE = "{video_name}.mp4"

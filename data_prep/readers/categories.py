@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from cavpref.data_prep.records import QARecord
-
 from cavpref.data import CATEGORIES
+from cavpref.data_prep.records import QARecord
 
 # MUSIC-AVQA `type[1]` -> category (paper: "we retain the original category labels").
 MUSIC_AVQA_TYPES: dict[str, str] = {

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from transformers import HfArgumentParser
+
 from cavpref.data_prep.readers import (
     READERS,
     ReaderConfig,
@@ -24,8 +26,6 @@ from cavpref.data_prep.readers import (
     read_source,
     to_custom,
 )
-from transformers import HfArgumentParser
-
 from cavpref.parsing import config_argv, parse_args
 
 BOOL_WORDS = ("true", "false", "yes", "no", "t", "f", "y", "n", "1", "0")

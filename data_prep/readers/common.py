@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cavpref.data_prep.records import QARecord
 from tqdm.auto import tqdm
 
+from cavpref.data_prep.records import QARecord
 from cavpref.media.spec import MediaError, Source
 
 

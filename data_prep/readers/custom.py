@@ -21,6 +21,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from cavpref import jsonl
+from cavpref.data import CATEGORIES
 from cavpref.data_prep.readers.categories import (
     CUSTOM_MODALITIES,
     CUSTOM_PREFIX_RULES,
@@ -35,9 +37,6 @@ from cavpref.data_prep.readers.common import (
     collect,
 )
 from cavpref.data_prep.records import EVENT_SOURCES, QARecord
-
-from cavpref import jsonl
-from cavpref.data import CATEGORIES
 from cavpref.media.spec import Combine, MediaError, Source, from_json, to_json
 
 # field -> what it holds (the schema, also printed in errors naming an unknown field)

@@ -28,7 +28,6 @@ from cavpref.data_prep.readers.common import (
     require,
 )
 from cavpref.data_prep.records import QARecord
-
 from cavpref.media.spec import Combine, MediaError, Source, to_json
 
 DEFAULT_TEMPLATE = "{video_id}.mp4"

@@ -27,6 +27,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 
+from cavpref import task_registry
+from cavpref.data import SETTINGS, TASKS, BenchmarkItem, PreferenceExample
 from cavpref.data_prep.tasks.common import LLMConfig, TaskError, TaskOptions, item_prompt
 from cavpref.data_prep.tasks.context import Context, TableView, make_context
 from cavpref.data_prep.tasks.drafts import Draft
@@ -38,9 +40,6 @@ from cavpref.data_prep.tasks.spec import (
     task_spec,
     unregister_task,
 )
-
-from cavpref import task_registry
-from cavpref.data import SETTINGS, TASKS, BenchmarkItem, PreferenceExample
 from cavpref.prompts import render_prompt
 
 ENTRY_POINT_GROUP = "cavpref.tasks"

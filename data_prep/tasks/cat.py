@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import random
 
+from cavpref.data import SETTINGS
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.common import norm, shuffled, source_range, unique_by_norm
 from cavpref.data_prep.tasks.context import Context, record_spec
 from cavpref.data_prep.tasks.cot_stitch import distractor_pairs, event_pair
 from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.spec import register_task, spec_from_file
-
-from cavpref.data import SETTINGS
 from cavpref.media.spec import Source, concat, overlay
 
 SPEC = register_task(spec_from_file(__file__))  # its facts: cat.yaml beside this file

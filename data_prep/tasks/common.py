@@ -19,10 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from cavpref.data import BenchmarkItem
 from cavpref.data_prep.tables import normalise
 from cavpref.data_prep.tasks.spec import task_spec
-
-from cavpref.data import BenchmarkItem
 from cavpref.media.spec import MediaSpec, Source
 from cavpref.prompts import render_prompt
 

@@ -24,7 +24,6 @@ from cavpref.data_prep.tasks.common import (
     norm,
     unique_by_norm,
 )
-
 from cavpref.media.spec import MediaError, MediaSpec, from_json, sources
 
 # ----------------------------------------------------------------------------- look-up tables

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import random
 
+from cavpref.data import SETTINGS
 from cavpref.data_prep.records import EVENT_SOURCES, QARecord
 from cavpref.data_prep.tasks.common import TaskOptions, norm, rng_for, shuffled, unique_by_norm
 from cavpref.data_prep.tasks.context import Context, make_context, record_spec
 from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.spec import register_task, spec_from_file
-
-from cavpref.data import SETTINGS
 from cavpref.media.spec import concat
 
 SPEC = register_task(spec_from_file(__file__))  # its facts: cot_stitch.yaml beside this file

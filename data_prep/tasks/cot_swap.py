@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import random
 
+from cavpref.data import SETTINGS
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.context import Context, record_spec
 from cavpref.data_prep.tasks.cot_stitch import CATEGORY, event_pair, order_options
 from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.spec import register_task, spec_from_file
-
-from cavpref.data import SETTINGS
 from cavpref.media.spec import combine, concat
 
 SPEC = register_task(spec_from_file(__file__))  # its facts: cot_swap.yaml beside this file

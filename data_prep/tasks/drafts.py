@@ -15,6 +15,17 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tqdm.auto import tqdm
+
+from cavpref import task_registry
+from cavpref.data import (
+    LETTERS,
+    NONE_OF_THE_ABOVE,
+    SETTINGS,
+    AnchorPair,
+    BenchmarkItem,
+    PreferenceExample,
+)
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.common import (
     TaskError,
@@ -29,17 +40,6 @@ from cavpref.data_prep.tasks.common import (
 )
 from cavpref.data_prep.tasks.context import Context, make_context
 from cavpref.data_prep.tasks.spec import task_spec
-from tqdm.auto import tqdm
-
-from cavpref import task_registry
-from cavpref.data import (
-    LETTERS,
-    NONE_OF_THE_ABOVE,
-    SETTINGS,
-    AnchorPair,
-    BenchmarkItem,
-    PreferenceExample,
-)
 from cavpref.media.spec import MediaError, MediaSpec, sources, to_json
 
 

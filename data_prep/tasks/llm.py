@@ -14,10 +14,9 @@ import json
 import random
 import re
 
+from cavpref.chat_client import ChatClient, ChatConfig
 from cavpref.data_prep.tasks.common import LLMConfig, norm, shuffled, unique_by_norm
 from cavpref.data_prep.tasks.context import Context
-
-from cavpref.chat_client import ChatClient, ChatConfig
 
 SYSTEM = "You write wrong answer options for a multiple-choice audio-visual benchmark."
 PROMPT = (

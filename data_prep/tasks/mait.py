@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import random
 
+from cavpref.data import SETTINGS
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.context import Context
 from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.mvit import mismatched
 from cavpref.data_prep.tasks.spec import register_task, spec_from_file
-
-from cavpref.data import SETTINGS
 
 SPEC = register_task(spec_from_file(__file__))  # its facts: mait.yaml beside this file
 TASK = SPEC.name

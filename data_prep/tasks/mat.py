@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import random
 
+from cavpref.data import SETTINGS
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.context import Context
 from cavpref.data_prep.tasks.drafts import Draft, run
 from cavpref.data_prep.tasks.mvt import missing
 from cavpref.data_prep.tasks.spec import register_task, spec_from_file
-
-from cavpref.data import SETTINGS
 
 SPEC = register_task(spec_from_file(__file__))  # its facts: mat.yaml beside this file
 TASK = SPEC.name

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import random
 
+from cavpref.data import SETTINGS
 from cavpref.data_prep.records import QARecord
 from cavpref.data_prep.tasks.common import SINGLE_MODALITY_LABELS
 from cavpref.data_prep.tasks.context import Context, plausible_options, record_spec
 from cavpref.data_prep.tasks.drafts import Draft, run, stream_draft
 from cavpref.data_prep.tasks.spec import register_task, spec_from_file
-
-from cavpref.data import SETTINGS
 from cavpref.media.spec import drop_video, mute
 
 SPEC = register_task(spec_from_file(__file__))  # its facts: mvt.yaml beside this file

@@ -25,9 +25,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from cavpref.data_prep.tasks.templates import PromptTemplate
-
 from cavpref import task_registry
+from cavpref.data_prep.tasks.templates import PromptTemplate
 from cavpref.task_registry import DIMENSION_NAMES, TaskInfo
 
 

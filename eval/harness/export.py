@@ -13,7 +13,6 @@ from pathlib import Path
 from cavpref.eval.args import EvalArgs
 from cavpref.eval.harness import lmms_eval, vlmevalkit
 from cavpref.eval.harness.passes import HARNESSES, export_config, load_passes
-
 from cavpref.output_dir import claim_output_dir
 
 

@@ -22,13 +22,12 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from cavpref.data import BenchmarkItem
 from cavpref.eval import registry
 from cavpref.eval.args import EvalArgs
 from cavpref.eval.common import BenchmarkInputError, read_records
 from cavpref.eval.harness.passes import SAMPLE_RATE, Pass
 from cavpref.eval.runner import Job
-
-from cavpref.data import BenchmarkItem
 
 #: the key of every process_results value (and so of every metric entry in lmms-eval's sample log)
 KEYS = ("id", "pass", "response")

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from cavpref.eval import registry
 from cavpref.eval.args import EvalArgs
-
 from cavpref.media.spec import Source, from_json, has_audio, has_video, resolve_path
 
 HARNESSES = ("lmms_eval", "vlmevalkit")

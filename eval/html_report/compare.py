@@ -108,12 +108,9 @@ def write_compare(
         warnings=[w for v in views for w in v.warnings],
         summary_html=summary_html,
         plots=[],
-        items_note=" ".join(
-            [
-                "One row per item, a result column per run; filter agreement = differ for the items where the "
-                "runs disagree. Click a row for each run's passes side by side.",
-                cap_note,
-            ]
+        items_note=(
+            "One row per item, a result column per run; filter agreement = differ for the items where the "
+            f"runs disagree. Click a row for each run's passes side by side. {cap_note}"
         ).strip(),
         data={
             "facets": [*FACETS, "agreement", *(f"result ({label})" for label in labels)],

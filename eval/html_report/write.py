@@ -101,8 +101,10 @@ def run_meta(results: dict) -> list[tuple[str, str]]:
         ("data", str(config.get("data", ""))),
         (
             "items",
-            f"{c.get('items')} = {c.get('evaluated')} evaluated + {c.get('skipped')} skipped + "
-            f"{c.get('incomplete')} incomplete",
+            (
+                f"{c.get('items')} = {c.get('evaluated')} evaluated + {c.get('skipped')} skipped + "
+                f"{c.get('incomplete')} incomplete"
+            ),
         ),
     ]
     if model.get("fingerprint"):
@@ -165,13 +167,10 @@ def write_run(view: RunView, out_dir: str | Path, opts, name: str = PAGE) -> Pat
         warnings=list(view.warnings),
         summary_html=summary_html,
         plots=page.plot_uris(out_dir / "plots"),
-        items_note=" ".join(
-            [
-                "Click a row for its media, prompt, options, raw output and decision per pass (and its clean "
-                "twin). The filters are kept in the address (#items?task=…), so a filtered list can be "
-                "bookmarked; each number of the summary opens the items behind it.",
-                cap_note,
-            ]
+        items_note=(
+            "Click a row for its media, prompt, options, raw output and decision per pass (and its clean "
+            "twin). The filters are kept in the address (#items?task=…), so a filtered list can be "
+            f"bookmarked; each number of the summary opens the items behind it. {cap_note}"
         ).strip(),
         data={"facets": list(FACETS), "rows": kept, "runs": None},
     )

@@ -6,9 +6,9 @@ already tested in tests/test_export_model.py and tests/test_hostile_output_dirs.
 from __future__ import annotations
 
 import pytest
-from tests.helpers.html_report_check import build_data, page_data, run_eval, scripted
 
 from cavpref.apps.cli import main as cavpref_main
+from tests.helpers.html_report_check import build_data, page_data, run_eval, scripted
 
 
 @pytest.fixture(scope="module")

@@ -141,7 +141,7 @@ def test_report_leads_with_what_training_did_to_trust(small_run):
     assert first.startswith("What training did to trust")
     start = json.loads((out / "eval" / "start" / "results.json").read_text())
     paired = start["metrics"]["trust"]["settings"]["instruction"]["paired"]
-    row = next(x for x in first.splitlines() if x.startswith("| ZS (start) |") or x.startswith("| start |"))
+    row = next(x for x in first.splitlines() if x.startswith(("| ZS (start) |", "| start |")))
     assert row.split(" | ")[1].startswith(f"{paired['circular']:.2f}")
     for label in ("| always abstain |", "| never abstain |", "| DPO |", "| CAVPref |"):
         assert label in first, label

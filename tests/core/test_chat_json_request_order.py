@@ -15,13 +15,13 @@ import time
 from collections import defaultdict
 
 import pytest
+
+from cavpref.chat_client import ChatClient, ChatConfig
+from cavpref.chat_json import ask
 from cavpref.eval.benchmarks.mmar import data as mmar
 from cavpref.eval.benchmarks.mmar.data import MMARRecord, mmar_metrics
 from cavpref.eval.benchmarks.mmar.judge import MMARJudge, ratings_of, score
 from tests.helpers.judge_server import LoopbackServer, completion
-
-from cavpref.chat_client import ChatClient, ChatConfig
-from cavpref.chat_json import ask
 
 RUBRIC = [
     {"name": f"Criterion {i}", "scoring_point": f"Award 1 point if step {i} is stated.", "choices": [0, 1]}

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from cavpref import jsonl
 from cavpref.data_prep.builders.aura.plan import read_pairs
 from cavpref.data_prep.builders.quality import read_audit, write_audit
 from cavpref.data_prep.formats.common import read_records as format_records
@@ -21,8 +23,6 @@ from cavpref.data_prep.readers.custom import read_custom
 from cavpref.eval.common import BenchmarkInputError
 from cavpref.eval.common import read_records as benchmark_records
 from cavpref.eval.runner import load_records
-
-from cavpref import jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 ODD = "a\u2028b\u2029c\u0085d"  # legal inside a JSON string, each a line break to str.splitlines()

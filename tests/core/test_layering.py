@@ -144,8 +144,9 @@ def test_no_import_cycles(graph):
     included); any component of two or more modules, or a module importing itself, is a cycle."""
     edges = {m: sorted({t for t, _ in e if t in graph and t != m}) for m, e in graph.items()}
     index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+    counter = [0]
 
-    def visit(v, counter=[0]):
+    def visit(v):
         index[v] = low[v] = counter[0]
         counter[0] += 1
         stack.append(v)

@@ -193,7 +193,7 @@ _B = 6
 
 def _batch():
     g = torch.Generator().manual_seed(0)
-    mk = lambda: -torch.rand(_B, generator=g) * 3  # noqa: E731
+    mk = lambda: -torch.rand(_B, generator=g) * 3
     pol = {k: mk() for k in ("y_w", "y_l", "v_w", "v_l", "a_w", "a_l")}
     ref = {k: mk() for k in pol}
     eta = torch.tensor([1, 0, 0, 1, 0, 0.0])

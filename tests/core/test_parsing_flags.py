@@ -5,13 +5,13 @@ every recipe sets."""
 from __future__ import annotations
 
 import pytest
-from cavpref.data_prep.build.config import PrepConfig
-from cavpref.data_prep.synthetic.config import WorldConfig
-from cavpref.eval.cli import CompareArgs
 
 from cavpref.apps.cli import main as cli_main
 from cavpref.apps.quickstart import QuickstartConfig
 from cavpref.config import CAVPrefConfig
+from cavpref.data_prep.build.config import PrepConfig
+from cavpref.data_prep.synthetic.config import WorldConfig
+from cavpref.eval.cli import CompareArgs
 from cavpref.models.export import ExportModelArgs
 from cavpref.parsing import parse_args
 

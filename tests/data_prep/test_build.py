@@ -376,7 +376,7 @@ def test_cli_help_lists_every_key(capsys):
 
 
 def test_cli_merge_keys_and_the_deprecated_positional_form(built, tmp_path, capsys):
-    world, root, _ = built
+    world, _root, _ = built
     shards = []
     for i in range(2):
         shards.append(str(tmp_path / f"shard{i}"))

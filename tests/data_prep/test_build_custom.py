@@ -90,16 +90,28 @@ def test_one_cavpref_step_trains_on_the_users_tasks(built, tmp_path):
 
     prefs = built["out"] / "preferences"
     recipe = {
-        **{"method": "cavpref", "beta_y": 0.1, "beta_v": 0.1, "beta_a": 0.1},  # no scores: fixed βs
-        **{
-            "train_dataset": str(prefs),
-            "media_root": str(built["media"]),
-            "output_dir": str(tmp_path / "run"),
-        },
-        **{"per_device_train_batch_size": 9, "max_steps": 1, "logging_steps": 1, "save_strategy": "no"},
-        **{"bf16": False, "use_cpu": True, "report_to": "none", "disable_tqdm": True, "sampler": "mixed"},
-        **{"dataloader_num_workers": 0, "activation_checkpointing": False, "seed": 0},
-        **{"model_name_or_path": str(F.tiny_model(tmp_path / "model")), "dtype": "float32", "lora_r": 0},
+        "method": "cavpref",
+        "beta_y": 0.1,
+        "beta_v": 0.1,
+        "beta_a": 0.1,  # no scores: fixed βs
+        "train_dataset": str(prefs),
+        "media_root": str(built["media"]),
+        "output_dir": str(tmp_path / "run"),
+        "per_device_train_batch_size": 9,
+        "max_steps": 1,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "bf16": False,
+        "use_cpu": True,
+        "report_to": "none",
+        "disable_tqdm": True,
+        "sampler": "mixed",
+        "dataloader_num_workers": 0,
+        "activation_checkpointing": False,
+        "seed": 0,
+        "model_name_or_path": str(F.tiny_model(tmp_path / "model")),
+        "dtype": "float32",
+        "lora_r": 0,
         "num_frames": 2,
     }
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))

@@ -3,9 +3,8 @@ real prep build, in both settings; ``wrong_option`` keeps today's rows."""
 
 import pytest
 
-from cavpref.data_prep.build.clean_rows import reject_abstaining
-
 from cavpref.data import NONE_OF_THE_ABOVE, BenchmarkItem, PreferenceExample
+from cavpref.data_prep.build.clean_rows import reject_abstaining
 from cavpref.media.spec import clip, to_json
 
 MEDIA = to_json(clip("a.mp4"))

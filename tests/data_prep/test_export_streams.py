@@ -13,11 +13,11 @@ import json
 import numpy as np
 import pytest
 import soundfile as sf
-from cavpref.data_prep.formats import ExportArgs, ImportArgs, export_dataset, import_dataset
-from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
 from datasets import load_from_disk
 
 from cavpref.data import PreferenceExample
+from cavpref.data_prep.formats import ExportArgs, ImportArgs, export_dataset, import_dataset
+from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
 from cavpref.media.spec import Source, from_json, to_json
 from cavpref.media.write import write_mp4
 

@@ -195,9 +195,9 @@ def test_swift_preference_file_imports(foreign, tmp_path):
     assert stats["imported"] == 3 and stats["counts"]["preference pairs"] == 3
     rows = load_from_disk(str(tmp_path / "o" / "preferences"))["train"]
     assert [r["rejected"] for r in rows] == ["A flute.", "A drum.", "A piano."]
-    assert {r["media"] for r in rows} == {'{"audio":{"end":null,"op":"source","path":"audio/q4.wav","start":0.0},'
+    assert {r["media"] for r in rows} == {('{"audio":{"end":null,"op":"source","path":"audio/q4.wav","start":0.0},'
                                           '"op":"combine","video":{"end":null,"op":"source","path":"clips/q4.mp4",'
-                                          '"start":0.0}}'}  # fmt: skip
+                                          '"start":0.0}}')}  # fmt: skip
 
 
 def test_trl_standard_and_conversational_rows_import(foreign, tmp_path):
@@ -301,20 +301,25 @@ def test_imported_sets_train_one_step(foreign, tmp_path, which):
         method = "dpo"
     import_dataset(args)
     recipe = {
-        **{
-            "method": method,
-            "train_dataset": str(tmp_path / "imp" / "preferences"),
-            "media_root": str(foreign),
-        },
-        **{
-            "output_dir": str(tmp_path / "run"),
-            "per_device_train_batch_size": 2,
-            "max_steps": 1,
-            "logging_steps": 1,
-        },
-        **{"save_strategy": "no", "bf16": False, "use_cpu": True, "report_to": "none", "disable_tqdm": True},
-        **{"dataloader_num_workers": 0, "activation_checkpointing": False, "seed": 0, "num_frames": 2},
-        **{"model_name_or_path": str(F.tiny_model(tmp_path / "model")), "dtype": "float32", "lora_r": 0},
+        "method": method,
+        "train_dataset": str(tmp_path / "imp" / "preferences"),
+        "media_root": str(foreign),
+        "output_dir": str(tmp_path / "run"),
+        "per_device_train_batch_size": 2,
+        "max_steps": 1,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "bf16": False,
+        "use_cpu": True,
+        "report_to": "none",
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+        "activation_checkpointing": False,
+        "seed": 0,
+        "num_frames": 2,
+        "model_name_or_path": str(F.tiny_model(tmp_path / "model")),
+        "dtype": "float32",
+        "lora_r": 0,
     }
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
     assert main([str(tmp_path / "r.yaml")]) == 0

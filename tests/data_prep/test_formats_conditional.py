@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cavpref.data_prep.formats import ExportArgs, ImportArgs, export_dataset, import_dataset
-from cavpref.data_prep.formats.conditional import TASKS
-from cavpref.data_prep.readers import ReaderError
 from datasets import Dataset, load_from_disk
 
 from cavpref import task_registry
 from cavpref.bench.rows import examples, write_clips
 from cavpref.data import AnchorPair
+from cavpref.data_prep.formats import ExportArgs, ImportArgs, export_dataset, import_dataset
+from cavpref.data_prep.formats.conditional import TASKS
+from cavpref.data_prep.readers import ReaderError
 from cavpref.media.spec import Combine, Source, from_json, mute, to_json
 
 pytestmark = pytest.mark.usefixtures("one_thread")

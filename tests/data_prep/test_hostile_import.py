@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from cavpref.data_prep.formats.cli import main as data_main
 from datasets import load_from_disk
+
+from cavpref.data_prep.formats.cli import main as data_main
 
 U = lambda c: {"role": "user", "content": c}
 A = lambda c: {"role": "assistant", "content": c}

@@ -195,7 +195,7 @@ def test_json_nested_too_deeply_names_the_file_and_a_nested_field_is_skipped(wor
     # one record's field nested too deeply: that record is skipped and counted under on_error: skip
     media = tmp_path / "media"
     shutil.copytree(world, media)
-    src = sorted((media / "music_avqa" / "json").glob("avqa-*.json"))[0]
+    src = min((media / "music_avqa" / "json").glob("avqa-*.json"))
     records = json.loads(src.read_text())
     records[0]["type"] = "[" * 200_000 + "]" * 200_000
     src.write_text(json.dumps(records))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -135,7 +136,7 @@ def _children(pid: int) -> list[int]:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                stat = open(f"/proc/{entry}/stat").read()
+                stat = Path(f"/proc/{entry}/stat").read_text()
             except OSError:
                 continue
             fields = stat.rsplit(")", 1)[1].split()
@@ -146,7 +147,7 @@ def _children(pid: int) -> list[int]:
 
 def _alive(pid: int) -> bool:
     try:
-        stat = open(f"/proc/{pid}/stat").read()
+        stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"

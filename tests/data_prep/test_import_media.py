@@ -11,6 +11,7 @@ import json
 
 import numpy as np
 import pytest
+
 from cavpref.data_prep.formats import ImportArgs, export_dataset, import_dataset
 from cavpref.data_prep.formats.cli import main as data_main
 from cavpref.data_prep.formats.convert import ExportArgs

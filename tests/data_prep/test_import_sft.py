@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cavpref.data_prep.formats.cli import main as data_main
 from huggingface_hub import DatasetCard
 
+from cavpref.data_prep.formats.cli import main as data_main
 from cavpref.media.write import write_mp4
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,6 +11,7 @@ import json
 import re
 
 import pytest
+
 from cavpref.data_prep.formats.cli import main as data_main
 
 GOOD = {"file_name": "d.jsonl", "formatting": "sharegpt", "columns": {"messages": "messages", "videos": "videos"},

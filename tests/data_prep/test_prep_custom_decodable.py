@@ -12,11 +12,11 @@ import json
 
 import numpy as np
 import pytest
-from tests.helpers import user_data
+
 from cavpref.data_prep.build import PrepConfig, build
 from cavpref.data_prep.build.reading import PrepError
-
 from cavpref.media.write import write_mp4
+from tests.helpers import user_data
 
 
 @pytest.fixture

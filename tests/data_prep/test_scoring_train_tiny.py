@@ -91,7 +91,7 @@ def test_trains_saves_and_scores(world, tmp_path, kind):
 
     trained = load_file(str(tmp_path / kind / "model.safetensors"))
     loaded = dict(scorer.encoder.model.state_dict())
-    name = next(k for k in trained if k.endswith("logit_scale") or k.endswith("logit_scale_a"))
+    name = next(k for k in trained if k.endswith(("logit_scale", "logit_scale_a")))
     assert np.array_equal(trained[name], loaded[name].numpy())
     assert not np.isclose(float(trained[name]), np.log(1 / 0.07))  # moved from its initial value
 

@@ -20,10 +20,10 @@ from cavpref.data_prep.tasks import (
     item_prompt,
     render_prompt,
 )
-from cavpref.data_prep.tasks.common import norm
-from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
 from cavpref.data_prep.tasks.cat import ATTRIBUTE_WORDS, BINDINGS
+from cavpref.data_prep.tasks.common import norm
 from cavpref.data_prep.tasks.cot_stitch import ORDER_PHRASES, SIMULTANEOUS
+from cavpref.data_prep.tasks.schema import PREFERENCE_FEATURES, to_dataset
 from cavpref.media.spec import Concat, Overlay, combine, concat, drop_video, from_json, mute
 from tests.helpers.task_records import CAT, COW, DOG, GROUPS, SIREN, T3, avqa, make_tables, music, segment
 

@@ -142,6 +142,7 @@ def _run(block: Block, workdir: Path) -> None:
         argv = ["bash", "-euo", "pipefail", "-c", code]
     done = subprocess.run(
         argv,
+        check=False,
         cwd=workdir,
         env=_env(workdir),
         capture_output=True,
@@ -235,7 +236,9 @@ def test_every_link_and_docs_path_resolves():
     the code or the recipes, exists."""
     dead = []
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *RESULT_PAGES]
-    anchors = {p.resolve(): {_slug(h) for h in re.findall(r"^#+ (.+)$", p.read_text(), re.M)} for p in pages}
+    anchors = {
+        p.resolve(): {_slug(h) for h in re.findall(r"^#+ (.+)$", p.read_text(), re.MULTILINE)} for p in pages
+    }
     for page in pages:
         for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
             if target.startswith(("http://", "https://", "mailto:")):

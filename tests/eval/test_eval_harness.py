@@ -11,14 +11,14 @@ import json
 
 import numpy as np
 import pytest
+
+from cavpref.data import BenchmarkItem
 from cavpref.eval.args import EvalArgs
 from cavpref.eval.circular import rotate
 from cavpref.eval.cli import main
 from cavpref.eval.harness.lmms_eval import TaskFolder, read_samples
 from cavpref.eval.harness.vlmevalkit import CIRCULAR_OFFSET, read_predictions
 from cavpref.eval.pipeline import score_predictions
-
-from cavpref.data import BenchmarkItem
 from cavpref.media.probe import probe
 from cavpref.media.spec import clip, drop_video, mute, to_json
 from cavpref.media.write import write_mp4

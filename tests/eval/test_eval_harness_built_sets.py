@@ -10,9 +10,9 @@ import json
 
 import numpy as np
 import pytest
+
 from cavpref.eval.cli import main
 from cavpref.eval.harness.lmms_eval import TaskFolder
-
 from cavpref.media.write import write_mp4
 
 AURA = [  # AURA's released records (what `cavpref build aura` writes), one per task family

@@ -12,12 +12,12 @@ import json
 
 import numpy as np
 import pytest
+
+from cavpref.data import BenchmarkItem
 from cavpref.eval.args import EvalArgs
 from cavpref.eval.circular import rotate
 from cavpref.eval.cli import main
 from cavpref.eval.pipeline import score_predictions
-
-from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, mute, to_json
 from cavpref.media.write import write_mp4
 

@@ -15,9 +15,9 @@ import sys
 
 import numpy as np
 import pytest
-from cavpref.eval.cli import main
 
 from cavpref.data import BenchmarkItem
+from cavpref.eval.cli import main
 from cavpref.media.spec import clip, drop_video, mute, to_json
 from cavpref.media.write import write_mp4
 

@@ -132,7 +132,7 @@ def test_run_against_a_served_model_then_predictions_and_compare(release, tmp_pa
         with av.open(
             io.BytesIO(base64.b64decode(parts["video_url"]["video_url"]["url"].split(",", 1)[1]))
         ) as c:
-            levels = [int(round(f.to_ndarray(format="rgb24").mean() / 10)) * 10 for f in c.decode(video=0)]
+            levels = [round(f.to_ndarray(format="rgb24").mean() / 10) * 10 for f in c.decode(video=0)]
         received.setdefault(
             text.split("\n")[0 if text.startswith("Question") else 1], (sorted(parts), levels)
         )

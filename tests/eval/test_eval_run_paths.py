@@ -9,10 +9,10 @@ import json
 import shutil
 
 import pytest
-from tests.helpers.html_report_check import build_data, page_data, run_eval, scripted
-from tests.helpers.judge_server import completion
 
 from cavpref.apps.cli import main as cavpref_main
+from tests.helpers.html_report_check import build_data, page_data, run_eval, scripted
+from tests.helpers.judge_server import completion
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,8 @@ import json
 import math
 
 import pytest
+
+from cavpref.data import BenchmarkItem
 from cavpref.eval import significance as sig
 from cavpref.eval.benchmarks.avtrustbench.trust import CLEAN_TASK
 from cavpref.eval.circular import rotate
@@ -14,10 +16,8 @@ from cavpref.eval.cli import main as eval_main
 from cavpref.eval.compare import compare
 from cavpref.eval.pipeline import EvalArgs, score_predictions
 from cavpref.eval.registry import write_reports
-from tests.helpers.html_report_check import page_data
-
-from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, to_json
+from tests.helpers.html_report_check import page_data
 
 
 def test_mcnemar_exact_below_25_discordant_items_hand_computed():

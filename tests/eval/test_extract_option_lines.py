@@ -8,14 +8,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+
+from cavpref.apps.cli import main as cavpref_main
+from cavpref.data import BenchmarkItem
 from cavpref.eval.benchmarks.aura import data as aura
 from cavpref.eval.benchmarks.mmar import data as mmar
 from cavpref.eval.benchmarks.mvbench import data as mvbench
 from cavpref.eval.benchmarks.traceav import data as traceav
 from cavpref.eval.extract import match_choice
-
-from cavpref.apps.cli import main as cavpref_main
-from cavpref.data import BenchmarkItem
 from cavpref.prompts import render_prompt
 
 CANDIDATES = ["Drawing on a tablet", "Reading a printed book", "Typing on a laptop", "Writing in a notebook"]

@@ -4,9 +4,9 @@ yet was scored as the abstention, because option texts were looked for only afte
 returned. Each abstaining task's own prompts, as the evaluator renders them."""
 
 import pytest
+
 from cavpref.data_prep.tasks import TASK_SPECS
 from cavpref.eval.extract import ABSTAIN, is_correct, match_choice
-
 from cavpref.prompts import render_prompt
 
 OPTIONS = {"A": "acoustic_guitar", "B": "Piano", "C": "Three", "D": "Thirty-three", "E": "None of the above"}

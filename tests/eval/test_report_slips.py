@@ -10,6 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from cavpref.apps.cli import main as cavpref_main
+from cavpref.data import BenchmarkItem
 from cavpref.data_prep.formats import ExportArgs, ImportArgs, export_dataset, import_dataset
 from cavpref.eval.ablation import streams
 from cavpref.eval.benchmarks.mmar import data as mmar
@@ -17,9 +20,6 @@ from cavpref.eval.benchmarks.mmar import report as mmar_report
 from cavpref.eval.benchmarks.mvbench import data as mvbench
 from cavpref.eval.benchmarks.traceav import report as traceav_report
 from cavpref.eval.benchmarks.traceav.metrics import error_entropy
-
-from cavpref.apps.cli import main as cavpref_main
-from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, drop_video, mute, to_json
 from cavpref.media.write import write_mp4
 

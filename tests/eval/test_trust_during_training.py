@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cavpref.eval.benchmarks.avtrustbench.separation import first_pass_margins, separation
-
 from cavpref.data import BenchmarkItem
+from cavpref.eval.benchmarks.avtrustbench.separation import first_pass_margins, separation
 from cavpref.media.spec import clip, to_json
 
 pytestmark = pytest.mark.usefixtures("one_thread")

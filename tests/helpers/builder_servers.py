@@ -245,7 +245,7 @@ def trace_blindfold(body: dict) -> str:
     """Guesses right only on the planted "[guessable]" question (the options saying "indeed"); abstains
     otherwise."""
     text = body["messages"][1]["content"]
-    picked = re.findall(r"^([A-D])\. .*indeed", text, re.M) if "[guessable]" in text else []
+    picked = re.findall(r"^([A-D])\. .*indeed", text, re.MULTILINE) if "[guessable]" in text else []
     return json.dumps({"predicted_options": picked, "confidence": 0.9 if picked else 0.0, "reason": "text"})
 
 
@@ -268,7 +268,8 @@ def simulate_raters(src: str, dst: str, columns: list[str], seed: int = 0) -> No
     import random
 
     rng = random.Random(seed)
-    rows = list(csv.DictReader(open(src, encoding="utf-8")))
+    with open(src, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
     for row in rows:
         base = rng.randint(1, 5)
         scores = [min(5, max(1, base + rng.choice((-1, 0, 1)))) for _ in columns]
@@ -277,7 +278,8 @@ def simulate_raters(src: str, dst: str, columns: list[str], seed: int = 0) -> No
     writer = csv.DictWriter(buf, fieldnames=[*rows[0]])
     writer.writeheader()
     writer.writerows(rows)
-    open(dst, "w", encoding="utf-8", newline="").write(buf.getvalue())
+    with open(dst, "w", encoding="utf-8", newline="") as f:
+        f.write(buf.getvalue())
 
 
 if (

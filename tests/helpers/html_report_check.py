@@ -17,7 +17,7 @@ from cavpref.media.spec import clip, drop_video, mute, to_json
 from cavpref.media.write import write_mp4
 from tests.helpers.judge_server import LoopbackServer, completion, endpoint_client
 
-DATA = re.compile(r'<script type="application/json" id="report-data">(.*?)</script>', re.S)
+DATA = re.compile(r'<script type="application/json" id="report-data">(.*?)</script>', re.DOTALL)
 
 
 def page_data(path: str | Path) -> dict:

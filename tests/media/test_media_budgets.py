@@ -37,7 +37,7 @@ def test_video_pixel_cap_defaults_to_qwen_budget(processor_7b_like):
     enc = QwenOmniModelIO(processor_7b_like).encode_media(
         DecodedMedia(frames=frames, frame_times=None, audio=None, sample_rate=16000, duration=1.0)
     )
-    t, h, w = enc.video["video_grid_thw"][0].tolist()
+    _t, h, w = enc.video["video_grid_thw"][0].tolist()
     assert h * w * 14 * 14 <= 602112 < 1080 * 1920  # patch 14 px: the frame was resized to the budget
 
 

@@ -56,7 +56,7 @@ def root(tmp_path_factory):
 
 
 def colours(frames):
-    return [tuple(int(round(v / 255.0)) * 255 for v in f[f.shape[0] // 2, f.shape[1] // 2]) for f in frames]
+    return [tuple(round(v / 255.0) * 255 for v in f[f.shape[0] // 2, f.shape[1] // 2]) for f in frames]
 
 
 def peak_hz(x, sr=SR):
@@ -71,7 +71,7 @@ def test_source_frames_audio_and_times(root):
         assert colours(m.frames) == [RED, RED, GREEN, GREEN, BLUE, BLUE]
         np.testing.assert_allclose(m.frame_times, [0.25, 0.75, 1.25, 1.75, 2.25, 2.75])
         assert m.duration == pytest.approx(3.0, abs=0.01) and m.sample_rate == SR
-        assert m.audio.dtype == np.float32 and m.audio.shape == (int(round(m.duration * SR)),)
+        assert m.audio.dtype == np.float32 and m.audio.shape == (round(m.duration * SR),)
         assert peak_hz(m.audio) == pytest.approx(440, abs=2)
         assert abs(_phase(m.audio, 440)) < 2 * np.pi * 440 * 0.5 / SR  # starts in phase: no offset
         assert np.sqrt(np.mean(m.audio[SR // 2 : -SR // 2] ** 2)) == pytest.approx(0.5 / np.sqrt(2), rel=0.05)

@@ -25,7 +25,7 @@ def root(tmp_path_factory):
 
 
 def _levels(frames):
-    return [int(round(f.mean() / 10)) * 10 for f in frames]  # H.264 moves a grey level by a unit or two
+    return [round(f.mean() / 10) * 10 for f in frames]  # H.264 moves a grey level by a unit or two
 
 
 def _rms(x):

@@ -38,7 +38,7 @@ def root(tmp_path_factory):
 
 
 def _colour(pixel):
-    return tuple(int(round(v / 255.0)) * 255 for v in pixel)
+    return tuple(round(v / 255.0) * 255 for v in pixel)
 
 
 def test_vertical_stack_paints_bands_by_size_and_mixes_audio(root):

@@ -127,12 +127,12 @@ def runs(tmp_path_factory, tiny_full):
     out = {"root": root, "base": base}
     for name, lora_r in (("full", 0), ("lora", 4)):
         recipe = {
-            **{"method": "dpo", "train_dataset": str(root / "prefs"), "media_root": str(root / "media")},
-            **{"output_dir": str(root / name), "per_device_train_batch_size": 2, "max_steps": 1, "save_strategy": "no"},
-            **{"learning_rate": 0.5, "optim": "sgd", "lr_scheduler_type": "constant", "logging_steps": 1},
-            **{"bf16": False, "use_cpu": True, "report_to": "none", "disable_tqdm": True, "seed": 0},
-            **{"dataloader_num_workers": 0, "activation_checkpointing": False, "num_frames": 2},
-            **{"model_name_or_path": str(base), "dtype": "float32", "lora_r": lora_r},
+            "method": "dpo", "train_dataset": str(root / "prefs"), "media_root": str(root / "media"),
+            "output_dir": str(root / name), "per_device_train_batch_size": 2, "max_steps": 1, "save_strategy": "no",
+            "learning_rate": 0.5, "optim": "sgd", "lr_scheduler_type": "constant", "logging_steps": 1,
+            "bf16": False, "use_cpu": True, "report_to": "none", "disable_tqdm": True, "seed": 0,
+            "dataloader_num_workers": 0, "activation_checkpointing": False, "num_frames": 2,
+            "model_name_or_path": str(base), "dtype": "float32", "lora_r": lora_r,
         }  # fmt: skip
         (root / f"{name}.yaml").write_text(yaml.safe_dump(recipe))
         assert train([str(root / f"{name}.yaml")]) == 0

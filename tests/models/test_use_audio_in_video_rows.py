@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from cavpref.data_prep.formats import ExportArgs, ImportArgs, export_dataset, import_dataset
 from datasets import load_from_disk
 
 from cavpref.bench.rows import write_clips
 from cavpref.collator import CAVPrefCollator
 from cavpref.data import PreferenceExample
+from cavpref.data_prep.formats import ExportArgs, ImportArgs, export_dataset, import_dataset
 from cavpref.media.spec import Source, to_json
 from cavpref.models import Row, load_model_io
 from cavpref.models.tiny import build_tiny_qwen_omni, demo_media

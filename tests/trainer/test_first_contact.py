@@ -103,7 +103,7 @@ def test_the_console_shows_one_short_line_per_step_and_the_log_keeps_every_metri
 
     out = tmp_path / "o"
     rec = recipe(fx, tmp_path / "r.yaml", max_steps=2)
-    assert main([rec, "--output_dir", str(out), *"--beta_y 0.1 --beta_v 0.1 --beta_a 0.1".split()]) == 0
+    assert main([rec, "--output_dir", str(out), "--beta_y", "0.1", "--beta_v", "0.1", "--beta_a", "0.1"]) == 0
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step ")]
     assert printed[0].startswith("step 1/2  loss ") and "metrics in logs.jsonl" in printed[0]
     assert all(len(line) < 160 for line in printed) and "{'loss'" not in "\n".join(printed)

@@ -436,7 +436,7 @@ def test_anchor_response_picks_the_anchor_rows_response(fx, model_io, prefs, tmp
     from cavpref.collator import slot_fields
 
     rows = by_task(prefs, "MVIT", "MAIT")
-    mvit, mait = rows
+    mvit, _mait = rows
     assert mvit["visual_perturbed"] == mvit["media"] and mvit["chosen"] != mvit["visual_response"]
 
     def built(anchor):

@@ -20,6 +20,7 @@ from cavpref.apps.quickstart.data import caption_data, corpus, start_data
 from cavpref.apps.quickstart.recipes import recipe, write_recipe
 from cavpref.apps.quickstart.report import items_caption, load_results, table5, write_report
 from cavpref.apps.quickstart.stages import Stage, Stages, say
+from cavpref.apps.train import main as train_main
 from cavpref.cpu import pin_cpu
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.data_prep.build import PrepConfig, build
@@ -36,7 +37,6 @@ from cavpref.models.tiny import build_tiny_qwen_omni
 from cavpref.output_dir import OutputDirError, claim_output_dir, release_output_dir
 from cavpref.parsing import parse_args
 from cavpref.train import last_complete_checkpoint
-from cavpref.apps.train import main as train_main
 
 
 def world_stage(cfg: QuickstartConfig, stage: Stage) -> None:

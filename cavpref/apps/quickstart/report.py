@@ -139,12 +139,14 @@ def trust_section(results: dict[str, dict], root: Path, cells: str) -> list[str]
         "",
         cells,
         "",
-        "Paired trust: a perturbed item answered right (abstained where it should) *and* its clean twin answered "
-        "right; blind abstention scores 0. False abstention: CLEAN items abstained on. Separation: over (perturbed, "
-        "clean twin) pairs, how often the perturbed one is the more inclined to abstain (50 % = cannot tell them "
-        "apart). CircularEval; options read "
-        f"`{next(iter(results.values())).get('evaluation', {}).get('option_score', 'generated answers')}`"
-        " (docs/evaluation.md); [95 % interval over items]; the last column counts pairs / CLEAN items.",
+        (
+            "Paired trust: a perturbed item answered right (abstained where it should) *and* its clean twin answered "
+            "right; blind abstention scores 0. False abstention: CLEAN items abstained on. Separation: over (perturbed, "
+            "clean twin) pairs, how often the perturbed one is the more inclined to abstain (50 % = cannot tell them "
+            "apart). CircularEval; options read "
+            f"`{next(iter(results.values())).get('evaluation', {}).get('option_score', 'generated answers')}`"
+            " (docs/evaluation.md); [95 % interval over items]; the last column counts pairs / CLEAN items."
+        ),
         "",
     ]
     for setting, rows in by_setting.items():

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from cavpref.data_prep.builders.aura.tasks import TASKS
 from cavpref.data_prep.builders.endpoints import EndpointArgs, role_model, role_url
+from cavpref.data_prep.builders.media import VIDEO_EXTENSIONS
 from cavpref.data_prep.builders.work import setting
 from cavpref.output_dir import OutputArguments
-from cavpref.data_prep.builders.media import VIDEO_EXTENSIONS
 
 
 @dataclass
@@ -17,11 +17,11 @@ class AuraConfig(OutputArguments):
         "folder of the user's videos (read, never written; searched recursively)", default=""
     )
     out: str = setting("build folder: new, empty, or an earlier AURA build to resume (required)", default="")
-    tasks: list[str] = setting(
+    tasks: list[str] = setting(  # noqa: RUF009 - setting() is dataclasses.field(metadata=help)
         f"AURA tasks to build, by code: {[t.code for t in TASKS]}",
         default_factory=lambda: [t.code for t in TASKS],
     )
-    extensions: list[str] = setting(
+    extensions: list[str] = setting(  # noqa: RUF009 - setting() is dataclasses.field(metadata=help)
         "file name endings taken as videos", default_factory=lambda: list(VIDEO_EXTENSIONS)
     )
     short_clip_s: float = setting(

@@ -13,9 +13,8 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from cavpref.data_prep.builders.aura.tasks import AuraTask
-
 from cavpref.chat_json import parse_json_reply
+from cavpref.data_prep.builders.aura.tasks import AuraTask
 
 LETTERS = ("A", "B", "C", "D")
 NOT_SAID = "(no speech recognised)"

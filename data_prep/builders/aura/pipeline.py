@@ -40,12 +40,11 @@ from cavpref.data_prep.builders.quality import Ledger, audit_sample, write_audit
 from cavpref.data_prep.builders.work import (
     BuildError,
     Unit,
-    key_of,
     begin_build,
+    key_of,
     write_json,
     write_text,
 )
-
 from cavpref.media.decode import FramePolicy
 from cavpref.media.materialize import materialize
 from cavpref.media.spec import concat, from_json, has_audio, stack, to_json

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cavpref import jsonl
 from cavpref.data_prep.builders.media import best_window
 from cavpref.data_prep.builders.work import BuildError
-
-from cavpref import jsonl
 from cavpref.media.spec import Combine, MediaSpec, Source, shift_audio
 
 
@@ -79,7 +78,8 @@ def sync_choice(ids: list[str], has_room: dict[str, bool], seed: int) -> dict[st
 
 
 _WORD = re.compile(r"[a-z]{3,}")
-_STOP = frozenset("the and with that this from are while his her their its has have into over under".split())
+# stop words, as one line of words (SIM905 would spell them as a 19-line list)
+_STOP = frozenset("the and with that this from are while his her their its has have into over under".split())  # noqa: SIM905
 
 
 def words(text: str) -> set[str]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cavpref.data_prep.builders.endpoints import EndpointArgs, role_model, role_url
+from cavpref.data_prep.builders.traceav.tasks import TASKS
 from cavpref.data_prep.builders.work import setting
 from cavpref.output_dir import OutputArguments
-from cavpref.data_prep.builders.traceav.tasks import TASKS
 
 
 @dataclass
@@ -20,7 +20,7 @@ class TraceConfig(OutputArguments):
     out: str = setting(
         "build folder: new, empty, or an earlier TraceAV build to resume (required)", default=""
     )
-    tasks: list[str] = setting(
+    tasks: list[str] = setting(  # noqa: RUF009 - setting() is dataclasses.field(metadata=help)
         "sub-tasks to build (released task_type names)", default_factory=lambda: [t.task_type for t in TASKS]
     )
     min_duration_s: float = setting(

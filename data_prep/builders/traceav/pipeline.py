@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from cavpref.chat_json import parse_json_reply
 from cavpref.data_prep.builders import quality
 from cavpref.data_prep.builders.endpoints import ask_one, call_stats, media_message, text_messages
 from cavpref.data_prep.builders.media import VIDEO_EXTENSIONS, find_videos, for_role
@@ -26,13 +27,11 @@ from cavpref.data_prep.builders.traceav.tasks import BY_TYPE, PROMPT_VERSION
 from cavpref.data_prep.builders.work import (
     BuildError,
     Unit,
-    key_of,
     begin_build,
+    key_of,
     write_json,
     write_text,
 )
-
-from cavpref.chat_json import parse_json_reply
 from cavpref.media.decode import FramePolicy
 from cavpref.media.spec import Source
 from cavpref.output_dir import release_output_dir

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import json
 
+from cavpref.chat_json import parse_json_reply
 from cavpref.data_prep.builders.traceav.questions import LETTERS, letters
 from cavpref.data_prep.builders.traceav.tasks import TraceTask
-
-from cavpref.chat_json import parse_json_reply
 
 DIFFICULTIES = ("easy", "medium", "hard")
 
@@ -80,7 +79,7 @@ def verify_prompt(task: TraceTask, item: dict) -> str:
 def parse_verdict(text: str | None) -> dict:
     obj = parse_json_reply(text, want=dict)
     if not isinstance(obj.get("should_drop"), bool):
-        raise ValueError("should_drop is not a boolean")
+        raise ValueError("should_drop is not a boolean")  # noqa: TRY004 - a malformed reply is a ValueError (chat_json)
     return obj
 
 

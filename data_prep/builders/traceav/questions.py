@@ -14,14 +14,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
 from typing import Any
 
-from cavpref.data_prep.builders.traceav.tasks import TraceTask
-
 from cavpref.chat_json import parse_json_reply
+from cavpref.data_prep.builders.traceav.tasks import TraceTask
 
 LETTERS = ("A", "B", "C", "D")
 
@@ -87,7 +87,7 @@ def parse_proposal(text: str | None) -> list[dict]:
     obj = parse_json_reply(text, want=dict)
     candidates = obj.get("trajectory_candidates")
     if not isinstance(candidates, list):
-        raise ValueError("no trajectory_candidates list")
+        raise ValueError("no trajectory_candidates list")  # noqa: TRY004 - a malformed reply is a ValueError (chat_json)
     return [c for c in candidates if isinstance(c, dict)]
 
 
@@ -116,7 +116,7 @@ def trajectory_problems(candidate: dict, events_by_id: dict[int, dict], cfg) -> 
         out.append("span shorter than min_span")
     bridges = [
         set(events_by_id[a]["involved_entities"]) & set(events_by_id[b]["involved_entities"])
-        for a, b in zip(ids, ids[1:])
+        for a, b in itertools.pairwise(ids)
     ]
     if not all(bridges):
         out.append("consecutive events share no entity")
@@ -219,7 +219,7 @@ def released_item(raw: dict, hops: list[dict], cfg, rng: random.Random) -> dict:
     new_options = {new: str(options.get(old, "")).strip() for new, old in zip(LETTERS, order)}
     correct = sorted(LETTERS[order.index(c)] for c in letters(raw.get("correct_options")))
     qtype = str(raw.get("question_type", "")).strip().lower()
-    minutes = sum(abs(b["timestamp_minute"] - a["timestamp_minute"]) for a, b in zip(hops, hops[1:]))
+    minutes = sum(abs(b["timestamp_minute"] - a["timestamp_minute"]) for a, b in itertools.pairwise(hops))
     return {
         "question": str(raw.get("question", "")).strip(),
         "options": new_options,

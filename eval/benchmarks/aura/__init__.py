@@ -7,7 +7,7 @@ of Algorithm 1; ``nli`` the cross-encoder of CIS; ``report`` the report section 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from cavpref.eval.benchmarks.aura import data, report
 from cavpref.eval.common import media_root_of, select, split_response
@@ -32,7 +32,7 @@ class AURA(ReasonedAnswers, Benchmark):
     name = data.BENCHMARK
     title = "AURA"
     Options = AURAOptions
-    defaults = {"max_new_tokens": 512, "batch_size": 4, "chunk_size": 32}
+    defaults: ClassVar[dict[str, Any]] = {"max_new_tokens": 512, "batch_size": 4, "chunk_size": 32}
     protocols = ("paper", "official")
     uses_judge = True
     rank_by = ("overall ACC",)

@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cavpref.data import BenchmarkItem
 from cavpref.eval.common import BenchmarkInputError, field, mean, read_records
 from cavpref.eval.extract import match_choice
-
-from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip
 
 BENCHMARK = "aura"

@@ -20,11 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cavpref.eval.benchmarks.aura.data import letter_of
 from cavpref.chat_json import ask, parse_json_reply
-from cavpref.eval.common import score_from_reply
-
 from cavpref.data import BenchmarkItem
+from cavpref.eval.benchmarks.aura.data import letter_of
+from cavpref.eval.common import score_from_reply
 
 PROMPT_VERSION = "aura-judge/v1"
 

@@ -15,20 +15,19 @@ from typing import Any
 
 from transformers.utils import logging
 
+from cavpref import task_registry
+from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.eval import circular as circ
 from cavpref.eval.benchmarks.avtrustbench import report, scoring, sweep, table5
+from cavpref.eval.benchmarks.avtrustbench.headline import mean_interval
 from cavpref.eval.benchmarks.avtrustbench.metrics import summarize
 from cavpref.eval.benchmarks.avtrustbench.reader import DataError, load_items
-from cavpref.eval.benchmarks.avtrustbench.headline import mean_interval
 from cavpref.eval.benchmarks.avtrustbench.separation import first_pass_margins, pair_scores
 from cavpref.eval.benchmarks.avtrustbench.trust import references, trust_summary
 from cavpref.eval.common import pass_number
 from cavpref.eval.metrics import primary
 from cavpref.eval.option_score import OPTION_SCORES
 from cavpref.eval.registry import Benchmark, Loaded, register
-
-from cavpref import task_registry
-from cavpref.data import CLEAN_TASK, TASKS
 
 logger = logging.get_logger(__name__)
 

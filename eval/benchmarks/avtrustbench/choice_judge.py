@@ -13,11 +13,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from cavpref.chat_client import ChatClient
+from cavpref.data import LETTERS
 from cavpref.data_prep.tasks import TASK_SPECS
 from cavpref.eval.extract import ABSTAIN, Extraction, normalise
-from cavpref.chat_client import ChatClient
-
-from cavpref.data import LETTERS
 
 PROMPT_VERSION = "avtrustbench-choice/v1"
 

@@ -22,10 +22,9 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
+from cavpref.data import CLEAN_TASK
 from cavpref.eval.metrics import primary
 from cavpref.eval.tables import fmt
-
-from cavpref.data import CLEAN_TASK
 
 Z95 = 1.959963984540054
 

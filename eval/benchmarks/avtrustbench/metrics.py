@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from cavpref.eval.metrics import ItemOutcome, accuracy_block, counts, primary
-
 from cavpref import task_registry
 from cavpref.data import CATEGORIES
+from cavpref.eval.metrics import ItemOutcome, accuracy_block, counts, primary
 
 
 def _ordered(keys: Iterable[str], order: Sequence[str]) -> list[str]:

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cavpref.eval.common import DataError
-
 from cavpref import jsonl
 from cavpref.data import BenchmarkItem, check_limit
+from cavpref.eval.common import DataError
 
 __all__ = ["DataError", "LoadResult", "check_prep_output", "default_media_root", "load_items"]
 

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cavpref import task_registry
+from cavpref.data import CLEAN_TASK
 from cavpref.eval.benchmarks.avtrustbench import headline, sweep
 from cavpref.eval.benchmarks.avtrustbench.trust import REFERENCES
 from cavpref.eval.metrics import primary
 from cavpref.eval.reports import input_line
 from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
-
-from cavpref import task_registry
-from cavpref.data import CLEAN_TASK
 from cavpref.plotting import pyplot
 
 CATEGORY_ABBR = {
@@ -337,9 +336,11 @@ def _trust_first(results: dict, title: str) -> list[str]:
     out = [
         "## Trust first",
         "",
-        "Paired trust: perturbed item right *and* its clean twin right; false abstention: CLEAN items abstained "
-        "on; separation: how often the perturbed item of a pair is the more inclined to abstain (likelihood "
-        "runs). [95 % interval over items]; the last column counts pairs / CLEAN items.",
+        (
+            "Paired trust: perturbed item right *and* its clean twin right; false abstention: CLEAN items abstained "
+            "on; separation: how often the perturbed item of a pair is the more inclined to abstain (likelihood "
+            "runs). [95 % interval over items]; the last column counts pairs / CLEAN items."
+        ),
         "",
     ]
     for setting in settings:

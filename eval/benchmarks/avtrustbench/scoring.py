@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from cavpref.data import BenchmarkItem
 from cavpref.data_prep.tasks import task_spec
 from cavpref.eval import circular as circ
 from cavpref.eval.benchmarks.avtrustbench.choice_judge import JUDGE_ERROR, ChoiceJudge, build_query
@@ -33,8 +34,6 @@ from cavpref.eval.extract import ABSTAIN, Extraction, abstention_response, is_co
 from cavpref.eval.metrics import ItemOutcome
 from cavpref.eval.option_score import OPTION_SCORES, best_option
 from cavpref.eval.runner import Job, PassRequest
-
-from cavpref.data import BenchmarkItem
 from cavpref.prompts import render_prompt, rotated_view
 
 __all__ = [

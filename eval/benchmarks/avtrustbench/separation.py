@@ -16,10 +16,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping
 
+from cavpref.data import CLEAN_TASK, BenchmarkItem
 from cavpref.eval.benchmarks.avtrustbench.trust import record_key
 from cavpref.eval.option_score import option_values
-
-from cavpref.data import CLEAN_TASK, BenchmarkItem
 from cavpref.prompts import rotate
 
 

@@ -76,8 +76,10 @@ def section(sweep: dict, headline: Callable) -> list[str]:
     out = [
         "## Instruction sweep (paper Table 12)",
         "",
-        "Each instruction-setting item asked once per wording; cells are the headline accuracy (macro over "
-        "the dimension's tasks). The main tables above are the first wording's.",
+        (
+            "Each instruction-setting item asked once per wording; cells are the headline accuracy (macro over "
+            "the dimension's tasks). The main tables above are the first wording's."
+        ),
         "",
     ] + _table(["Instruction", *dims, "All"], rows)
     for j, p in enumerate(per):

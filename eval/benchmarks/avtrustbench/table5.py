@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cavpref import task_registry
 from cavpref.eval.benchmarks.avtrustbench.trust import REFERENCES
 from cavpref.eval.metrics import primary
 from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
-
-from cavpref import task_registry
 
 
 def compare(

@@ -27,11 +27,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from cavpref.eval.benchmarks.avtrustbench.metrics import summarize
-from cavpref.eval.metrics import ItemOutcome, percent
-
 from cavpref import task_registry
 from cavpref.data import CLEAN_TASK, BenchmarkItem
+from cavpref.eval.benchmarks.avtrustbench.metrics import summarize
+from cavpref.eval.metrics import ItemOutcome, percent
 
 REFERENCES = ("always abstain", "never abstain")
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from cavpref import task_registry
+from cavpref.data import CLEAN_TASK
 from cavpref.eval.benchmarks.avtrustbench import scoring
 from cavpref.eval.benchmarks.avtrustbench.trust import pair_up
 from cavpref.eval.extract import ABSTAIN
 from cavpref.eval.html_report.rows import item_view, short
 from cavpref.eval.option_score import OPTION_SCORES
-
-from cavpref import task_registry
-from cavpref.data import CLEAN_TASK
 
 PAIR = {
     (True, True): "both right",

@@ -10,7 +10,7 @@ protocol each number comes from.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from cavpref.eval.benchmarks.mmar import data, report
 from cavpref.eval.common import media_root_of, pass_number, select, split_response
@@ -46,7 +46,7 @@ class MMAR(ReasonedAnswers, Benchmark):
     name = data.BENCHMARK
     title = "MMAR-Rubrics"
     Options = MMAROptions
-    defaults = {"max_new_tokens": 1024, "batch_size": 4, "chunk_size": 32}
+    defaults: ClassVar[dict[str, Any]] = {"max_new_tokens": 1024, "batch_size": 4, "chunk_size": 32}
     protocols = ("paper", "official")
     uses_judge = True
     rank_by = ("Avg", "Rubrics", "CRS")

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cavpref.data import LETTERS, BenchmarkItem
 from cavpref.eval.common import (
     BenchmarkInputError,
     field,
@@ -43,8 +44,6 @@ from cavpref.eval.common import (
     trim_min_max,
 )
 from cavpref.eval.extract import strip_reasoning
-
-from cavpref.data import LETTERS, BenchmarkItem
 from cavpref.media.spec import clip, drop_video
 
 BENCHMARK = "mmar"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cavpref.chat_json import ask
+from cavpref.data import BenchmarkItem
 from cavpref.eval.benchmarks.mmar.data import (
     DEFAULT_RATERS,
     PROMPT_VERSION,
@@ -29,8 +30,6 @@ from cavpref.eval.benchmarks.mmar.data import (
     rubric_fraction,
     rubric_messages,
 )
-
-from cavpref.data import BenchmarkItem
 
 
 @dataclass

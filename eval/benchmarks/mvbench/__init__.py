@@ -7,7 +7,7 @@ paper evaluates it before and after CAVPref (its Table 14: average accuracy on t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from cavpref.eval.benchmarks.mvbench import data
 from cavpref.eval.common import select
@@ -49,7 +49,7 @@ class MVBench(Benchmark):
     name = data.BENCHMARK
     title = "MVBench"
     Options = MVBenchOptions
-    defaults = {"max_new_tokens": 16, "batch_size": 8, "chunk_size": 64}
+    defaults: ClassVar[dict[str, Any]] = {"max_new_tokens": 16, "batch_size": 8, "chunk_size": 64}
     modes = ("generate", "likelihood")
     protocols = ("paper", "official")
     rank_by = ("Avg",)

@@ -28,9 +28,8 @@ import string
 from pathlib import Path
 from typing import Any
 
-from cavpref.eval.common import BenchmarkInputError, field, mean
-
 from cavpref.data import BenchmarkItem
+from cavpref.eval.common import BenchmarkInputError, field, mean
 from cavpref.media.spec import clip, mute
 
 BENCHMARK = "mvbench"

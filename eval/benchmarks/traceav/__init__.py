@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from cavpref.eval.benchmarks.traceav import data, report
 from cavpref.eval.benchmarks.traceav import metrics as tables
@@ -55,7 +55,7 @@ class TraceAV(Benchmark):
     name = data.BENCHMARK
     title = "TraceAV-Bench"
     Options = TraceAVOptions
-    defaults = {"max_new_tokens": 32, "batch_size": 4, "chunk_size": 32}
+    defaults: ClassVar[dict[str, Any]] = {"max_new_tokens": 32, "batch_size": 4, "chunk_size": 32}
     protocols = ("paper", "official")
     rank_by = ("MH Avg", "Gen. Avg")  # Table 3: Rank (MH -> Gen.)
     report = report

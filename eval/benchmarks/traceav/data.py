@@ -35,10 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from cavpref.chat_json import parse_json_reply
+from cavpref.data import BenchmarkItem
 from cavpref.eval.common import BenchmarkInputError, field, read_records
 from cavpref.eval.extract import letter_mentions, strip_reasoning
-
-from cavpref.data import BenchmarkItem
 from cavpref.media.spec import clip, from_json, mask, to_json
 
 BENCHMARK = "traceav"

@@ -92,9 +92,11 @@ def analyses(m: dict) -> list[str]:
         out += [
             "## Error-answer entropy (appendix, Figure 10a)",
             "",
-            "Shannon entropy of the wrong answers' patterns (the sorted tuple of predicted letters; an "
-            "abstention is the empty pattern). The paper plots it against general accuracy across models "
-            "(`cavpref eval compare`).",
+            (
+                "Shannon entropy of the wrong answers' patterns (the sorted tuple of predicted letters; an "
+                "abstention is the empty pattern). The paper plots it against general accuracy across models "
+                "(`cavpref eval compare`)."
+            ),
             "",
         ] + _table(["over", "wrong answers", "patterns", "entropy (bits)"], rows)
     corr = m.get("video_correlation")
@@ -103,9 +105,11 @@ def analyses(m: dict) -> list[str]:
         out += [
             "## Hallucination vs general accuracy across videos (appendix, Figure 10b)",
             "",
-            f"Pearson r = {r} over {corr['n_videos']} video(s) with both MH and general items (each video's "
-            "MH accuracy against its general accuracy; undefined with fewer than two videos or a constant "
-            "series).",
+            (
+                f"Pearson r = {r} over {corr['n_videos']} video(s) with both MH and general items (each video's "
+                "MH accuracy against its general accuracy; undefined with fewer than two videos or a constant "
+                "series)."
+            ),
             "",
         ]
     return out
