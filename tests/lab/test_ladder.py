@@ -200,6 +200,7 @@ def test_the_diagnosis_names_what_is_missing(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)  # every part end to end: 532 s quiet-ish, over the suite's 600 s on a busy machine
 def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     """A --preset small quickstart, then every part of the ladder at tiny budgets: stage markers with wall times, the
     report and plots; the checkpoint at step N is bit for bit the run trained to N steps."""
