@@ -25,6 +25,7 @@ from typing import ClassVar
 from cavpref.cpu import CPU_ISAS
 from cavpref.data import check_limit
 from cavpref.data_prep.synthetic import WorldConfig
+from cavpref.data_prep.tasks.common import DISTRACTORS
 from cavpref.output_dir import OutputArguments
 
 METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref", "cavpref_fixed_beta")
@@ -192,6 +193,14 @@ class QuickstartConfig(OutputArguments):
         metadata={
             "help": "the fixed β (β_y, β_V, β_A) of SFT, DPO, CAVPref (fixed β) and, with --calibrate_beta false, "
             "of every method"
+        },
+    )
+    distractors: str = field(
+        default="category",
+        metadata={
+            "help": "prep's distractors (docs/data_prep.md): category (any answer of the question's category, "
+            "paper A.2) | same_group (only answers of the answer's kind, the ladder's fixed world)",
+            "choices": list(DISTRACTORS),
         },
     )
     num_threads: int = field(

@@ -104,6 +104,7 @@ def prep_stage(cfg: QuickstartConfig, stage: Stage, world: Path, scorers: Path |
             score=scorers is not None,
             scoring_config=str(scorers / "scoring.yaml") if scorers is not None else None,
             rotate_options=True,
+            distractors=cfg.distractors,
         )
     )
     stage.finish(stats_file=str(stage.dir / "stats.json"), items=stats.get("items"))
