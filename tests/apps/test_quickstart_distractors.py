@@ -9,6 +9,7 @@ from cavpref.apps.cli import main as cli_main
 from cavpref.apps.quickstart import QuickstartConfig
 from cavpref.apps.quickstart.pipeline import prep_stage, world_stage
 from cavpref.apps.quickstart.stages import Stages
+from cavpref.jsonl import read_jsonl
 
 
 def _clean_options(tmp_path, distractors):
@@ -19,7 +20,7 @@ def _clean_options(tmp_path, distractors):
     world = stages("world", world_stage).dir
     data = stages("data", prep_stage, world, None).dir
     manifest = json.loads((data / "manifest.json").read_text())
-    items = [json.loads(line) for line in (data / "jsonl" / "benchmark" / "CLEAN" / "test.jsonl").read_text().splitlines()]
+    items = [r for _, r in read_jsonl(data / "jsonl" / "benchmark" / "CLEAN" / "test.jsonl")]
     return manifest, {i["id"]: sorted(i["option_texts"]) for i in items}
 
 
@@ -29,6 +30,9 @@ def test_distractors_reach_prep_and_change_the_offered_options(tmp_path):
     assert json.dumps(same_group).count('"same_group"') >= 1 and '"same_group"' not in json.dumps(by_category)
     assert category_options.keys() == group_options.keys()  # the same items ...
     assert category_options != group_options  # ... offered other distractors
+    assert (
+        QuickstartConfig(preset="small").distractors == "same_group"
+    )  # the main command's default (issue 56)
 
 
 def test_an_unknown_distractors_value_is_refused_before_any_stage(tmp_path, capsys):

@@ -196,10 +196,12 @@ class QuickstartConfig(OutputArguments):
         },
     )
     distractors: str = field(
-        default="category",
+        default="same_group",
         metadata={
-            "help": "prep's distractors (docs/data_prep.md): category (any answer of the question's category, "
-            "paper A.2) | same_group (only answers of the answer's kind, the ladder's fixed world)",
+            "help": "prep's distractors (docs/data_prep.md): same_group (only answers of the answer's kind: the "
+            "ladder's fixed world; on the default run every preference method but CAVPref w/o Robustness gains "
+            "paired trust with it, docs/quickstart.md) | category (any answer of the question's category, paper "
+            "A.2, prep's own default)",
             "choices": list(DISTRACTORS),
         },
     )
