@@ -193,6 +193,33 @@ def stage_folders(root: Path) -> dict[str, str]:
     }
 
 
+# Keys a rerun may change: more methods add stages; where the run lives and whether it may overwrite change
+# no stage's output.
+RERUN_MAY_CHANGE = ("methods", "out", "overwrite_output_dir")
+# The value a run folder written before a key existed was made with (what that version always did).
+BEFORE_KEY = {"distractors": "category"}
+
+
+def check_same_keys(cfg: QuickstartConfig) -> None:
+    """Refuse to resume ``cfg.out`` under other keys: its finished stages would be reused as they are (a world
+    of another seed, items with other distractors, evaluations of another limit) while the report and
+    ``quickstart_config.json`` named the new keys."""
+    path = Path(cfg.out) / "quickstart_config.json"
+    if not path.exists():
+        return
+    saved, now = json.loads(path.read_text()), asdict(cfg)
+    changed = [
+        f"{k}: {saved.get(k, BEFORE_KEY.get(k, '(unset)'))!r} -> {v!r}"
+        for k, v in now.items()
+        if k not in RERUN_MAY_CHANGE and saved.get(k, BEFORE_KEY.get(k)) != v
+    ]
+    if changed:
+        raise OutputDirError(
+            f"{cfg.out} is a quickstart run made with other keys ({'; '.join(changed)}); resuming it would reuse "
+            "its finished stages under the new keys: give the keys it was made with, or a new --out"
+        )
+
+
 def write_config(cfg: QuickstartConfig) -> Path:
     """``<out>/quickstart_config.json``: the run's keys, written before any stage, so a second process (the
     science worker, a probe of a checkpoint still training) rebuilds the same ``QuickstartConfig``."""
@@ -274,6 +301,7 @@ def run(cfg: QuickstartConfig) -> dict:
     )
     cfg = replace(cfg, out=out)
     root = Path(cfg.out)
+    check_same_keys(cfg)
     write_config(cfg)
     plan = stage_plan(cfg)
     wall = MEASURED_WALL.get(cfg.preset) if cfg == QuickstartConfig(preset=cfg.preset, out=cfg.out) else None
