@@ -207,11 +207,11 @@ def check_same_keys(cfg: QuickstartConfig) -> None:
     path = Path(cfg.out) / "quickstart_config.json"
     if not path.exists():
         return
-    saved, now = json.loads(path.read_text()), asdict(cfg)
+    saved = {**BEFORE_KEY, **json.loads(path.read_text())}
     changed = [
-        f"{k}: {saved.get(k, BEFORE_KEY.get(k, '(unset)'))!r} -> {v!r}"
-        for k, v in now.items()
-        if k not in RERUN_MAY_CHANGE and saved.get(k, BEFORE_KEY.get(k)) != v
+        f"{k}: {saved.get(k, '(unset)')!r} -> {v!r}"
+        for k, v in asdict(cfg).items()
+        if k not in RERUN_MAY_CHANGE and saved.get(k, "(unset)") != v
     ]
     if changed:
         raise OutputDirError(
