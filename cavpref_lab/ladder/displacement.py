@@ -63,9 +63,8 @@ def displacement(root: Path, runs: dict[str, str], budgets: list[int], batch: in
     ax.set_xlabel("training rows seen (steps × batch)")
     ax.set_ylabel("CLEAN: log π(answer | clean) − log π_start (nats)")
     ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))
-    fig.tight_layout()
     path = root / "plots" / "ladder_displacement.png"
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")  # the whole legend, however long the labels
     plt.close(fig)
     return [*lines, "", f"Plot: `{path.relative_to(root)}`", ""], {k: v for k, v in got.items()}

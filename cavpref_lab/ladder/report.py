@@ -41,6 +41,15 @@ DIFFS = (
     ("cavpref_paper_anchor", "cavpref"),
     ("ceiling", "cavpref"),
 )
+# the decisive table's columns: the curves' and the paired separation over every perturbed task
+DECISIVE_COLUMNS = (*COLUMNS, "separation")
+
+
+def diff_pairs(decisive_methods: list[str]) -> list[tuple[str, str]]:
+    """``DIFFS``, then every other decisive method against DPO: issue 53's recommendation rule compares a
+    CAVPref-family objective with DPO, paired by seed."""
+    named = {hi for hi, _ in DIFFS}
+    return [*DIFFS, *((m, "dpo") for m in decisive_methods if m not in named and m != "dpo")]
 
 
 def load(root: Path, name: str) -> dict | None:
@@ -185,10 +194,9 @@ def plot(
     ax.set_xscale("log")
     ax.set_xlabel("training rows seen (steps × batch)")
     ax.set_ylabel(f"{key} (%, CircularEval)")
-    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.12))  # below: no line hidden
-    fig.tight_layout()
+    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.12))  # below: no line hidden
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")  # the whole legend, however long the labels
     plt.close(fig)
     return path
 
@@ -200,8 +208,9 @@ def mean_std(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(vals), (statistics.stdev(vals) if len(vals) > 1 else 0.0)
 
 
-def decisive(root: Path, cfg, methods: dict, seed0: int, steps: int) -> tuple[list[str], dict]:
-    """Mean ± std over seeds at ``steps`` per (mix, method), then the paired-by-seed differences."""
+def decisive(root: Path, cfg, methods: dict, seed0: int, steps: int, items: dict) -> tuple[list[str], dict]:
+    """Mean ± std over seeds at ``steps`` per (mix, method), then the paired-by-seed differences (``items``:
+    the test items, for the paired separation)."""
     step, rows, stats = f"{steps:05d}", [], {}
     per: dict[tuple[str, str], dict[int, dict]] = {}
     for mix in cfg.decisive_mixes:
@@ -213,28 +222,31 @@ def decisive(root: Path, cfg, methods: dict, seed0: int, steps: int) -> tuple[li
                     name = f"curves/{mix}/{method}" if seed == seed0 else f"decisive/{seed}/{mix}/{method}"
                 res = load(root, f"{name}/eval/{step}")
                 if res is not None:
-                    per.setdefault((mix, method), {})[seed] = cells(res, cfg.option_score)
+                    row = cells(res, cfg.option_score)
+                    sep = run_separation(root / name / "eval" / step, items, cfg.option_score)
+                    row["separation"] = sep.get("all", {}).get("separation")
+                    per.setdefault((mix, method), {})[seed] = row
     for (mix, method), by_seed in per.items():
-        ms = {c: mean_std([v[c] for v in by_seed.values()]) for c in COLUMNS}
+        ms = {c: mean_std([v[c] for v in by_seed.values()]) for c in DECISIVE_COLUMNS}
         stats[f"{mix}/{method}"] = {"n": len(by_seed), **ms}
         name = f"{methods[method][2]}" + ("" if method == "ceiling" else f" [{mix}]")
         rows.append([f"{name} (n={len(by_seed)})", *(f"{m:.2f} ± {s:.2f}" for m, s in ms.values())])
     for mix in cfg.decisive_mixes:
-        for hi, lo in DIFFS:
+        for hi, lo in diff_pairs(cfg.decisive_methods):
             a, b = per.get((mix, hi)), per.get((mix, lo))
             if not a or not b:
                 continue
             common = sorted(set(a) & set(b))
             ms = {
                 c: mean_std([a[s][c] - b[s][c] for s in common if None not in (a[s][c], b[s][c])])
-                for c in COLUMNS
+                for c in DECISIVE_COLUMNS
             }
             stats[f"{mix}/{hi}-{lo}"] = {"n": len(common), **ms}
             rows.append(
                 [f"{methods[hi][2]} − {methods[lo][2]} [{mix}] (by seed, n={len(common)})"]
                 + [f"{m:+.2f} ± {s:.2f}" for m, s in ms.values()]
             )
-    return table(["Method", *COLUMNS], rows), stats
+    return table(["Method", *DECISIVE_COLUMNS], rows), stats
 
 
 def wall_times(root: Path) -> tuple[list[str], dict]:
@@ -330,7 +342,7 @@ def write_report(cfg, qcfg, root: Path, methods: dict, mixes: dict) -> Path:
     dec_stats = {}
     for steps in sorted(cfg.decisive_steps):
         out += [f"## Decisive table ({steps} steps, seeds {cfg.decisive_seeds})", ""]
-        lines, dec_stats[str(steps)] = decisive(root, cfg, methods, qcfg.seed, steps)
+        lines, dec_stats[str(steps)] = decisive(root, cfg, methods, qcfg.seed, steps, items)
         out += lines + [""]
     out += ["## Wall and CPU time per stage", ""]
     lines, times = wall_times(root)

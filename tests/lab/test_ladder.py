@@ -128,6 +128,14 @@ def _results(vanilla: dict[str, float], n: int = 100) -> dict:
     return {"by_option_score": {"per_token": view}}
 
 
+def test_every_remedy_in_the_decisive_table_is_compared_with_dpo_by_seed():
+    """The named ingredient differences first, then each other decisive method minus DPO (the rule of issue 53),
+    none twice and DPO never against itself."""
+    methods = ["ceiling", "dpo", "cavpref", "cavpref_ancpo", "dpo_va"]
+    assert report.diff_pairs(methods) == [*report.DIFFS, ("cavpref_ancpo", "dpo"), ("dpo_va", "dpo")]
+    assert report.diff_pairs(["dpo"]) == list(report.DIFFS)
+
+
 def test_cells_and_the_side_of_chance():
     res = _results({"MVIT": 40.0, "MAIT": 10.0, "MVT": 25.0, "MAT": 45.0, "CLEAN": 80.0})
     got = report.cells(res, "per_token")
@@ -249,6 +257,8 @@ def test_ladder_end_to_end_on_a_small_quickstart(tmp_path):
     text = (lad / "ladder.md").read_text()
     assert "## Which option score moves" in text and "## Decisive table (2 steps" in text
     assert "## Decisive table (4 steps" in text
+    dec = json.loads((lad / "ladder.json").read_text())["decisive"]["2"]["clean/dpo"]
+    assert dec["n"] == 2 and 0 <= dec["separation"][0] <= 100  # mean over the seeds of each run's separation
     assert (lad / "plots" / "ladder_paired_trust.png").stat().st_size > 0
     # re-rendered from the stages' results under another protocol, with the ladder's own keys
     assert report.main(["--out", str(lad), "--option_score", "sum"]) == 0
