@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from cavpref.apps.quickstart import QuickstartConfig
+from cavpref.apps.quickstart import METHOD_KEYS, QuickstartConfig
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.eval.option_score import OPTION_SCORES
-from cavpref.terms import ANCPO_TERMS, CAVPREF_TERMS
+from cavpref.terms import CAVPREF_TERMS
 
 # ladder method -> (cavpref train method, quickstart recipe overrides, label); β as the quickstart sets it
 METHODS = {
@@ -28,9 +28,9 @@ METHODS = {
         {"loss_type": [*CAVPREF_TERMS, "sft"], "loss_weights": [1.0, 1.0, 1.0, 1.0]},
         "CAVPref + NLL (RPO, α = 1)",
     ),
-    "cavpref_ancpo": (
+    "cavpref_ancpo": (  # the quickstart's cavpref_anchored: one definition
         "cavpref",
-        {"loss_type": [*CAVPREF_TERMS, *ANCPO_TERMS]},
+        METHOD_KEYS["cavpref_anchored"],
         "CAVPref + anchored preference (mDPO, δ = 0)",
     ),
     "cavpref_dpop": ("cavpref", {"dpop_lambda": 50.0}, "CAVPref + DPOP (λ = 50)"),

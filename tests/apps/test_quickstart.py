@@ -13,7 +13,7 @@ import yaml
 from datasets import load_from_disk
 
 from cavpref.apps.cli import main as cli_main
-from cavpref.apps.quickstart import METHODS, QuickstartConfig, clean_chance
+from cavpref.apps.quickstart import DEFAULT_METHODS, METHODS, QuickstartConfig, clean_chance
 from cavpref.data import CLEAN_TASK, TASKS
 from cavpref.media.spec import from_json, has_audio, has_video
 from tests.helpers.html_report_check import rows_by_id
@@ -37,7 +37,7 @@ STAGES = [
 def small_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("qs") / "run"
     t0 = time.perf_counter()
-    assert cli_main(["quickstart", "--preset", "small", "--out", str(out)]) == 0
+    assert cli_main(["quickstart", "--preset", "small", "--out", str(out), "--methods", *METHODS]) == 0
     return out, time.perf_counter() - t0
 
 
@@ -86,6 +86,12 @@ def test_small_run_writes_every_stage_and_the_report(small_run):
         and recipes["cavpref_fixed_beta"]["beta_y"] == 0.1
     )
     assert recipes["dpo"]["beta"] == 0.1
+    # the anchored row is CAVPref's recipe plus mDPO's anchor on each term, β calibrated, every term logged
+    anchored = recipes["cavpref_anchored"]
+    assert anchored["method"] == "cavpref" and "beta_y" not in anchored
+    assert anchored["loss_type"] == ["cavpref_y", "cavpref_v", "cavpref_a", "ancpo_y", "ancpo_v", "ancpo_a"]
+    logged = json.loads((out / "cavpref_anchored" / "logs.jsonl").read_text().splitlines()[0])
+    assert {f"term/{t}" for t in anchored["loss_type"]} <= set(logged)
     # one persistent data-loader worker collates the next batch while the step runs (bit-identical weights:
     # tests/trainer/test_train_determinism.py)
     assert all(
@@ -192,7 +198,7 @@ def test_second_run_reuses_every_stage(small_run, capsys):
     out, first = small_run
     before = {n: (out / n / ".done.json").stat().st_mtime_ns for n in STAGES}
     t0 = time.perf_counter()
-    assert cli_main(["quickstart", "--preset", "small", "--out", str(out)]) == 0
+    assert cli_main(["quickstart", "--preset", "small", "--out", str(out), "--methods", *METHODS]) == 0
     second = time.perf_counter() - t0
     said = capsys.readouterr().out
     for name in STAGES:
@@ -382,6 +388,7 @@ def test_presets_resolve_and_explicit_keys_win():
     perceiving = QuickstartConfig(preset="perceiving")
     assert small.num_clips < full.num_clips and small.sft_steps < full.sft_steps
     assert full.eval_limit == 40 and small.eval_limit == 3 and full.eval_mode == "likelihood"
+    assert full.methods == list(DEFAULT_METHODS) and set(DEFAULT_METHODS) < set(METHODS)  # more on request
     assert QuickstartConfig(preset="small", sft_steps=7).sft_steps == 7  # explicit values win over the preset
     # the perceiving preset: the start that sees and hears (docs/quickstart.md), the default's sizes otherwise
     assert (perceiving.hidden_size, perceiving.frame_size, perceiving.num_frames) == (256, 84, 4)

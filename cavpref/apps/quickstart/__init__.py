@@ -36,7 +36,9 @@ apart. ``--calibrate_beta false`` skips the scorers and fixes β for every metho
 
 from cavpref.apps.quickstart.config import (
     CALIBRATED,
+    DEFAULT_METHODS,
     LABELS,
+    METHOD_KEYS,
     METHODS,
     PRESETS,
     TRAIN_METHOD,
@@ -75,8 +77,10 @@ from cavpref.apps.quickstart.stages import Stage, Stages, say
 __all__ = [
     "CALIBRATED",
     "CAPTION_PROBES",
+    "DEFAULT_METHODS",
     "LABELS",
     "METHODS",
+    "METHOD_KEYS",
     "PRESETS",
     "TRAIN_METHOD",
     "WITHOUT",

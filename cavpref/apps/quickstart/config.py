@@ -27,8 +27,12 @@ from cavpref.data import check_limit
 from cavpref.data_prep.synthetic import WorldConfig
 from cavpref.data_prep.tasks.common import DISTRACTORS
 from cavpref.output_dir import OutputArguments
+from cavpref.terms import ANCPO_TERMS, CAVPREF_TERMS
 
-METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref", "cavpref_fixed_beta")
+METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref", "cavpref_fixed_beta", "cavpref_anchored")
+# What a run trains unless --methods says otherwise: Table 5's rows and the fixed-β control (the default run's
+# measured tables in docs/quickstart.md are these five).
+DEFAULT_METHODS = ("sft", "dpo", "cavpref_norobust", "cavpref", "cavpref_fixed_beta")
 LABELS = {
     "start": "ZS (start)",
     "sft": "SFT",
@@ -36,11 +40,16 @@ LABELS = {
     "cavpref_norobust": "CAVPref w/o Robustness",
     "cavpref": "CAVPref",
     "cavpref_fixed_beta": "CAVPref (fixed β)",
+    "cavpref_anchored": "CAVPref + anchored preference",
 }
 # The `cavpref train` method of each quickstart method (the fixed-β row is CAVPref with β pinned), and the
 # methods whose β the trainer calibrates from the scored deltas (with --calibrate_beta, the default).
-TRAIN_METHOD = {"cavpref_fixed_beta": "cavpref"}
-CALIBRATED = ("cavpref_norobust", "cavpref")
+TRAIN_METHOD = {"cavpref_fixed_beta": "cavpref", "cavpref_anchored": "cavpref"}
+CALIBRATED = ("cavpref_norobust", "cavpref", "cavpref_anchored")
+# The recipe keys a method adds to its `cavpref train` method's: CAVPref's terms plus mDPO's anchored preference
+# on each (docs/training.md, "Remedies"), the objective the remedies' 3-seed table recommends
+# (cavpref_lab/ladder/README.md, "Remedies, three seeds").
+METHOD_KEYS = {"cavpref_anchored": {"loss_type": [*CAVPREF_TERMS, *ANCPO_TERMS]}}
 # The keys passed to both worlds' WorldConfig (QuickstartConfig.world_keys).
 WORLD_KEYS = ("background_ramp",)
 # How the "who sounds where" captions word a place (data.clip_captions): "Violin on the left" / "Violin: left".
@@ -165,8 +174,10 @@ class QuickstartConfig(OutputArguments):
         default=0, metadata={"help": "seed of the world, the splits, the model and the training"}
     )
     methods: list[str] = field(
-        default_factory=lambda: list(METHODS),
-        metadata={"help": f"the Table-5 methods to train, of {list(METHODS)}"},
+        default_factory=lambda: list(DEFAULT_METHODS),
+        metadata={
+            "help": f"the methods to train, of {list(METHODS)} (default: Table 5's and the fixed-β row)"
+        },
     )
     eval_mode: str = field(
         default="likelihood",

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from cavpref.apps.quickstart.config import CALIBRATED, TRAIN_METHOD, QuickstartConfig
+from cavpref.apps.quickstart.config import CALIBRATED, METHOD_KEYS, TRAIN_METHOD, QuickstartConfig
 from cavpref.apps.quickstart.stages import Stage
 
 
@@ -87,6 +87,7 @@ def recipe(
         "freeze_vision": not encoders,
         "freeze_audio": not encoders,
         "train_projectors": encoders,
+        **METHOD_KEYS.get(method, {}),
         **overrides,
     }
 
