@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cavpref.apps import check
 from tests.helpers.trainer_fixtures import shared
@@ -127,3 +128,23 @@ def test_lora_dropout_counts_only_when_trl_keeps_it(inputs):
     on = check.run([*argv, "--disable_dropout", "false"])
     tokens = round(on["tokens"]["lm_tokens_per_sample"] * 2)  # per_device_train_batch_size: 2
     assert on["no_checkpointing"].parts["activations"] - off == tokens * 28 * 4 * (6 * 3584 + 18944)
+
+
+@pytest.mark.parametrize("name", ["lora_cavpref", "full_cavpref"])
+def test_the_7b_recipes_commented_recommendation_is_a_valid_recipe(name, offline, tmp_path):
+    """The anchored-preference keys the 7B CAVPref recipes ship commented out (docs/training.md, "Remedies"):
+    uncommented, the recipe still parses and sizes, and names the anchored terms."""
+    text = (ROOT / "recipes" / "qwen2.5-omni-7b" / f"{name}.yaml").read_text()
+    keys = ("# loss_type: ", "# ancpo_delta: ")
+    assert all(k in text for k in keys)
+    for k in keys:
+        text = text.replace(k, k[2:])
+    recipe = tmp_path / f"{name}.yaml"
+    recipe.write_text(text)
+    argv = [str(recipe), "--estimate_height", "360", "--estimate_width", "640", "--estimate_seconds", "2"]
+    out = check.run(argv)
+    assert out["total"] == 8_931_813_888
+    assert yaml.safe_load(text)["loss_type"][3:] == ["ancpo_y", "ancpo_v", "ancpo_a"]
+    recipe.write_text(text.replace("ancpo_a]", "ancpo_b]"))  # a misspelt term is refused, not ignored
+    with pytest.raises(ValueError, match="ancpo_b"):
+        check.run(argv)
