@@ -23,7 +23,11 @@ METHODS = {"sft", "dpo", "cavpref_norobust", "cavpref"}
 
 def test_recipe_set_covers_methods_and_scales():
     names = {(p.parent.name, p.stem) for p in TRAIN_RECIPES}
-    assert {m for d, m in names if d == "tiny"} == METHODS
+    tiny = {p.stem: yaml.safe_load(p.read_text()) for p in TRAIN_RECIPES if p.parent.name == "tiny"}
+    # one tiny recipe per method, plus the recommended combined objective (a method plus terms: loss_type)
+    assert {m for m, r in tiny.items() if "loss_type" not in r} == METHODS
+    assert {m for m, r in tiny.items() if "loss_type" in r} == {"cavpref_anchored"}
+    assert tiny["cavpref_anchored"]["method"] == "cavpref"
     lora = {p.stem: yaml.safe_load(p.read_text()) for p in TRAIN_RECIPES if p.stem.startswith("lora_")}
     assert {r["method"] for r in lora.values()} == METHODS
     assert lora["lora_ipo"]["method"] == "dpo" and lora["lora_ipo"]["loss_type"] == [
