@@ -127,7 +127,11 @@ def test_report_has_table5_clean_categories_and_plot(small_run):
     assert m and float(m.group(1)) == pytest.approx(clean, abs=0.01)
     assert float(m.group(2)) == pytest.approx(clean_chance(out / "data", 3), abs=0.01)
     assert "## Per category" in report and "## CLEAN after training" in report
-    assert "β: calibrated (0.9·ΔS + 0.1" in report and "| CAVPref (fixed β) |" in report
+    # every calibrated method named, the anchored one too (the sentence once named two by hand)
+    assert (
+        "stage `scorers`) for CAVPref w/o Robustness, CAVPref, CAVPref + anchored preference; fixed at 0.1 for "
+        "SFT, DPO, CAVPref (fixed β)." in report
+    )
     png = out / "plots" / "methods.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # every table section says what its cells are computed on (first-contact point f: the limit was hidden)

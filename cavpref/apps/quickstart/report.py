@@ -15,7 +15,7 @@ from pathlib import Path
 
 from datasets import load_from_disk
 
-from cavpref.apps.quickstart.config import LABELS, QuickstartConfig
+from cavpref.apps.quickstart.config import CALIBRATED, LABELS, QuickstartConfig
 from cavpref.data import CATEGORIES, CLEAN_TASK, TASKS, check_limit
 from cavpref.eval.benchmarks.avtrustbench import headline
 from cavpref.eval.benchmarks.avtrustbench.trust import REFERENCES
@@ -23,6 +23,24 @@ from cavpref.eval.compare import compare
 from cavpref.eval.tables import fmt
 from cavpref.eval.tables import table as _table
 from cavpref.plotting import pyplot
+
+
+def beta_sentence(cfg: QuickstartConfig) -> str:
+    """Which of the run's methods calibrate β and which keep it fixed, from ``CALIBRATED`` (what the recipes do),
+    so the sentence cannot drift from the training."""
+    if not cfg.calibrate_beta:
+        return f"β is fixed at {cfg.beta} for every method (--calibrate_beta false)."
+    calibrated = [LABELS[m] for m in cfg.methods if m in CALIBRATED]
+    fixed = [LABELS[m] for m in cfg.methods if m not in CALIBRATED]
+    parts = (
+        [
+            f"calibrated (0.9·ΔS + 0.1, deltas from the tiny CLAP / CLIP scorers of stage `scorers`) for {', '.join(calibrated)}"
+        ]
+        if calibrated
+        else []
+    )
+    parts += [f"fixed at {cfg.beta} for {', '.join(fixed)}"] if fixed else []
+    return f"β: {'; '.join(parts)}."
 
 
 def task_accuracy(results: dict, task: str, metric: str = "circular") -> float | None:
@@ -207,12 +225,7 @@ def write_report(cfg: QuickstartConfig, root: Path, runs: dict[str, Path], timin
             f"{fmt(task_accuracy(start, CLEAN_TASK, 'circular'))} %."
         ),
         "",
-        (
-            f"β: calibrated (0.9·ΔS + 0.1, deltas from the tiny CLAP / CLIP scorers of stage `scorers`) for "
-            f"CAVPref and CAVPref w/o Robustness; fixed at {cfg.beta} for SFT, DPO and CAVPref (fixed β)."
-            if cfg.calibrate_beta
-            else f"β is fixed at {cfg.beta} for every method (--calibrate_beta false)."
-        ),
+        beta_sentence(cfg),
         "",
         "## Table 5 layout — CircularEval (instruction setting; difference from the starting model)",
         "",
