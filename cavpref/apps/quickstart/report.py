@@ -32,13 +32,8 @@ def beta_sentence(cfg: QuickstartConfig) -> str:
         return f"β is fixed at {cfg.beta} for every method (--calibrate_beta false)."
     calibrated = [LABELS[m] for m in cfg.methods if m in CALIBRATED]
     fixed = [LABELS[m] for m in cfg.methods if m not in CALIBRATED]
-    parts = (
-        [
-            f"calibrated (0.9·ΔS + 0.1, deltas from the tiny CLAP / CLIP scorers of stage `scorers`) for {', '.join(calibrated)}"
-        ]
-        if calibrated
-        else []
-    )
+    rule = "calibrated (0.9·ΔS + 0.1, deltas from the tiny CLAP / CLIP scorers of stage `scorers`)"
+    parts = [f"{rule} for {', '.join(calibrated)}"] if calibrated else []
     parts += [f"fixed at {cfg.beta} for {', '.join(fixed)}"] if fixed else []
     return f"β: {'; '.join(parts)}."
 
