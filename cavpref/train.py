@@ -510,9 +510,15 @@ def run(argv: list[str], *, extensions=()) -> int:
     # Trackers closed and, under a launcher, the process group destroyed before the interpreter exits (a gloo
     # group left to interpreter teardown sometimes aborted a rank after training: "terminate called without an
     # active exception"). Every rank first waits for the others: a rank that destroyed its group while rank 0
-    # was still writing the model shards was aborted the same way (seen once in the suite).
-    trainer.accelerator.wait_for_everyone()
-    trainer.accelerator.end_training()
+    # was still writing the model shards was aborted the same way (seen once in the suite). The DDP wrapper
+    # holds the group too, from the trainer's and the accelerator's reference cycles: destroying the group
+    # while it lives left the gloo threads to the interpreter's teardown all the same, so the trainer goes
+    # first (free_memory drops the accelerator's references and runs the garbage collector).
+    accelerator = trainer.accelerator
+    accelerator.wait_for_everyone()
+    del trainer
+    accelerator.free_memory()
+    accelerator.end_training()
     release_output_dir(train_args.output_dir)
     return 0
 

@@ -7,6 +7,7 @@ real gloo processes; rank 0 writes ``{name: gradient}`` to OUT.pt."""
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -126,6 +127,8 @@ if __name__ == "__main__":
     if state.is_main_process:
         torch.save(grads, out_file)
     # a gloo group left to interpreter teardown aborts a rank now and then ("terminate called without an active
-    # exception"): wait for every rank, then destroy it, as `cavpref train` does
+    # exception"): wait for every rank, free the trainers' DDP wrappers (reference cycles: they hold the group),
+    # then destroy it, as `cavpref train` does
     state.wait_for_everyone()
+    gc.collect()
     state.destroy_process_group()
