@@ -6,7 +6,7 @@ model, the training schedule, and the perception knobs that decide how well the 
 (``--help_all`` lists them by group, each with its preset values). A key given in the config file or on the
 command line wins over the preset.
 
-* ``default`` — the fast start (the whole run ~25 min on a quiet 2-core machine); its start does not name what
+* ``default`` — the fast start (the whole run ~17 min on a quiet 2-core machine); its start does not name what
   it sees.
 * ``perceiving`` — the start that sees and hears (docs/quickstart.md): 256-wide thinker, 84 × 84 frames, the
   caption wordings and stream-dropped caption rows that the lab log (docs/lab/quickstart_start.md) found.
@@ -151,7 +151,7 @@ PRESETS: dict[str, dict] = {
 #: A whole run of each preset, measured with ``/usr/bin/time -v cavpref quickstart --preset P`` on a quiet 2-core
 #: machine (the default: the median of 2 runs, docs/quickstart.md "The default run, measured"; the others:
 #: cavpref_lab/science/README.md, "Wall time"): the overall estimate the run prints before its first stage.
-MEASURED_WALL = {"default": "24 min 51 s", "perceiving": "46 min 39 s", "small": "57 s"}
+MEASURED_WALL = {"default": "16 min 48 s", "perceiving": "46 min 39 s", "small": "57 s"}
 
 
 def _preset(name: str, what: str, **extra):
