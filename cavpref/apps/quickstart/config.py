@@ -169,8 +169,9 @@ class QuickstartConfig(OutputArguments):
     preset: str = field(
         default="default",
         metadata={
-            "help": "sizes, schedule and perception knobs: default (the fast start, ~20 min on 2 cores), "
-            "perceiving (the start that sees and hears, ~47 min), small (a one-minute pipeline check); "
+            "help": "sizes, schedule and perception knobs, each with its whole run measured on a quiet 2-core "
+            f"machine: default (the fast start, {MEASURED_WALL['default']}), perceiving (the start that sees and "
+            f"hears, {MEASURED_WALL['perceiving']}), small (a pipeline check, {MEASURED_WALL['small']}); "
             "--help_all lists each key's values",
             "choices": list(PRESETS),
         },
