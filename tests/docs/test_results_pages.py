@@ -48,3 +48,15 @@ def test_every_plot_sits_beside_the_page_that_shows_it():
     ]
     assert not apart, "a plot lives in another folder than its page:\n" + "\n".join(apart)
     assert any(p.parent == LAB / "ladder" for p in pngs), "the ladder's plots live beside its code"
+
+
+def test_the_docs_quote_the_wall_time_the_quickstart_prints():
+    """The run prints MEASURED_WALL before its first stage; the README and the presets table must quote the
+    same measurement, so a re-measured default cannot leave one of them behind."""
+    from cavpref.apps.quickstart.config import MEASURED_WALL
+
+    quickstart = (ROOT / "docs" / "quickstart.md").read_text()
+    assert f"**{MEASURED_WALL['default']}**" in (ROOT / "README.md").read_text()
+    for preset in ("default", "perceiving"):
+        row = next(line for line in quickstart.splitlines() if line.startswith(f"| `{preset}` |"))
+        assert MEASURED_WALL[preset] in row.rsplit("|", 2)[-2], (preset, MEASURED_WALL[preset])
